@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/world"
+)
+
+type envOptions struct {
+	Name   string
+	Dotenv bool
+	Shell  bool
+	JSON   bool
+}
+
+func newEnvCmd(app *App) *cobra.Command {
+	var opts envOptions
+	cmd := &cobra.Command{
+		Use:   "env [name]",
+		Short: "Print a worktree's coordinates: ports, URLs, slices",
+		Long: `Print the whole coordinate map of a worktree's world — <SERVICE>_PORT,
+<SERVICE>_URL, named extra ports, adapter addresses, BINKY_WORKTREE and
+BINKY_PROJECT — allocating ports on first use, so it works before any 'up'.
+No name: the worktree you stand in.
+
+  eval "$(git binky env --shell)"     # in a shell, or in direnv's .envrc`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			n := 0
+			for _, b := range []bool{opts.Dotenv, opts.Shell, opts.JSON} {
+				if b {
+					n++
+				}
+			}
+			if n > 1 {
+				return usageError{fmt.Errorf("choose one of --dotenv, --shell and --json")}
+			}
+			return runEnv(cmd, app, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Dotenv, "dotenv", false, "print KEY=value lines for a .env file")
+	cmd.Flags().BoolVar(&opts.Shell, "shell", false, "print export lines for eval and direnv")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print services and env as JSON")
+	return cmd
+}
+
+func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
+	home, err := app.Home()
+	if err != nil {
+		return err
+	}
+	w, err := world.Open(home, app.Dir, opts.Name)
+	if err != nil {
+		return err
+	}
+	rec, err := w.Ensure(cmd.Context())
+	if err != nil {
+		return err
+	}
+	c := w.Coordinates(rec)
+	switch {
+	case opts.JSON:
+		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})
+	case opts.Shell:
+		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + shellQuote(v) })
+	default:
+		return printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(v) })
+	}
+}
+
+// envJSON is the documented `env --json` schema (see README.md).
+type envJSON struct {
+	Schema int `json:"schema"`
+	world.Coordinates
+}
+
+func printEnv(w io.Writer, env map[string]string, line func(k, v string) string) error {
+	for _, kv := range world.SortedEnv(env) {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, err := fmt.Fprintln(w, line(k, v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shellQuote quotes v for POSIX shells: single quotes, with embedded single
+// quotes closed, escaped and reopened.
+func shellQuote(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// dotenvQuote leaves plain values bare and double-quotes anything a dotenv
+// reader could misread.
+func dotenvQuote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\"'#$\\`") {
+		return v
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
+	return `"` + r.Replace(v) + `"`
+}

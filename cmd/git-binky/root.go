@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(app *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "git-binky",
+		Short: "One isolated local world per git worktree: ports, env, databases, URLs",
+		Long: `git binky gives every git worktree its own isolated local world — ports
+allocated before any process starts, private database slices carved from one
+shared server, supervised services and URLs — from one committed binky.toml.`,
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(app.In)
+	root.SetOut(app.Out)
+	root.SetErr(app.Err)
+	root.SetVersionTemplate("git-binky {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{err}
+	})
+	root.AddCommand(
+		newCheckCmd(app),
+		newEnvCmd(app),
+		newStatusCmd(app),
+		newVersionCmd(app),
+	)
+	return root
+}

@@ -1,0 +1,417 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+)
+
+// ErrNotRepository is returned when a directory is not inside a git repository.
+var ErrNotRepository = errors.New("not inside a git repository")
+
+// ErrNotWorktree is returned when a directory is inside a repository but not
+// inside any of its worktrees (the inside of a bare repository, say).
+var ErrNotWorktree = errors.New("not inside a git worktree")
+
+// ErrNoSuchWorktree is returned when a worktree name matches none of the
+// repository's worktrees.
+var ErrNoSuchWorktree = errors.New("no such worktree")
+
+// Repo is a repository, identified by its common directory: the one that
+// holds objects, refs and the worktrees/ admin folders shared by every worktree.
+type Repo struct {
+	CommonDir string // absolute, symlinks resolved
+	Bare      bool   // no main worktree
+	MainPath  string // the main worktree's root; "" for a bare repository
+}
+
+// Worktree is one checkout of a repository.
+type Worktree struct {
+	// Name identifies the worktree within its repository. For a linked
+	// worktree it is the name of its admin folder (what git itself calls the
+	// worktree); for the main worktree it is the base name of its path.
+	Name string
+	Path string // root of the checkout
+	// AdminDir is the worktree's private git dir: the common dir for the main
+	// worktree, <common>/worktrees/<name> for a linked one.
+	AdminDir string
+	Main     bool
+	Branch   string // short branch name; "" when HEAD is detached
+	Head     string // commit hash HEAD points at; "" in an empty repository
+	Locked   bool   // `git worktree lock`
+	// Missing reports that the checkout folder is gone while git still has
+	// its admin folder (it would be pruned by `git worktree prune`).
+	Missing bool
+}
+
+// Discover finds the repository and worktree containing dir. It returns
+// ErrNotRepository outside any repository, and ErrNotWorktree (with a
+// non-nil Repo) inside a repository's git dir rather than a checkout.
+func Discover(dir string) (*Repo, *Worktree, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolve %s: %w", dir, err)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		if fi, err := os.Stat(dotgit); err == nil {
+			gitDir := dotgit
+			if !fi.IsDir() {
+				if gitDir, err = readGitFile(dotgit); err != nil {
+					return nil, nil, err
+				}
+			}
+			repo, err := openCommon(gitDir)
+			if err != nil {
+				return nil, nil, err
+			}
+			wt, err := repo.worktreeFor(d, gitDir)
+			if err != nil {
+				return repo, nil, err
+			}
+			return repo, wt, nil
+		}
+		// A bare repository (or the inside of a git dir) has HEAD and objects
+		// at its top; we are in the repository but in no worktree.
+		if isGitDir(d) {
+			repo, err := openCommon(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			return repo, nil, fmt.Errorf("%s: %w", abs, ErrNotWorktree)
+		}
+		if filepath.Dir(d) == d {
+			return nil, nil, fmt.Errorf("%s: %w", abs, ErrNotRepository)
+		}
+	}
+}
+
+// Open returns the repository whose common dir (or any git dir) is gitDir.
+func Open(gitDir string) (*Repo, error) { return openCommon(gitDir) }
+
+func isGitDir(d string) bool {
+	if _, err := os.Stat(filepath.Join(d, "HEAD")); err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(d, "objects")); err == nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(d, "commondir"))
+	return err == nil
+}
+
+// readGitFile reads a ".git" file ("gitdir: <path>") as linked worktrees and
+// submodules have.
+func readGitFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	line := strings.TrimSpace(string(b))
+	target, ok := strings.CutPrefix(line, "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%s: not a gitdir file", path)
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(path), target)
+	}
+	return resolve(target), nil
+}
+
+func resolve(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// commonDirOf follows a git dir's "commondir" file, present in linked
+// worktrees' admin folders.
+func commonDirOf(gitDir string) string {
+	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if err != nil {
+		return gitDir
+	}
+	c := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	return resolve(c)
+}
+
+func openCommon(gitDir string) (*Repo, error) {
+	common := commonDirOf(resolve(gitDir))
+	repo := &Repo{CommonDir: common}
+	cfg, err := readConfig(common)
+	if err != nil {
+		return nil, err
+	}
+	core := cfg.Section("core")
+	repo.Bare = strings.EqualFold(core.Option("bare"), "true")
+	if !repo.Bare {
+		switch wt := core.Option("worktree"); {
+		case wt != "":
+			if !filepath.IsAbs(wt) {
+				wt = filepath.Join(common, wt)
+			}
+			repo.MainPath = resolve(wt)
+		case filepath.Base(common) == ".git":
+			repo.MainPath = filepath.Dir(common)
+		default:
+			// A git dir that is not named .git and has no core.worktree
+			// (GIT_DIR layouts): no main checkout we can locate.
+			repo.Bare = true
+		}
+	}
+	return repo, nil
+}
+
+// readConfig parses <common>/config with go-git's config decoder. Only the
+// light go-git packages are used: the top-level one links transports and
+// crypto whose start-up cost would be paid by every `git binky env` on a
+// shell prompt.
+func readConfig(common string) (*gitconfig.Config, error) {
+	f, err := os.Open(filepath.Join(common, "config"))
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", common, err)
+	}
+	defer f.Close()
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
+		return nil, fmt.Errorf("read config of %s: %w", common, err)
+	}
+	return cfg, nil
+}
+
+// worktreeFor builds the Worktree whose root is root and whose git dir is gitDir.
+func (r *Repo) worktreeFor(root, gitDir string) (*Worktree, error) {
+	if gitDir == r.CommonDir {
+		if r.MainPath == "" {
+			return nil, fmt.Errorf("%s: %w", root, ErrNotWorktree)
+		}
+		return r.mainWorktree()
+	}
+	return r.linkedWorktree(filepath.Base(gitDir))
+}
+
+func (r *Repo) mainWorktree() (*Worktree, error) {
+	wt := &Worktree{
+		Name:     filepath.Base(r.MainPath),
+		Path:     r.MainPath,
+		AdminDir: r.CommonDir,
+		Main:     true,
+	}
+	wt.Branch, wt.Head = readHead(r.CommonDir, r.CommonDir)
+	if _, err := os.Stat(r.MainPath); err != nil {
+		wt.Missing = true
+	}
+	return wt, nil
+}
+
+func (r *Repo) linkedWorktree(name string) (*Worktree, error) {
+	admin := filepath.Join(r.CommonDir, "worktrees", name)
+	b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("worktree %q: %w", name, ErrNoSuchWorktree)
+		}
+		return nil, fmt.Errorf("read worktree %q: %w", name, err)
+	}
+	dotgit := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(dotgit) {
+		dotgit = filepath.Join(admin, dotgit)
+	}
+	wt := &Worktree{
+		Name:     name,
+		Path:     resolve(filepath.Dir(dotgit)),
+		AdminDir: admin,
+	}
+	wt.Branch, wt.Head = readHead(admin, r.CommonDir)
+	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
+		wt.Locked = true
+	}
+	if _, err := os.Stat(dotgit); err != nil {
+		wt.Missing = true
+	}
+	return wt, nil
+}
+
+// readHead returns the branch and commit of the HEAD in gitDir. go-git
+// resolves the reference (loose or packed) from the common dir.
+func readHead(gitDir, common string) (branch, hash string) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", ""
+	}
+	head := strings.TrimSpace(string(b))
+	ref, ok := strings.CutPrefix(head, "ref: ")
+	if !ok {
+		return "", head
+	}
+	branch = strings.TrimPrefix(ref, "refs/heads/")
+	if h, err := dotgit.New(osfs.New(common)).Ref(plumbing.ReferenceName(ref)); err == nil && h != nil {
+		hash = h.Hash().String()
+	}
+	return branch, hash
+}
+
+// Worktrees lists the main worktree (unless the repository is bare) and every
+// linked worktree git has an admin folder for, sorted by name with main first.
+func (r *Repo) Worktrees() ([]Worktree, error) {
+	var out []Worktree
+	if !r.Bare && r.MainPath != "" {
+		wt, err := r.mainWorktree()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *wt)
+	}
+	entries, err := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list worktrees of %s: %w", r.CommonDir, err)
+	}
+	var linked []Worktree
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		wt, err := r.linkedWorktree(e.Name())
+		if err != nil {
+			continue // a half-written admin folder (git worktree add in progress)
+		}
+		linked = append(linked, *wt)
+	}
+	sort.Slice(linked, func(i, j int) bool { return linked[i].Name < linked[j].Name })
+	return append(out, linked...), nil
+}
+
+// Find returns the worktree called name: its git name first, then the base
+// name of its path, then its branch.
+func (r *Repo) Find(name string) (*Worktree, error) {
+	wts, err := r.Worktrees()
+	if err != nil {
+		return nil, err
+	}
+	for _, match := range []func(Worktree) bool{
+		func(w Worktree) bool { return w.Name == name },
+		func(w Worktree) bool { return filepath.Base(w.Path) == name },
+		func(w Worktree) bool { return w.Branch != "" && w.Branch == name },
+	} {
+		for i := range wts {
+			if match(wts[i]) {
+				return &wts[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%q in %s: %w", name, r.CommonDir, ErrNoSuchWorktree)
+}
+
+// Git runs the git binary in dir and returns its trimmed stdout; stderr is
+// folded into the error so the user sees what git said.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = cleanGitEnv(os.Environ())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+	}
+	return strings.TrimRight(stdout.String(), "\n"), nil
+}
+
+// cleanGitEnv drops the variables git exports to hooks (GIT_DIR, GIT_INDEX_FILE,
+// ...) so that a git command run for another worktree is not pointed back at
+// the one whose hook is running.
+func cleanGitEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Dirty reports whether the worktree at path has uncommitted changes or
+// untracked files. It asks git itself: go-git's status is slow on large trees
+// and does not honour every ignore rule git does.
+func Dirty(ctx context.Context, path string) (bool, error) {
+	out, err := Git(ctx, path, "status", "--porcelain", "--untracked-files=normal")
+	if err != nil {
+		return false, err
+	}
+	return out != "", nil
+}
+
+// HooksDir returns the folder git really runs hooks from, honouring
+// core.hooksPath. Only git resolves this faithfully (relative paths, per
+// worktree config), so it asks git.
+func HooksDir(ctx context.Context, dir string) (string, error) {
+	p, err := Git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Clean(p), nil
+}
+
+// BranchExists reports whether refs/heads/<branch> exists.
+func (r *Repo) BranchExists(branch string) bool {
+	ref, err := dotgit.New(osfs.New(r.CommonDir)).Ref(plumbing.NewBranchReferenceName(branch))
+	return err == nil && ref != nil
+}
+
+// AddWorktree creates a linked worktree at path on branch: the existing branch
+// when there is one, a new branch from HEAD otherwise. go-git cannot create
+// linked worktrees, so this runs `git worktree add`.
+func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree, error) {
+	dir := r.CommonDir
+	args := []string{"worktree", "add"}
+	if r.BranchExists(branch) {
+		args = append(args, path, branch)
+	} else {
+		args = append(args, "-b", branch, path)
+	}
+	if _, err := Git(ctx, dir, args...); err != nil {
+		return nil, err
+	}
+	_, wt, err := Discover(path)
+	if err != nil {
+		return nil, err
+	}
+	return wt, nil
+}
+
+// RemoveWorktree runs `git worktree remove` (with --force when force is set).
+func (r *Repo) RemoveWorktree(ctx context.Context, wt *Worktree, force bool) error {
+	args := []string{"worktree", "remove"}
+	if force {
+		args = append(args, "--force")
+	}
+	args = append(args, wt.Path)
+	_, err := Git(ctx, r.CommonDir, args...)
+	return err
+}

@@ -1,0 +1,476 @@
+package world
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/git-binky/git-binky/gitx"
+)
+
+// The patterns used only by `check` compile on first use: every `env` on a
+// shell prompt parses the config, and start-up time is its whole cost.
+var (
+	secretKeyRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)`)
+	})
+	// scheme://user:password@host — a password written into a URL.
+	urlPasswordRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^@\s/]+)@`)
+	})
+)
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// validServiceName: letters, digits, '_' and '-', starting with a letter or digit.
+func validServiceName(s string) bool {
+	if s == "" || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validLabel: one DNS label, lowercase, 1-63 bytes, no leading/trailing '-'.
+func validLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validEnvName: a POSIX environment variable name.
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// validate finds the structural errors that make a config unusable.
+func (c *Config) validate() []Diagnostic {
+	var diags []Diagnostic
+	errAt := func(key []string, format string, args ...any) {
+		diags = append(diags, c.at(SeverityError, key, format, args...))
+	}
+	switch c.Project.Auto {
+	case "up", "provision", "off":
+	default:
+		errAt([]string{"project", "auto"}, "auto = %q: must be \"up\", \"provision\" or \"off\"", c.Project.Auto)
+	}
+	if c.Project.Name != "" && !validLabel(c.Project.Name) {
+		errAt([]string{"project", "name"}, "name = %q: a project name is part of every URL, so it must be lowercase letters, digits and '-' (like %q)", c.Project.Name, DNSLabel(c.Project.Name))
+	}
+	if len(c.Services) == 0 {
+		diags = append(diags, Diagnostic{File: c.Path, Line: 1, Column: 1, Severity: SeverityError,
+			Message: "no services: add a [services.NAME] table with a cmd (or an adapter)"})
+	}
+	urls := map[string]string{}
+	names := c.ServiceNames()
+	for _, name := range names {
+		s := c.Services[name]
+		key := []string{"services", name}
+		if !validServiceName(name) {
+			errAt(key, "service name %q: use letters, digits, '_' and '-' (it becomes %s_PORT and part of URLs)", name, EnvName(name))
+		}
+		switch {
+		case s.Adapter == "" && s.Cmd == "":
+			errAt(key, "service %q has neither cmd nor adapter: give it a cmd to run, or an adapter such as \"postgres\"", name)
+		case s.Adapter != "" && s.Cmd != "":
+			errAt(append(key, "cmd"), "service %q has both cmd and adapter %q: an adapter service is a slice of a shared server, not a process; move the cmd to its own service", name, s.Adapter)
+		}
+		if s.Adapter != "" && (s.URL != "" || len(s.Ports) > 0) {
+			errAt(append(key, "url"), "service %q is an adapter slice and gets its address from the adapter; drop url/ports", name)
+		}
+		if s.URL != "" {
+			if !validLabel(s.URL) {
+				errAt(append(key, "url"), "url = %q: must be one DNS label (lowercase letters, digits, '-'), like %q; it becomes <url>.<worktree>.<project>.<domain>", s.URL, DNSLabel(s.URL))
+			} else if other, dup := urls[s.URL]; dup {
+				errAt(append(key, "url"), "url = %q is already used by service %q: URL names must be unique", s.URL, other)
+			} else {
+				urls[s.URL] = name
+			}
+		}
+		seen := map[string]bool{}
+		for _, p := range s.Ports {
+			if !validServiceName(p) || seen[p] {
+				errAt(append(key, "ports"), "ports: %q must be a unique name of letters, digits, '_' or '-'", p)
+			}
+			seen[p] = true
+		}
+		switch s.Restart {
+		case "on-failure", "always", "no":
+		default:
+			errAt(append(key, "restart"), "restart = %q: must be \"on-failure\", \"always\" or \"no\"", s.Restart)
+		}
+		for _, d := range s.DependsOn {
+			if _, ok := c.Services[d]; !ok {
+				msg := fmt.Sprintf("depends_on names %q, which is not a service", d)
+				if n := nearest(d, names); n != "" {
+					msg += fmt.Sprintf(": did you mean %q?", n)
+				}
+				errAt(append(key, "depends_on"), "%s", msg)
+			}
+		}
+		for k := range s.Env {
+			if !validEnvName(k) {
+				errAt(append(key, "env", k), "env key %q is not a valid variable name", k)
+			}
+		}
+		if h := s.Health; h != nil {
+			probes := 0
+			for _, set := range []bool{h.HTTP != "", h.TCP, h.Cmd != ""} {
+				if set {
+					probes++
+				}
+			}
+			if probes > 1 {
+				errAt(append(key, "health"), "health: choose one of http, tcp or cmd")
+			}
+			if (h.HTTP != "" || h.TCP) && !s.HasPort() {
+				errAt(append(key, "health"), "health checks a port, but service %q asks for none: add url = \"...\" or ports = [...]", name)
+			}
+			if h.HTTP != "" && !strings.HasPrefix(h.HTTP, "/") {
+				errAt(append(key, "health", "http"), "health.http = %q: give a path starting with '/', like \"/healthz\"", h.HTTP)
+			}
+		}
+	}
+	for _, g := range sortedKeys(c.Groups) {
+		for _, s := range c.Groups[g] {
+			if _, ok := c.Services[s]; !ok {
+				errAt([]string{"groups", g}, "group %q names %q, which is not a service", g, s)
+			}
+		}
+	}
+	if cycle := c.findCycle(); cycle != nil {
+		errAt([]string{"services", cycle[0], "depends_on"}, "dependency cycle: %s", strings.Join(cycle, " -> "))
+	}
+	return diags
+}
+
+// findCycle returns one depends_on cycle (first name repeated at the end), or nil.
+func (c *Config) findCycle() []string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var found []string
+	var visit func(string) bool
+	visit = func(n string) bool {
+		color[n] = grey
+		stack = append(stack, n)
+		deps := append([]string(nil), c.Services[n].DependsOn...)
+		sort.Strings(deps)
+		for _, d := range deps {
+			if _, ok := c.Services[d]; !ok {
+				continue
+			}
+			switch color[d] {
+			case grey:
+				for i, s := range stack {
+					if s == d {
+						found = append(append([]string{}, stack[i:]...), d)
+					}
+				}
+				return true
+			case white:
+				if visit(d) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return false
+	}
+	for _, n := range c.ServiceNames() {
+		if color[n] == white && visit(n) {
+			return found
+		}
+	}
+	return nil
+}
+
+// Order returns the services in an order where each comes after its
+// dependencies (ties broken by name), restricted to only (plus their
+// dependencies) when only is non-empty.
+func (c *Config) Order(only []string) ([]string, error) {
+	if cycle := c.findCycle(); cycle != nil {
+		return nil, fmt.Errorf("dependency cycle: %s", strings.Join(cycle, " -> "))
+	}
+	want := map[string]bool{}
+	var add func(string)
+	add = func(n string) {
+		if want[n] {
+			return
+		}
+		want[n] = true
+		for _, d := range c.Services[n].DependsOn {
+			add(d)
+		}
+	}
+	if len(only) == 0 {
+		for n := range c.Services {
+			want[n] = true
+		}
+	}
+	for _, n := range only {
+		if _, ok := c.Services[n]; !ok {
+			return nil, fmt.Errorf("no service %q in %s", n, c.Path)
+		}
+		add(n)
+	}
+	var out []string
+	done := map[string]bool{}
+	var visit func(string)
+	visit = func(n string) {
+		if done[n] {
+			return
+		}
+		done[n] = true
+		deps := append([]string(nil), c.Services[n].DependsOn...)
+		sort.Strings(deps)
+		for _, d := range deps {
+			visit(d)
+		}
+		out = append(out, n)
+	}
+	for _, n := range c.ServiceNames() {
+		if want[n] {
+			visit(n)
+		}
+	}
+	return out, nil
+}
+
+// Group returns the services of a named group.
+func (c *Config) Group(name string) ([]string, error) {
+	g, ok := c.Groups[name]
+	if !ok {
+		known := sortedKeys(c.Groups)
+		if len(known) == 0 {
+			return nil, fmt.Errorf("no group %q: %s has no [groups] table", name, c.Path)
+		}
+		return nil, fmt.Errorf("no group %q in %s (groups: %s)", name, c.Path, strings.Join(known, ", "))
+	}
+	return g, nil
+}
+
+// AdapterInfo tells Check what it needs to know of an adapter name: whether
+// binky can drive it at all, and whether binky can run a shared server for it
+// itself when admin_url is absent. The adapters package provides it; world
+// cannot import adapters (dependencies point down).
+type AdapterInfo func(name string) (known, managed bool)
+
+// Check returns every error and warning about a parsed config: the structural
+// errors ParseConfig found, adapter problems, and footguns that still load.
+func Check(c *Config, adapters AdapterInfo) []Diagnostic {
+	var diags []Diagnostic
+	warn := func(key []string, format string, args ...any) {
+		diags = append(diags, c.at(SeverityWarning, key, format, args...))
+	}
+	for _, name := range c.ServiceNames() {
+		s := c.Services[name]
+		key := []string{"services", name}
+		if s.Adapter != "" && adapters != nil {
+			known, managed := adapters(s.Adapter)
+			switch {
+			case !known:
+				diags = append(diags, c.at(SeverityError, append(key, "adapter"),
+					"adapter %q is not built in and no binky-adapter-%s is on PATH: install it, or use postgres, redis or valkey", s.Adapter, s.Adapter))
+			case !managed && s.AdminURL == "":
+				diags = append(diags, c.at(SeverityError, append(key, "admin_url"),
+					"adapter %q needs admin_url (binky cannot run a %s server itself): set admin_url = \"${env.NAME}\" and export NAME", s.Adapter, s.Adapter))
+			}
+		}
+		for _, f := range s.fields() {
+			for _, ref := range Tokens(f.value) {
+				if msg := c.tokenProblem(s, ref); msg != "" {
+					warn(append(key, f.key...), "%s", msg)
+				}
+			}
+			if m := urlPasswordRE().FindStringSubmatch(f.value); m != nil && !strings.Contains(m[1], "${") {
+				warn(append(key, f.key...), "a password is written inline in %s: use ${env.NAME} (or env_file) so it is not committed", strings.Join(f.key, "."))
+			}
+		}
+		for _, k := range sortedKeys(s.Env) {
+			v := s.Env[k]
+			if secretKeyRE().MatchString(k) && v != "" && !strings.Contains(v, "${") {
+				warn(append(key, "env", k), "%s looks like a credential written inline: use %s = \"${env.%s}\" (or env_file) so it is not committed", k, k, k)
+			}
+		}
+	}
+	for i, v := range c.Agents.Verify {
+		for _, ref := range Tokens(v) {
+			if msg := c.tokenProblem(nil, ref); msg != "" {
+				warn([]string{"agents", "verify"}, "verify[%d]: %s", i, msg)
+			}
+		}
+	}
+	sort.SliceStable(diags, func(i, j int) bool {
+		if diags[i].Line != diags[j].Line {
+			return diags[i].Line < diags[j].Line
+		}
+		return diags[i].Column < diags[j].Column
+	})
+	return diags
+}
+
+type field struct {
+	key   []string
+	value string
+}
+
+// fields lists the service's strings that may hold ${...} tokens.
+func (s *Service) fields() []field {
+	fs := []field{{[]string{"cmd"}, s.Cmd}, {[]string{"cwd"}, s.Cwd}, {[]string{"env_file"}, s.EnvFile},
+		{[]string{"admin_url"}, s.AdminURL}, {[]string{"migrate"}, s.Migrate}, {[]string{"seed"}, s.Seed}}
+	if s.Health != nil {
+		fs = append(fs, field{[]string{"health", "cmd"}, s.Health.Cmd}, field{[]string{"health", "http"}, s.Health.HTTP})
+	}
+	for _, k := range sortedKeys(s.Env) {
+		fs = append(fs, field{[]string{"env", k}, s.Env[k]})
+	}
+	return fs
+}
+
+// adapterFields are the tokens an adapter slice answers (${db.url}, ...).
+var adapterFields = map[string]bool{"url": true, "host": true, "port": true, "name": true,
+	"database": true, "user": true, "password": true, "prefix": true}
+
+// tokenProblem says what is wrong with ${ref} used in service s (nil for
+// tokens outside any service), or "" when the token will resolve.
+func (c *Config) tokenProblem(s *Service, ref string) string {
+	ns, rest, _ := strings.Cut(ref, ".")
+	switch ns {
+	case "env":
+		if rest == "" {
+			return fmt.Sprintf("${%s}: name the variable, like ${env.HOME}", ref)
+		}
+		return ""
+	case "worktree":
+		if rest == "name" || rest == "path" || rest == "branch" {
+			return ""
+		}
+		return fmt.Sprintf("unknown token ${%s} (worktree has name, path and branch); it will be left as written", ref)
+	case "project":
+		if rest == "name" {
+			return ""
+		}
+		return fmt.Sprintf("unknown token ${%s} (project has name); it will be left as written", ref)
+	case "self":
+		if s == nil {
+			return fmt.Sprintf("${%s} means nothing outside a service; it will be left as written", ref)
+		}
+		if !s.HasPort() && s.Adapter == "" && (rest == "port" || rest == "url" || rest == "direct_url" || strings.HasPrefix(rest, "ports.")) {
+			return fmt.Sprintf("${%s} but service %q asks for no port, so it stays literal and the process will likely fail on it: add url = \"%s\" or ports = [...]", ref, s.Name, DNSLabel(s.Name))
+		}
+		return c.fieldProblem(s, ref, rest)
+	}
+	target, ok := c.Services[ns]
+	if !ok {
+		return fmt.Sprintf("unknown token ${%s}: %q is not a service (nor self, env, worktree or project); it will be left as written", ref, ns)
+	}
+	return c.fieldProblem(target, ref, rest)
+}
+
+func (c *Config) fieldProblem(t *Service, ref, field string) string {
+	if t.Adapter != "" {
+		if adapterFields[field] {
+			return ""
+		}
+		return fmt.Sprintf("unknown token ${%s}: adapter service %q offers url, host, port, name, user, password and prefix", ref, t.Name)
+	}
+	switch {
+	case field == "host":
+		return ""
+	case field == "port" || field == "url" || field == "direct_url":
+		if !t.HasPort() {
+			return fmt.Sprintf("${%s} but service %q asks for no port: add url = \"...\" or ports = [...] to it", ref, t.Name)
+		}
+		return ""
+	case strings.HasPrefix(field, "ports."):
+		p := strings.TrimPrefix(field, "ports.")
+		for _, have := range t.Ports {
+			if have == p {
+				return ""
+			}
+		}
+		return fmt.Sprintf("unknown token ${%s}: service %q declares no port named %q", ref, t.Name, p)
+	}
+	return fmt.Sprintf("unknown token ${%s}: a service offers port, url, direct_url, host and ports.NAME", ref)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// CheckPath validates the binky.toml at path: a file, a folder holding one,
+// or (when path is "") the root of the worktree dir is in. It returns the
+// file it read and every diagnostic; the error is for a file it could not
+// read at all.
+func CheckPath(dir, path string, adapters AdapterInfo) (string, []Diagnostic, error) {
+	file, err := FindConfig(dir, path)
+	if err != nil {
+		return file, nil, err
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return file, nil, fmt.Errorf("%s: %w", file, ErrNoConfig)
+		}
+		return file, nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, diags := ParseConfig(file, src)
+	if cfg == nil || hasErrors(diags) {
+		return file, diags, nil
+	}
+	return file, Check(cfg, adapters), nil
+}
+
+// FindConfig resolves which binky.toml a command means: path if given (a
+// file or a folder), else the one at the root of the worktree around dir,
+// else the one in dir.
+func FindConfig(dir, path string) (string, error) {
+	if path != "" {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			path = filepath.Join(path, ConfigFile)
+		}
+		return path, nil
+	}
+	if _, wt, err := gitx.Discover(dir); err == nil {
+		return filepath.Join(wt.Path, ConfigFile), nil
+	}
+	return filepath.Join(dir, ConfigFile), nil
+}

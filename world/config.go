@@ -1,0 +1,361 @@
+package world
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ConfigFile is the name of the committed config at a worktree's root.
+const ConfigFile = "binky.toml"
+
+// ErrNoConfig is returned when a worktree has no binky.toml.
+var ErrNoConfig = errors.New("no " + ConfigFile)
+
+// Config is a parsed binky.toml.
+type Config struct {
+	Project  Project             `toml:"project"`
+	Services map[string]*Service `toml:"services"`
+	Groups   map[string][]string `toml:"groups"`
+	Agents   Agents              `toml:"agents"`
+
+	// Path is the file the config was read from; Source its bytes (for
+	// positions in diagnostics and for the trust hash).
+	Path   string `toml:"-"`
+	Source []byte `toml:"-"`
+	pos    *locator
+}
+
+// Project is the [project] table.
+type Project struct {
+	Name string `toml:"name"`
+	// Auto says what `git worktree add` does: "up", "provision" or "off".
+	Auto string `toml:"auto"`
+	// Domain is the last label of world URLs (default "localhost").
+	Domain string `toml:"domain"`
+	// WorktreeDir is where `git binky up <name>` creates worktrees, relative
+	// to the main worktree (default ".." , i.e. beside it).
+	WorktreeDir string `toml:"worktree_dir"`
+	// EnvFile is loaded into every service's environment.
+	EnvFile string `toml:"env_file"`
+}
+
+// Service is one [services.NAME] table: a supervised process, or an adapter
+// slice when Adapter is set.
+type Service struct {
+	Cmd       string            `toml:"cmd"`
+	URL       string            `toml:"url"`
+	Ports     []string          `toml:"ports"`
+	DependsOn []string          `toml:"depends_on"`
+	Env       map[string]string `toml:"env"`
+	EnvFile   string            `toml:"env_file"`
+	Cwd       string            `toml:"cwd"`
+	Health    *Health           `toml:"health"`
+	Restart   string            `toml:"restart"`
+	// StopTimeout is the grace between SIGTERM and SIGKILL.
+	StopTimeout Duration `toml:"stop_timeout"`
+
+	Adapter   string         `toml:"adapter"`
+	AdminURL  string         `toml:"admin_url"`
+	Migrate   string         `toml:"migrate"`
+	Seed      string         `toml:"seed"`
+	CloneFrom string         `toml:"clone_from"`
+	Options   map[string]any `toml:"options"` // passed to the adapter as its config
+
+	Name string `toml:"-"`
+}
+
+// Health is a service's readiness probe.
+type Health struct {
+	HTTP        string   `toml:"http"`
+	TCP         bool     `toml:"tcp"`
+	Cmd         string   `toml:"cmd"`
+	Interval    Duration `toml:"interval"`
+	Timeout     Duration `toml:"timeout"`
+	StartPeriod Duration `toml:"start_period"`
+	Retries     int      `toml:"retries"`
+}
+
+// Agents is the [agents] table.
+type Agents struct {
+	Verify []string `toml:"verify"`
+}
+
+// Duration is a time.Duration written as "2s" or "1m30s" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write it like \"500ms\", \"2s\" or \"1m\")", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q: a duration cannot be negative", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration back in Go syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// HasPort reports whether the service asks for a port: declaring url or
+// ports is what asks (the seed's "one rule to internalise").
+func (s *Service) HasPort() bool { return s.Adapter == "" && (s.URL != "" || len(s.Ports) > 0) }
+
+// PortKeys are the keys the service's ports are leased under: the service
+// name for its main port, "service.name" for each named extra port.
+func (s *Service) PortKeys() []string {
+	if !s.HasPort() {
+		return nil
+	}
+	keys := []string{s.Name}
+	for _, p := range s.Ports {
+		keys = append(keys, s.Name+"."+p)
+	}
+	return keys
+}
+
+// ServiceNames returns the service names in sorted order.
+func (c *Config) ServiceNames() []string {
+	names := make([]string, 0, len(c.Services))
+	for n := range c.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Diagnostic is one finding about a config, with where it is.
+type Diagnostic struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Severity string `json:"severity"` // "error" or "warning"
+	Message  string `json:"message"`
+}
+
+func (d Diagnostic) String() string {
+	loc := d.File
+	if d.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Column)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, d.Severity, d.Message)
+}
+
+// ConfigError is a config that cannot be used; it carries every error found.
+type ConfigError struct {
+	Diagnostics []Diagnostic
+}
+
+func (e *ConfigError) Error() string {
+	var errs []string
+	for _, d := range e.Diagnostics {
+		if d.Severity == SeverityError {
+			errs = append(errs, d.String())
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return fmt.Sprintf("%s (and %d more problems; run 'git binky check' to see all)", errs[0], len(errs)-1)
+}
+
+// Severities of a Diagnostic.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+// LoadConfig reads and validates the binky.toml in dir (or the file at path
+// if it names one). Structural errors (bad TOML, unknown keys, wrong types,
+// broken references) fail the load with a *ConfigError; warnings do not.
+func LoadConfig(path string) (*Config, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, ConfigFile)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w (create one, or run 'git binky init' to write one from docker-compose.yml)", path, ErrNoConfig)
+		}
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, diags := ParseConfig(path, src)
+	if hasErrors(diags) {
+		return nil, &ConfigError{Diagnostics: diags}
+	}
+	return cfg, nil
+}
+
+func hasErrors(diags []Diagnostic) bool {
+	for _, d := range diags {
+		if d.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseConfig decodes src strictly and validates it. It never panics; the
+// returned config is nil when the TOML itself cannot be decoded.
+func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
+	cfg := &Config{Path: path, Source: src, pos: newLocator(src)}
+	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(cfg)
+	if err != nil {
+		return nil, []Diagnostic{decodeDiagnostic(path, src, err)}
+	}
+	var diags []Diagnostic
+	for _, k := range md.Undecoded() {
+		diags = append(diags, cfg.unknownKey(k))
+	}
+	if hasErrors(diags) {
+		return cfg, diags
+	}
+	for name, s := range cfg.Services {
+		if s == nil {
+			cfg.Services[name] = &Service{}
+			s = cfg.Services[name]
+		}
+		s.Name = name
+	}
+	cfg.applyDefaults()
+	diags = append(diags, cfg.validate()...)
+	return cfg, diags
+}
+
+// decodeDiagnostic turns a BurntSushi error into a positioned diagnostic.
+func decodeDiagnostic(path string, src []byte, err error) Diagnostic {
+	d := Diagnostic{File: path, Severity: SeverityError, Message: err.Error()}
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		d.Line, d.Column = pe.Position.Line, pe.Position.Col
+		d.Message = pe.Message
+		if pe.LastKey != "" {
+			d.Message = fmt.Sprintf("%s (at key %q)", pe.Message, pe.LastKey)
+			// Type errors only carry the line of the key; find its column.
+			if d.Column == 0 && d.Line > 0 {
+				d.Column = newLocator(src).columnOn(d.Line, pe.LastKey)
+			}
+		}
+	}
+	d.Message = strings.TrimPrefix(d.Message, "toml: ")
+	if d.Line == 0 {
+		d.Line, d.Column = 1, 1
+	}
+	return d
+}
+
+func (c *Config) applyDefaults() {
+	if c.Project.Auto == "" {
+		c.Project.Auto = "up"
+	}
+	if c.Project.Domain == "" {
+		c.Project.Domain = "localhost"
+	}
+	if c.Project.WorktreeDir == "" {
+		c.Project.WorktreeDir = ".."
+	}
+	for _, s := range c.Services {
+		if s.Restart == "" {
+			s.Restart = "on-failure"
+		}
+	}
+}
+
+// ProjectName is the project's name, or fallback (the repository's folder
+// name) when binky.toml does not set one.
+func (c *Config) ProjectName(fallback string) string {
+	if c.Project.Name != "" {
+		return c.Project.Name
+	}
+	return fallback
+}
+
+// at returns a diagnostic positioned at the key path in the source.
+func (c *Config) at(sev string, key []string, format string, args ...any) Diagnostic {
+	line, col := c.pos.find(key)
+	return Diagnostic{File: c.Path, Line: line, Column: col, Severity: sev, Message: fmt.Sprintf(format, args...)}
+}
+
+// unknownKey explains an undecoded key, suggesting the nearest known one.
+func (c *Config) unknownKey(k toml.Key) Diagnostic {
+	table, known := knownKeysFor(k)
+	name := k[len(k)-1]
+	msg := fmt.Sprintf("unknown key %q", name)
+	if table != "" {
+		msg += " in [" + table + "]"
+	}
+	if s := nearest(name, known); s != "" {
+		msg += fmt.Sprintf(": did you mean %q?", s)
+	} else if len(known) > 0 {
+		msg += fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
+	}
+	return c.at(SeverityError, k, "%s", msg)
+}
+
+var (
+	topKeys     = []string{"agents", "groups", "project", "services"}
+	projectKeys = []string{"auto", "domain", "env_file", "name", "worktree_dir"}
+	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "health", "migrate", "options", "ports", "restart", "seed", "stop_timeout", "url"}
+	healthKeys  = []string{"cmd", "http", "interval", "retries", "start_period", "tcp", "timeout"}
+	agentsKeys  = []string{"verify"}
+)
+
+// knownKeysFor names the table an undecoded key sits in and the keys that
+// table allows.
+func knownKeysFor(k toml.Key) (string, []string) {
+	switch {
+	case len(k) == 1:
+		return "", topKeys
+	case k[0] == "project" && len(k) == 2:
+		return "project", projectKeys
+	case k[0] == "agents" && len(k) == 2:
+		return "agents", agentsKeys
+	case k[0] == "services" && len(k) == 3:
+		return "services." + k[1], serviceKeys
+	case k[0] == "services" && len(k) == 4 && k[2] == "health":
+		return "services." + k[1] + ".health", healthKeys
+	}
+	return strings.Join(k[:len(k)-1], "."), nil
+}
+
+// nearest returns the candidate closest to s by edit distance, if it is
+// close enough to be a likely typo.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", len(s)/2+2
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

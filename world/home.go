@@ -1,0 +1,107 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Home is the machine-wide state folder ($BINKY_HOME): port leases, world
+// records, settings, the daemon socket and managed servers.
+type Home struct {
+	Dir string
+}
+
+// DefaultHome returns $BINKY_HOME, else $XDG_STATE_HOME/binky, else
+// ~/.local/state/binky.
+func DefaultHome() (Home, error) {
+	if d := os.Getenv("BINKY_HOME"); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return Home{}, fmt.Errorf("BINKY_HOME=%s: %w", d, err)
+		}
+		return Home{Dir: abs}, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return Home{Dir: filepath.Join(d, "binky")}, nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return Home{}, fmt.Errorf("find home folder (set BINKY_HOME): %w", err)
+	}
+	return Home{Dir: filepath.Join(h, ".local", "state", "binky")}, nil
+}
+
+// Paths inside Home.
+func (h Home) PortsDir() string     { return filepath.Join(h.Dir, "ports") }
+func (h Home) WorldsDir() string    { return filepath.Join(h.Dir, "worlds") }
+func (h Home) SettingsPath() string { return filepath.Join(h.Dir, "settings.toml") }
+func (h Home) SocketPath() string   { return filepath.Join(h.Dir, "daemon.sock") }
+func (h Home) ServersDir() string   { return filepath.Join(h.Dir, "servers") }
+func (h Home) GoldenDir() string    { return filepath.Join(h.Dir, "golden") }
+func (h Home) TrustDir() string     { return filepath.Join(h.Dir, "trust") }
+func (h Home) LogPath() string      { return filepath.Join(h.Dir, "daemon.log") }
+
+// Ensure creates Home and its folders, private to the user.
+func (h Home) Ensure() error {
+	for _, d := range []string{h.Dir, h.PortsDir(), h.WorldsDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create state folder: %w (set BINKY_HOME to a writable folder)", err)
+		}
+	}
+	return nil
+}
+
+// Lock takes an exclusive file lock at path, waiting until ctx is done. It
+// is how read-modify-write cycles that span processes are serialised.
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
+	l := flock.New(path)
+	ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// WriteFileAtomic writes data to path so that a reader (or a crash) sees
+// either the old content or the new, never a part: temp file, fsync, rename.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	cleanup := func(e error) error {
+		f.Close()
+		os.Remove(tmp)
+		return e
+	}
+	if _, err := f.Write(data); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Sync(); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Close(); err != nil {
+		return cleanup(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

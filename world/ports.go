@@ -1,0 +1,263 @@
+package world
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrNoFreePort is returned when every port in the range is leased or bound.
+var ErrNoFreePort = errors.New("no free port")
+
+// Lease is the content of a lease file $BINKY_HOME/ports/<port>: which
+// world's which port key holds the port.
+type Lease struct {
+	Port  int    `json:"port"`
+	World string `json:"world"`
+	Key   string `json:"key"`
+}
+
+// Allocator hands out ports machine-wide. A lease is a file created
+// atomically (hard link of a complete temp file, which fails if the name
+// exists, like O_EXCL but never visible half-written), so any number of
+// processes can allocate at once without a global lock.
+type Allocator struct {
+	Home  Home
+	Range PortRange
+	// Bindable reports whether the OS lets us bind port; tests replace it.
+	Bindable func(port int) bool
+}
+
+// NewAllocator returns the machine allocator for the settings' range.
+func (h Home) NewAllocator(s Settings) *Allocator {
+	return &Allocator{Home: h, Range: s.Ports, Bindable: Bindable}
+}
+
+// Bindable reports whether a listener could be opened on port on loopback
+// right now, for IPv4 and (where the machine has it) IPv6. A port some other
+// program listens on, on any address, fails this.
+func Bindable(port int) bool {
+	l, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	l6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+	if err == nil {
+		l6.Close()
+		return true
+	}
+	// No IPv6 on this machine is fine; an IPv6 listener on the port is not.
+	return !errors.Is(err, syscall.EADDRINUSE)
+}
+
+func (a *Allocator) leasePath(port int) string {
+	return filepath.Join(a.Home.PortsDir(), strconv.Itoa(port))
+}
+
+// first is the stable first choice for (world, key): the same world asks for
+// the same port every time, and different worlds spread over the range.
+func (a *Allocator) first(world, key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(world + "\x00" + key))
+	n := a.Range.Max - a.Range.Min + 1
+	return a.Range.Min + int(h.Sum32()%uint32(n))
+}
+
+// Ensure gives rec a leased port for every key, keeping the ports it already
+// holds, and releases ports for keys no longer wanted. It reports whether
+// rec.Ports changed. The record must already be saved (a lease whose world
+// has no record is stale and may be reclaimed by anyone) and locked.
+func (a *Allocator) Ensure(ctx context.Context, rec *Record, keys []string) (bool, error) {
+	if err := a.Home.Ensure(); err != nil {
+		return false, err
+	}
+	if rec.Ports == nil {
+		rec.Ports = map[string]int{}
+	}
+	changed := false
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for k, p := range rec.Ports {
+		if !want[k] {
+			a.release(p, rec.ID, k)
+			delete(rec.Ports, k)
+			changed = true
+		}
+	}
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if err := ctx.Err(); err != nil {
+			return changed, err
+		}
+		if p, ok := rec.Ports[k]; ok {
+			if a.owned(p, rec.ID, k) {
+				continue
+			}
+			// Our lease vanished (deleted by hand?): take the same port back
+			// if nobody else has; our own service may be listening on it, so
+			// no bind check.
+			if ok, _ := a.tryLease(p, rec.ID, k); ok {
+				continue
+			}
+		}
+		p, err := a.allocate(rec.ID, k)
+		if err != nil {
+			return changed, err
+		}
+		rec.Ports[k] = p
+		changed = true
+	}
+	return changed, nil
+}
+
+func (a *Allocator) allocate(world, key string) (int, error) {
+	n := a.Range.Max - a.Range.Min + 1
+	start := a.first(world, key) - a.Range.Min
+	for i := 0; i < n; i++ {
+		p := a.Range.Min + (start+i)%n
+		for attempt := 0; attempt < 2; attempt++ {
+			ok, l := a.tryLease(p, world, key)
+			if ok {
+				if a.Bindable(p) {
+					return p, nil
+				}
+				// Held from outside binky: give the lease back, move on.
+				a.release(p, world, key)
+				break
+			}
+			if l != nil && l.World == world && l.Key == key {
+				return p, nil // ours from an earlier run that crashed before saving
+			}
+			if !a.stale(p) || !a.reclaim(p) {
+				break
+			}
+		}
+	}
+	return 0, fmt.Errorf("%w in %d-%d for %s: free some worlds ('git binky status'), or widen the range in %s", ErrNoFreePort, a.Range.Min, a.Range.Max, key, a.Home.SettingsPath())
+}
+
+// tryLease creates the lease for port atomically. It returns the existing
+// lease (or nil if unreadable) when the port is already leased.
+func (a *Allocator) tryLease(port int, world, key string) (bool, *Lease) {
+	b, _ := json.Marshal(Lease{Port: port, World: world, Key: key})
+	tmp, err := os.CreateTemp(a.Home.PortsDir(), ".lease*")
+	if err != nil {
+		return false, nil
+	}
+	_, werr := tmp.Write(b)
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if werr != nil {
+		return false, nil
+	}
+	if err := os.Link(tmp.Name(), a.leasePath(port)); err == nil {
+		return true, nil
+	}
+	l, _ := a.readLease(port)
+	return false, l
+}
+
+func (a *Allocator) readLease(port int) (*Lease, error) {
+	b, err := os.ReadFile(a.leasePath(port))
+	if err != nil {
+		return nil, err
+	}
+	var l Lease
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+func (a *Allocator) owned(port int, world, key string) bool {
+	l, err := a.readLease(port)
+	return err == nil && l.World == world && l.Key == key
+}
+
+// reclaim removes the lease on port if it is stale: its world has no record,
+// or the file is garbage old enough not to be a lease being written. The
+// check and the removal happen under one lock so that two reclaimers cannot
+// both act on the same stale lease and delete a fresh one in between.
+func (a *Allocator) reclaim(port int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	unlock, err := Lock(ctx, filepath.Join(a.Home.PortsDir(), ".reclaim.lock"))
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	if !a.stale(port) {
+		return false
+	}
+	return os.Remove(a.leasePath(port)) == nil
+}
+
+func (a *Allocator) stale(port int) bool {
+	l, err := a.readLease(port)
+	if err != nil {
+		fi, serr := os.Stat(a.leasePath(port))
+		return serr == nil && time.Since(fi.ModTime()) > time.Minute
+	}
+	return !a.Home.HasRecord(l.World)
+}
+
+// release removes the lease on port if world still holds it under key.
+func (a *Allocator) release(port int, world, key string) {
+	if a.owned(port, world, key) {
+		os.Remove(a.leasePath(port))
+	}
+}
+
+// Release gives back every port rec holds.
+func (a *Allocator) Release(rec *Record) {
+	for k, p := range rec.Ports {
+		a.release(p, rec.ID, k)
+	}
+	rec.Ports = map[string]int{}
+}
+
+// Leases lists every lease file, with Stale set for those whose world is gone.
+func (h Home) Leases() ([]LeaseInfo, error) {
+	entries, err := os.ReadDir(h.PortsDir())
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := &Allocator{Home: h}
+	var out []LeaseInfo
+	for _, e := range entries {
+		port, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		l, err := a.readLease(port)
+		if err != nil {
+			out = append(out, LeaseInfo{Lease: Lease{Port: port}, Stale: a.stale(port)})
+			continue
+		}
+		out = append(out, LeaseInfo{Lease: *l, Stale: !h.HasRecord(l.World)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out, nil
+}
+
+// LeaseInfo is a lease as `doctor` and `metrics` see it.
+type LeaseInfo struct {
+	Lease
+	Stale bool `json:"stale"`
+}

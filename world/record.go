@@ -1,0 +1,192 @@
+package world
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RecordSchema is the version of the world record layout.
+const RecordSchema = 1
+
+// Record is everything binky knows about one world. The machine copy under
+// $BINKY_HOME/worlds/ is the source of truth, because git deletes the
+// worktree's admin folder (and the copy in it) on `git worktree remove`,
+// and teardown still needs the pids, ports and slices.
+type Record struct {
+	Schema    int    `json:"schema"`
+	ID        string `json:"id"`
+	Project   string `json:"project"`
+	Worktree  string `json:"worktree"`
+	Path      string `json:"path"`
+	Branch    string `json:"branch,omitempty"`
+	CommonDir string `json:"common_dir"`
+	AdminDir  string `json:"admin_dir"`
+	Main      bool   `json:"main,omitempty"`
+	// Ports maps a port key ("api", "api.metrics") to its leased port.
+	Ports map[string]int `json:"ports"`
+	// Slices are the adapter slices provisioned for this world.
+	Slices []SliceRecord `json:"slices,omitempty"`
+	// Services is the supervised processes' last known state.
+	Services map[string]*ServiceState `json:"services,omitempty"`
+	// State is the world's lifecycle state: "new", "running", "stopped", ...
+	State   string    `json:"state"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// SliceRecord is one adapter slice, as teardown needs it after the worktree
+// (and its binky.toml) is gone.
+type SliceRecord struct {
+	Service string         `json:"service"`
+	Adapter string         `json:"adapter"`
+	Name    string         `json:"name"`
+	Config  map[string]any `json:"config,omitempty"`
+	// Address is what the adapter resolved (url, prefix, ...). It can hold
+	// the world's own credentials, which is why records are 0600.
+	Address map[string]string `json:"address,omitempty"`
+}
+
+// ServiceState is a supervised process as the record remembers it. The pid
+// comes with the process's start time (clock ticks since boot, from
+// /proc/<pid>/stat) so that a reused pid is never mistaken for ours.
+type ServiceState struct {
+	PID       int       `json:"pid,omitempty"`
+	PGID      int       `json:"pgid,omitempty"`
+	StartTick uint64    `json:"start_tick,omitempty"`
+	State     string    `json:"state"`
+	Restarts  int       `json:"restarts,omitempty"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Started   time.Time `json:"started,omitempty"`
+	Message   string    `json:"message,omitempty"`
+}
+
+// WorldID is the stable identity of the world of a worktree: a digest of its
+// repository's common dir and its admin dir, which `git worktree move` keeps.
+func WorldID(commonDir, adminDir string) string {
+	sum := sha256.Sum256([]byte(commonDir + "\x00" + adminDir))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (h Home) recordPath(id string) string { return filepath.Join(h.WorldsDir(), id+".json") }
+func (h Home) lockPath(id string) string   { return filepath.Join(h.WorldsDir(), id+".lock") }
+
+// LockWorld serialises read-modify-write of one world's record across
+// processes.
+func (h Home) LockWorld(ctx context.Context, id string) (func(), error) {
+	if err := h.Ensure(); err != nil {
+		return nil, err
+	}
+	return Lock(ctx, h.lockPath(id))
+}
+
+// LoadRecord reads a world record; it returns an error wrapping
+// os.ErrNotExist when there is none.
+func (h Home) LoadRecord(id string) (*Record, error) {
+	b, err := os.ReadFile(h.recordPath(id))
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("world record %s is corrupt: %w (delete it to forget the world)", h.recordPath(id), err)
+	}
+	if r.Ports == nil {
+		r.Ports = map[string]int{}
+	}
+	return &r, nil
+}
+
+// HasRecord reports whether a world record exists for id.
+func (h Home) HasRecord(id string) bool {
+	_, err := os.Stat(h.recordPath(id))
+	return err == nil
+}
+
+// SaveRecord writes the machine record, then the copy in the worktree's admin
+// folder (<admin>/binky/world.json) when that folder still exists. Both
+// writes are atomic. Call it with the world locked.
+func (h Home) SaveRecord(r *Record) error {
+	if err := h.Ensure(); err != nil {
+		return err
+	}
+	r.Schema = RecordSchema
+	r.Updated = time.Now().UTC()
+	if r.Created.IsZero() {
+		r.Created = r.Updated
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := WriteFileAtomic(h.recordPath(r.ID), b, 0o600); err != nil {
+		return fmt.Errorf("save world record: %w", err)
+	}
+	if _, err := os.Stat(r.AdminDir); err == nil {
+		dir := StateDir(r.AdminDir)
+		if err := os.MkdirAll(dir, 0o700); err == nil {
+			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
+		}
+	}
+	return nil
+}
+
+// DeleteRecord forgets a world: the machine record, its lock file and the
+// admin-folder copy.
+func (h Home) DeleteRecord(r *Record) error {
+	if err := os.Remove(h.recordPath(r.ID)); err != nil && !isNotExist(err) {
+		return fmt.Errorf("delete world record: %w", err)
+	}
+	os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
+	os.Remove(h.lockPath(r.ID))
+	return nil
+}
+
+// Records lists every world record, sorted by project then worktree. A
+// record that cannot be read is reported, not skipped silently.
+func (h Home) Records() ([]*Record, error) {
+	entries, err := os.ReadDir(h.WorldsDir())
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list worlds: %w", err)
+	}
+	var out []*Record
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		r, err := h.LoadRecord(strings.TrimSuffix(name, ".json"))
+		if isNotExist(err) {
+			continue // removed while we listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Project != out[j].Project {
+			return out[i].Project < out[j].Project
+		}
+		return out[i].Worktree < out[j].Worktree
+	})
+	return out, nil
+}
+
+// StateDir is the per-worktree binky folder inside a worktree's admin dir:
+// <common>/worktrees/<name>/binky, or <common>/binky for the main worktree.
+func StateDir(adminDir string) string { return filepath.Join(adminDir, "binky") }
+
+// LogDir is where a world's service logs are written.
+func LogDir(adminDir string) string { return filepath.Join(StateDir(adminDir), "logs") }

@@ -1,0 +1,341 @@
+package world
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/git-binky/git-binky/gitx"
+)
+
+// World is one worktree's world: its repository, its checkout, its config
+// and where its state lives.
+type World struct {
+	Home     Home
+	Repo     *gitx.Repo
+	Worktree *gitx.Worktree
+	Config   *Config
+	ID       string
+	Project  string
+	Name     string // DNS-safe worktree name used in URLs and slice names
+}
+
+// Open finds the world of the worktree named name in the repository around
+// dir, or of the worktree dir is in when name is "".
+func Open(home Home, dir, name string) (*World, error) {
+	repo, wt, err := gitx.Discover(dir)
+	if err != nil && (name == "" || repo == nil) {
+		return nil, notInWorktree(err)
+	}
+	if name != "" {
+		if wt, err = repo.Find(name); err != nil {
+			return nil, fmt.Errorf("%w (see 'git worktree list', or 'git binky up %s' to create it)", err, name)
+		}
+	}
+	return FromWorktree(home, repo, wt)
+}
+
+func notInWorktree(err error) error {
+	switch {
+	case errors.Is(err, gitx.ErrNotRepository):
+		return fmt.Errorf("%w: run git binky inside a repository that has a %s", err, ConfigFile)
+	case errors.Is(err, gitx.ErrNotWorktree):
+		return fmt.Errorf("%w: cd into a worktree, or name one ('git binky env <name>')", err)
+	}
+	return err
+}
+
+// FromWorktree loads the world of a known worktree.
+func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error) {
+	if wt.Missing {
+		return nil, fmt.Errorf("worktree %q: its folder %s is gone (run 'git worktree prune', or restore it)", wt.Name, wt.Path)
+	}
+	cfg, err := LoadConfig(filepath.Join(wt.Path, ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	fallback := filepath.Base(repo.MainPath)
+	if repo.MainPath == "" {
+		fallback = strings.TrimSuffix(filepath.Base(repo.CommonDir), ".git")
+	}
+	return &World{
+		Home:     home,
+		Repo:     repo,
+		Worktree: wt,
+		Config:   cfg,
+		ID:       WorldID(repo.CommonDir, wt.AdminDir),
+		Project:  DNSLabel(cfg.ProjectName(fallback)),
+		Name:     DNSLabel(wt.Name),
+	}, nil
+}
+
+// PortKeys lists every port key the config asks for.
+func (w *World) PortKeys() []string {
+	var keys []string
+	for _, n := range w.Config.ServiceNames() {
+		keys = append(keys, w.Config.Services[n].PortKeys()...)
+	}
+	return keys
+}
+
+// Ensure makes sure the world has a record and a port for every service that
+// asks for one, and returns the record. It is cheap when nothing changed: no
+// write happens then, which matters because `env` runs on every shell prompt.
+func (w *World) Ensure(ctx context.Context) (*Record, error) {
+	settings, err := w.Home.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := w.Home.LockWorld(ctx, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return w.ensureLocked(ctx, settings)
+}
+
+// Update runs fn on the world's record under the world lock and saves it.
+// Ports are ensured first, so fn always sees a complete port map.
+func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, error) {
+	settings, err := w.Home.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := w.Home.LockWorld(ctx, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := w.ensureLocked(ctx, settings)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(rec); err != nil {
+		return rec, err
+	}
+	return rec, w.Home.SaveRecord(rec)
+}
+
+func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, error) {
+	rec, err := w.Home.LoadRecord(w.ID)
+	dirty := false
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		rec = &Record{ID: w.ID, State: "new", Ports: map[string]int{}}
+		dirty = true
+	case err != nil:
+		return nil, err
+	}
+	if rec.Project != w.Project || rec.Worktree != w.Name || rec.Path != w.Worktree.Path ||
+		rec.Branch != w.Worktree.Branch || rec.CommonDir != w.Repo.CommonDir || rec.AdminDir != w.Worktree.AdminDir {
+		rec.Project, rec.Worktree, rec.Path = w.Project, w.Name, w.Worktree.Path
+		rec.Branch, rec.CommonDir, rec.AdminDir, rec.Main = w.Worktree.Branch, w.Repo.CommonDir, w.Worktree.AdminDir, w.Worktree.Main
+		dirty = true
+	}
+	if dirty {
+		// The record must exist before any lease names it, or another
+		// allocator would see the lease as stale and take the port.
+		if err := w.Home.SaveRecord(rec); err != nil {
+			return nil, err
+		}
+	}
+	changed, err := w.Home.NewAllocator(settings).Ensure(ctx, rec, w.PortKeys())
+	if changed {
+		if serr := w.Home.SaveRecord(rec); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Coordinates is a world's address book: every service's host, ports and
+// URLs, and the environment that carries them.
+type Coordinates struct {
+	Project  string                    `json:"project"`
+	Worktree string                    `json:"worktree"`
+	Path     string                    `json:"path"`
+	Branch   string                    `json:"branch,omitempty"`
+	Services map[string]ServiceAddress `json:"services"`
+	Env      map[string]string         `json:"env"`
+}
+
+// ServiceAddress is where one service of a world can be reached.
+type ServiceAddress struct {
+	Host      string         `json:"host,omitempty"`
+	Port      int            `json:"port,omitempty"`
+	Ports     map[string]int `json:"ports,omitempty"`
+	URL       string         `json:"url,omitempty"`
+	DirectURL string         `json:"direct_url,omitempty"`
+	// Fields is what an adapter slice resolved (url, prefix, user, ...).
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// Coordinates computes the world's address book from its record.
+func (w *World) Coordinates(rec *Record) Coordinates {
+	c := Coordinates{
+		Project:  w.Project,
+		Worktree: w.Name,
+		Path:     w.Worktree.Path,
+		Branch:   w.Worktree.Branch,
+		Services: map[string]ServiceAddress{},
+		Env: map[string]string{
+			"BINKY_PROJECT":       w.Project,
+			"BINKY_WORKTREE":      w.Name,
+			"BINKY_WORKTREE_PATH": w.Worktree.Path,
+		},
+	}
+	slices := map[string]SliceRecord{}
+	for _, s := range rec.Slices {
+		slices[s.Service] = s
+	}
+	for _, name := range w.Config.ServiceNames() {
+		s := w.Config.Services[name]
+		stem := EnvName(name)
+		if s.Adapter != "" {
+			sl, ok := slices[name]
+			if !ok {
+				continue // not provisioned yet: its tokens stay literal
+			}
+			a := ServiceAddress{Fields: sl.Address, URL: sl.Address["url"]}
+			c.Services[name] = a
+			for _, k := range sortedKeys(sl.Address) {
+				c.Env[stem+"_"+EnvName(k)] = sl.Address[k]
+			}
+			continue
+		}
+		port, ok := rec.Ports[name]
+		if !ok {
+			continue
+		}
+		a := ServiceAddress{Host: "127.0.0.1", Port: port}
+		a.DirectURL = "http://127.0.0.1:" + strconv.Itoa(port)
+		a.URL = a.DirectURL
+		c.Env[stem+"_HOST"] = a.Host
+		c.Env[stem+"_PORT"] = strconv.Itoa(port)
+		c.Env[stem+"_URL"] = a.URL
+		c.Env[stem+"_DIRECT_URL"] = a.DirectURL
+		for _, pn := range s.Ports {
+			if p, ok := rec.Ports[name+"."+pn]; ok {
+				if a.Ports == nil {
+					a.Ports = map[string]int{}
+				}
+				a.Ports[pn] = p
+				c.Env[stem+"_"+EnvName(pn)+"_PORT"] = strconv.Itoa(p)
+			}
+		}
+		c.Services[name] = a
+	}
+	return c
+}
+
+// Lookup resolves ${...} tokens for service self ("" outside any service)
+// against the coordinates, the process environment and the env files.
+func (w *World) Lookup(c Coordinates, self string, env map[string]string) Lookup {
+	return func(ref string) (string, bool) {
+		ns, field, ok := strings.Cut(ref, ".")
+		if !ok {
+			return "", false
+		}
+		switch ns {
+		case "env":
+			if v, ok := env[field]; ok {
+				return v, true
+			}
+			return os.LookupEnv(field)
+		case "worktree":
+			switch field {
+			case "name":
+				return c.Worktree, true
+			case "path":
+				return c.Path, true
+			case "branch":
+				return c.Branch, true
+			}
+			return "", false
+		case "project":
+			if field == "name" {
+				return c.Project, true
+			}
+			return "", false
+		case "self":
+			if self == "" {
+				return "", false
+			}
+			ns = self
+		}
+		a, ok := c.Services[ns]
+		if !ok {
+			return "", false
+		}
+		switch {
+		case a.Fields != nil:
+			v, ok := a.Fields[field]
+			return v, ok
+		case field == "port" && a.Port != 0:
+			return strconv.Itoa(a.Port), true
+		case field == "url" && a.URL != "":
+			return a.URL, true
+		case field == "direct_url" && a.DirectURL != "":
+			return a.DirectURL, true
+		case field == "host" && a.Host != "":
+			return a.Host, true
+		case strings.HasPrefix(field, "ports."):
+			if p, ok := a.Ports[strings.TrimPrefix(field, "ports.")]; ok {
+				return strconv.Itoa(p), true
+			}
+		}
+		return "", false
+	}
+}
+
+// ReadEnvFile parses a dotenv file: KEY=value lines, '#' comments, optional
+// "export " and quotes. A missing file is an error naming it.
+func ReadEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("env_file: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || !validEnvName(k) {
+			return nil, fmt.Errorf("%s:%d: expected KEY=value", path, n)
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		out[k] = v
+	}
+	return out, sc.Err()
+}
+
+// SortedEnv returns env as KEY=value pairs sorted by key.
+func SortedEnv(env map[string]string) []string {
+	keys := sortedKeys(env)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + env[k]
+	}
+	sort.Strings(out)
+	return out
+}
