@@ -214,8 +214,15 @@ func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
 		return nil, []Diagnostic{decodeDiagnostic(path, src, err)}
 	}
 	var diags []Diagnostic
+	reported := map[string]bool{}
 	for _, k := range md.Undecoded() {
-		diags = append(diags, cfg.unknownKey(k))
+		// Report only the outermost unknown key: a misspelt table makes
+		// every key under it undecoded too.
+		k = outermostUnknown(k)
+		if id := k.String(); !reported[id] {
+			reported[id] = true
+			diags = append(diags, cfg.unknownKey(k))
+		}
 	}
 	if hasErrors(diags) {
 		return cfg, diags
@@ -233,25 +240,67 @@ func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
 }
 
 // decodeDiagnostic turns a BurntSushi error into a positioned diagnostic.
+// Syntax errors are toml.ParseError with a position; type errors are plain
+// errors of the form `toml: line N (last key "a.b"): message`.
 func decodeDiagnostic(path string, src []byte, err error) Diagnostic {
 	d := Diagnostic{File: path, Severity: SeverityError, Message: err.Error()}
 	var pe toml.ParseError
+	lastKey := ""
 	if errors.As(err, &pe) {
 		d.Line, d.Column = pe.Position.Line, pe.Position.Col
-		d.Message = pe.Message
-		if pe.LastKey != "" {
-			d.Message = fmt.Sprintf("%s (at key %q)", pe.Message, pe.LastKey)
-			// Type errors only carry the line of the key; find its column.
-			if d.Column == 0 && d.Line > 0 {
-				d.Column = newLocator(src).columnOn(d.Line, pe.LastKey)
+		d.Message, lastKey = pe.Message, pe.LastKey
+	} else if rest, ok := strings.CutPrefix(d.Message, "toml: "); ok {
+		d.Message = rest
+		if rest, ok := strings.CutPrefix(rest, "line "); ok {
+			n := 0
+			for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+				d.Line = d.Line*10 + int(rest[n]-'0')
+				n++
 			}
+			rest = strings.TrimSpace(rest[n:])
+			if k, ok := strings.CutPrefix(rest, "(last key \""); ok {
+				if end := strings.Index(k, "\"):"); end >= 0 {
+					lastKey, rest = k[:end], strings.TrimSpace(k[end+3:])
+				}
+			}
+			d.Message = strings.TrimPrefix(rest, ": ")
+		}
+	}
+	if lastKey != "" {
+		d.Message = fmt.Sprintf("%s (at key %q)", d.Message, lastKey)
+		if d.Column == 0 && d.Line > 0 {
+			d.Column = newLocator(src).columnOn(d.Line, lastKey)
 		}
 	}
 	d.Message = strings.TrimPrefix(d.Message, "toml: ")
 	if d.Line == 0 {
-		d.Line, d.Column = 1, 1
+		d.Line = 1
+	}
+	if d.Column == 0 {
+		d.Column = 1
 	}
 	return d
+}
+
+// outermostUnknown cuts k at its first element that is not a known key of
+// the table it sits in.
+func outermostUnknown(k toml.Key) toml.Key {
+	for i := range k {
+		_, known := knownKeysFor(k[:i+1])
+		if known != nil && !contains(known, k[i]) {
+			return k[:i+1]
+		}
+	}
+	return k
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) applyDefaults() {

@@ -1,0 +1,47 @@
+# git-binky: one isolated local world per git worktree.
+GO      ?= go
+BIN     := $(CURDIR)/bin
+STATICCHECK_VERSION := v0.8.2
+# Static binaries start faster (no dynamic loader), and `git binky env` runs
+# on every shell prompt.
+export CGO_ENABLED ?= 0
+
+.PHONY: all build install test bench lint demo fuzz clean
+
+all: build
+
+## build: compile git-binky and its daemon into ./bin
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## install: put git-binky (and its daemon) on PATH via go install
+install:
+	$(GO) install ./cmd/...
+	@echo "installed git-binky into $$($(GO) env GOPATH)/bin (or GOBIN): put it on PATH, then try: git binky --version"
+
+## test: go test -race ./... against real throwaway servers (installed when missing)
+test:
+	./scripts/test.sh
+
+## bench: print the performance tables (env latency, ...)
+bench: build
+	$(GO) run ./bench -bin $(BIN)
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## demo: the main job end to end on a scratch repository made from examples/hello
+demo: build
+	./scripts/demo.sh $(BIN)
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./world -run '^$$' -fuzz '^FuzzInterpolate$$' -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the git-binky binaries built once for the end-to-end tests.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "git-binky-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "../...")
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building git-binky for the end-to-end tests:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// scriptEnv makes every script a user on a fresh machine: its own HOME,
+// BINKY_HOME and git config, with the built binaries first on PATH.
+func scriptEnv(e *testscript.Env) error {
+	work := e.WorkDir
+	gitcfg := filepath.Join(work, ".gitconfig-test")
+	if err := os.WriteFile(gitcfg, []byte("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test\n\temail = test@example.invalid\n[advice]\n\tdetachedHead = false\n"), 0o644); err != nil {
+		return err
+	}
+	e.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	e.Setenv("HOME", work)
+	e.Setenv("BINKY_HOME", filepath.Join(work, ".binky-home"))
+	e.Setenv("GIT_CONFIG_GLOBAL", gitcfg)
+	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	e.Setenv("NO_COLOR", "1")
+	return nil
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:   "testdata/script",
+		Setup: scriptEnv,
+	})
+}

@@ -1,0 +1,171 @@
+package gitx_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/gitx/gittest"
+)
+
+func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", map[string]string{"src/app/main.go": "package main\n"})
+	feat := gittest.AddWorktree(t, main, filepath.Join(tmp, "login-fix"), "login-fix")
+
+	tests := []struct {
+		name, dir                      string
+		wantName, wantPath, wantBranch string
+		wantMain                       bool
+		wantAdmin                      string
+	}{
+		{"main root", main, "acme", main, "main", true, filepath.Join(main, ".git")},
+		{"main subfolder", filepath.Join(main, "src", "app"), "acme", main, "main", true, filepath.Join(main, ".git")},
+		{"linked root", feat, "login-fix", feat, "login-fix", false, filepath.Join(main, ".git", "worktrees", "login-fix")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo, wt, err := gitx.Discover(tt.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if repo.CommonDir != filepath.Join(main, ".git") {
+				t.Errorf("CommonDir = %s", repo.CommonDir)
+			}
+			if wt.Name != tt.wantName || wt.Path != tt.wantPath || wt.Branch != tt.wantBranch || wt.Main != tt.wantMain || wt.AdminDir != tt.wantAdmin {
+				t.Errorf("got %+v", wt)
+			}
+			if len(wt.Head) != 40 {
+				t.Errorf("Head = %q, want a commit hash", wt.Head)
+			}
+		})
+	}
+
+	repo, _, _ := gitx.Discover(main)
+	wts, err := repo.Worktrees()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wts) != 2 || !wts[0].Main || wts[1].Name != "login-fix" {
+		t.Fatalf("Worktrees = %+v", wts)
+	}
+	for _, name := range []string{"login-fix"} {
+		if wt, err := repo.Find(name); err != nil || wt.Path != feat {
+			t.Errorf("Find(%q) = %+v, %v", name, wt, err)
+		}
+	}
+	if _, err := repo.Find("nope"); !errors.Is(err, gitx.ErrNoSuchWorktree) {
+		t.Errorf("Find(nope) err = %v, want ErrNoSuchWorktree", err)
+	}
+}
+
+func TestDiscoverBareRepositoryWithWorktrees(t *testing.T) {
+	tmp := t.TempDir()
+	src := gittest.NewRepo(t, tmp, "src", map[string]string{"a.txt": "a"})
+	bare := filepath.Join(tmp, "acme.git")
+	gittest.Git(t, tmp, "clone", "-q", "--bare", src, bare)
+	wtPath := filepath.Join(tmp, "wt-one")
+	gittest.Git(t, bare, "worktree", "add", "-q", "-b", "one", wtPath)
+
+	repo, wt, err := gitx.Discover(wtPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !repo.Bare || repo.MainPath != "" {
+		t.Errorf("repo = %+v, want bare with no main path", repo)
+	}
+	if wt.Name != "wt-one" || wt.Branch != "one" || wt.Main {
+		t.Errorf("wt = %+v", wt)
+	}
+	wts, _ := repo.Worktrees()
+	if len(wts) != 1 {
+		t.Errorf("Worktrees of a bare repository = %+v, want only the linked one", wts)
+	}
+	if _, _, err := gitx.Discover(bare); !errors.Is(err, gitx.ErrNotWorktree) {
+		t.Errorf("Discover(bare) err = %v, want ErrNotWorktree", err)
+	}
+}
+
+func TestDiscoverOutsideRepository(t *testing.T) {
+	_, _, err := gitx.Discover(t.TempDir())
+	if !errors.Is(err, gitx.ErrNotRepository) {
+		t.Fatalf("err = %v, want ErrNotRepository", err)
+	}
+}
+
+func TestWorktreeLockedAndMissing(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", nil)
+	feat := gittest.AddWorktree(t, main, filepath.Join(tmp, "feat"), "feat")
+	gittest.Git(t, main, "worktree", "lock", feat)
+	if err := os.RemoveAll(feat); err != nil {
+		t.Fatal(err)
+	}
+	repo, _, _ := gitx.Discover(main)
+	wt, err := repo.Find("feat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wt.Locked || !wt.Missing {
+		t.Errorf("wt = %+v, want locked and missing", wt)
+	}
+}
+
+func TestHooksDirHonoursCoreHooksPath(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", nil)
+	feat := gittest.AddWorktree(t, main, filepath.Join(tmp, "feat"), "feat")
+	ctx := context.Background()
+	got, err := gitx.HooksDir(ctx, feat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(main, ".git", "hooks"); got != want {
+		t.Errorf("HooksDir = %s, want %s (hooks are shared by all worktrees)", got, want)
+	}
+	gittest.Git(t, main, "config", "core.hooksPath", ".githooks")
+	got, _ = gitx.HooksDir(ctx, main)
+	if want := filepath.Join(main, ".githooks"); got != want {
+		t.Errorf("with core.hooksPath: HooksDir = %s, want %s", got, want)
+	}
+}
+
+func TestDirtyAndAddRemove(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", map[string]string{"a.txt": "a"})
+	repo, _, _ := gitx.Discover(main)
+	ctx := context.Background()
+
+	wt, err := repo.AddWorktree(ctx, filepath.Join(tmp, "new-branch"), "new-branch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Branch != "new-branch" {
+		t.Errorf("new worktree on %q", wt.Branch)
+	}
+	gittest.Git(t, main, "branch", "existing")
+	wt2, err := repo.AddWorktree(ctx, filepath.Join(tmp, "existing"), "existing")
+	if err != nil || wt2.Branch != "existing" {
+		t.Fatalf("AddWorktree on an existing branch: %+v, %v", wt2, err)
+	}
+
+	if dirty, err := gitx.Dirty(ctx, wt.Path); err != nil || dirty {
+		t.Fatalf("fresh worktree dirty=%v err=%v", dirty, err)
+	}
+	gittest.WriteFiles(t, wt.Path, map[string]string{"untracked.txt": "x"})
+	if dirty, _ := gitx.Dirty(ctx, wt.Path); !dirty {
+		t.Fatal("worktree with an untracked file is not dirty")
+	}
+	if err := repo.RemoveWorktree(ctx, wt, false); err == nil {
+		t.Fatal("git worktree remove of a dirty worktree succeeded without force")
+	}
+	if err := repo.RemoveWorktree(ctx, wt, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
+		t.Errorf("worktree folder still there: %v", err)
+	}
+}

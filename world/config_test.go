@@ -1,0 +1,204 @@
+package world
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigFull(t *testing.T) {
+	src, err := os.ReadFile("testdata/full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := ParseConfig("binky.toml", src)
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	api := cfg.Services["api"]
+	if api.Health.HTTP != "/healthz" || api.Health.Interval.Duration != 500*time.Millisecond || api.StopTimeout.Duration != 3*time.Second {
+		t.Errorf("api = %+v, health %+v", api, api.Health)
+	}
+	if got := api.PortKeys(); strings.Join(got, ",") != "api,api.metrics" {
+		t.Errorf("api port keys = %v", got)
+	}
+	if cfg.Services["worker"].HasPort() || cfg.Services["db"].HasPort() {
+		t.Error("worker and db must not get ports")
+	}
+	if cfg.Services["worker"].Restart != "on-failure" {
+		t.Errorf("default restart = %q", cfg.Services["worker"].Restart)
+	}
+	order, err := cfg.Order(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ","); got != "db,api,web,worker" {
+		t.Errorf("order = %s", got)
+	}
+	g, _ := cfg.Group("backend")
+	order, _ = cfg.Order(g)
+	if got := strings.Join(order, ","); got != "db,api,worker" {
+		t.Errorf("group order = %s, want the group plus its dependencies", got)
+	}
+	if _, err := cfg.Group("nope"); err == nil || !strings.Contains(err.Error(), "backend") {
+		t.Errorf("unknown group error = %v, want the known groups listed", err)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		src      string
+		wantLine int
+		wantCol  int
+		want     string
+	}{
+		{
+			name:     "unknown key suggests the nearest",
+			src:      "[services.api]\ncmd = \"x\"\ndepend_on = [\"db\"]\n",
+			wantLine: 3, wantCol: 1,
+			want: `unknown key "depend_on" in [services.api]: did you mean "depends_on"?`,
+		},
+		{
+			name:     "unknown key inside an inline table",
+			src:      "[services.api]\ncmd = \"x\"\nurl = \"api\"\nhealth = { http = \"/\", intervall = \"1s\" }\n",
+			wantLine: 4, wantCol: 24,
+			want: `unknown key "intervall" in [services.api.health]: did you mean "interval"?`,
+		},
+		{
+			name:     "unknown top-level table",
+			src:      "[service.api]\ncmd = \"x\"\n",
+			wantLine: 1, wantCol: 2,
+			want: `did you mean "services"?`,
+		},
+		{
+			name:     "invalid TOML",
+			src:      "[services.api]\ncmd = \"x\n",
+			wantLine: 2, wantCol: 9,
+			want: "strings cannot contain newlines",
+		},
+		{
+			name:     "wrong type",
+			src:      "[services.api]\ncmd = 3\n",
+			wantLine: 2, wantCol: 1,
+			want: `incompatible types: TOML value has type int64; destination has type string (at key "services.api.cmd")`,
+		},
+		{
+			name:     "depends_on names no service",
+			src:      "[services.api]\ncmd = \"x\"\ndepends_on = [\"bd\"]\n[services.db]\nadapter = \"postgres\"\n",
+			wantLine: 3, wantCol: 1,
+			want: `depends_on names "bd", which is not a service: did you mean "db"?`,
+		},
+		{
+			name:     "cycle is printed",
+			src:      "[services.a]\ncmd = \"x\"\ndepends_on = [\"b\"]\n[services.b]\ncmd = \"x\"\ndepends_on = [\"a\"]\n",
+			wantLine: 3,
+			want:     "dependency cycle: a -> b -> a",
+		},
+		{
+			name:     "malformed url",
+			src:      "[services.api]\ncmd = \"x\"\nurl = \"Api_Server\"\n",
+			wantLine: 3,
+			want:     `url = "Api_Server": must be one DNS label`,
+		},
+		{
+			name:     "duplicate url",
+			src:      "[services.a]\ncmd = \"x\"\nurl = \"app\"\n[services.b]\ncmd = \"x\"\nurl = \"app\"\n",
+			wantLine: 6,
+			want:     `url = "app" is already used by service "a"`,
+		},
+		{
+			name:     "neither cmd nor adapter",
+			src:      "[services.api]\nurl = \"api\"\n",
+			wantLine: 1,
+			want:     "has neither cmd nor adapter",
+		},
+		{
+			name:     "bad duration",
+			src:      "[services.api]\ncmd = \"x\"\nstop_timeout = \"soon\"\n",
+			wantLine: 3,
+			want:     "is not a duration",
+		},
+		{
+			name:     "bad restart",
+			src:      "[services.api]\ncmd = \"x\"\nrestart = \"sometimes\"\n",
+			wantLine: 3,
+			want:     `restart = "sometimes"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := ParseConfig("binky.toml", []byte(tt.src))
+			var found *Diagnostic
+			for i, d := range diags {
+				if d.Severity == SeverityError && strings.Contains(d.Message, tt.want) {
+					found = &diags[i]
+				}
+			}
+			if found == nil {
+				t.Fatalf("no error containing %q in %v", tt.want, diags)
+			}
+			if found.Line != tt.wantLine || (tt.wantCol != 0 && found.Column != tt.wantCol) {
+				t.Errorf("at %d:%d, want %d:%d (%s)", found.Line, found.Column, tt.wantLine, tt.wantCol, found)
+			}
+			if found.File != "binky.toml" {
+				t.Errorf("file = %q", found.File)
+			}
+		})
+	}
+}
+
+func TestCheckWarnings(t *testing.T) {
+	src := `[services.worker]
+cmd = "./worker --port ${self.port}"
+[services.api]
+cmd = "./api ${api.nope} ${cache.url} ${self.ports.admin}"
+url = "api"
+env = { DB_PASSWORD = "hunter2", TOKEN = "${env.TOKEN}", DSN = "postgres://u:secret@h/db" }
+[services.cache]
+adapter = "redis"
+[services.legacy]
+adapter = "mysql"
+`
+	cfg, diags := ParseConfig("binky.toml", []byte(src))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	adapters := func(name string) (bool, bool) { return name == "redis" || name == "mysql", name == "redis" }
+	got := Check(cfg, adapters)
+	want := []struct {
+		sev, text string
+		line      int
+	}{
+		{SeverityWarning, `${self.port} but service "worker" asks for no port`, 2},
+		{SeverityWarning, "unknown token ${api.nope}", 4},
+		{SeverityWarning, `declares no port named "admin"`, 4},
+		{SeverityWarning, "DB_PASSWORD looks like a credential written inline", 6},
+		{SeverityWarning, "a password is written inline in env.DSN", 6},
+		{SeverityError, `adapter "mysql" needs admin_url`, 9},
+	}
+	for _, w := range want {
+		ok := false
+		for _, d := range got {
+			if d.Severity == w.sev && strings.Contains(d.Message, w.text) && d.Line == w.line {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("missing %s at line %d: %q\ngot: %v", w.sev, w.line, w.text, got)
+		}
+	}
+	for _, d := range got {
+		if strings.Contains(d.Message, "TOKEN looks like") || strings.Contains(d.Message, "${cache.url}") {
+			t.Errorf("false positive: %s", d)
+		}
+	}
+}
+
+func TestLoadConfigMissing(t *testing.T) {
+	_, err := LoadConfig(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "no binky.toml") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,174 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+func newTestHome(t *testing.T) Home {
+	t.Helper()
+	h := Home{Dir: t.TempDir()}
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// saveWorld writes a bare record so that leases naming it are not stale.
+func saveWorld(t *testing.T, h Home, id string) *Record {
+	t.Helper()
+	r := &Record{ID: id, Ports: map[string]int{}, AdminDir: filepath.Join(h.Dir, "no-admin")}
+	if err := h.SaveRecord(r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestAllocatorIsStableAndKeepsPorts(t *testing.T) {
+	h := newTestHome(t)
+	a := &Allocator{Home: h, Range: PortRange{Min: 20000, Max: 20999}, Bindable: Bindable}
+	ctx := context.Background()
+	rec := saveWorld(t, h, "w1")
+	if _, err := a.Ensure(ctx, rec, []string{"api", "web", "api.metrics"}); err != nil {
+		t.Fatal(err)
+	}
+	first := fmt.Sprint(rec.Ports)
+	changed, err := a.Ensure(ctx, rec, []string{"api", "web", "api.metrics"})
+	if err != nil || changed {
+		t.Fatalf("second Ensure changed=%v err=%v", changed, err)
+	}
+	if got := fmt.Sprint(rec.Ports); got != first {
+		t.Errorf("ports moved: %s -> %s", first, got)
+	}
+	// A port in use by our own running service stays ours: no bind check
+	// for ports the world already holds.
+	l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(rec.Ports["api"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if changed, _ := a.Ensure(ctx, rec, []string{"api", "web", "api.metrics"}); changed {
+		t.Error("a port our own service listens on was reallocated")
+	}
+	// Dropping a service releases its lease.
+	web := rec.Ports["web"]
+	if _, err := a.Ensure(ctx, rec, []string{"api", "api.metrics"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.leasePath(web)); !os.IsNotExist(err) {
+		t.Errorf("lease of dropped service still there: %v", err)
+	}
+	a.Release(rec)
+	leases, _ := h.Leases()
+	if len(leases) != 0 {
+		t.Errorf("leases after Release: %+v", leases)
+	}
+}
+
+func TestAllocatorSkipsPortHeldFromOutside(t *testing.T) {
+	h := newTestHome(t)
+	a := &Allocator{Home: h, Range: PortRange{Min: 21000, Max: 21999}, Bindable: Bindable}
+	want := a.first("w1", "api")
+	l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(want))
+	if err != nil {
+		t.Skipf("cannot hold port %d for the test: %v", want, err)
+	}
+	defer l.Close()
+	rec := saveWorld(t, h, "w1")
+	if _, err := a.Ensure(context.Background(), rec, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Ports["api"]; got == want {
+		t.Fatalf("allocated %d, which another program listens on", got)
+	}
+	if _, err := os.Stat(a.leasePath(want)); !os.IsNotExist(err) {
+		t.Error("a lease was left behind on the port held from outside")
+	}
+}
+
+func TestAllocatorReclaimsStaleLeases(t *testing.T) {
+	h := newTestHome(t)
+	a := &Allocator{Home: h, Range: PortRange{Min: 22000, Max: 22000}, Bindable: func(int) bool { return true }}
+	ctx := context.Background()
+	gone := saveWorld(t, h, "gone")
+	if _, err := a.Ensure(ctx, gone, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := saveWorld(t, h, "w2")
+	if _, err := a.Ensure(ctx, rec, []string{"api"}); err == nil {
+		t.Fatal("allocated from a full range while the lease's world still exists")
+	}
+	if err := h.DeleteRecord(gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Ensure(ctx, rec, []string{"api"}); err != nil {
+		t.Fatalf("stale lease not reclaimed: %v", err)
+	}
+	if rec.Ports["api"] != 22000 {
+		t.Errorf("got %v", rec.Ports)
+	}
+}
+
+func TestAllocatorConcurrentWorldsGetDistinctPorts(t *testing.T) {
+	h := newTestHome(t)
+	// A narrow range forces collisions on the first choice.
+	rng := PortRange{Min: 23000, Max: 23063}
+	const worlds = 16
+	recs := make([]*Record, worlds)
+	for i := range recs {
+		recs[i] = saveWorld(t, h, fmt.Sprintf("w%02d", i))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, worlds)
+	for i := range recs {
+		wg.Add(1)
+		go func(r *Record) {
+			defer wg.Done()
+			a := &Allocator{Home: h, Range: rng, Bindable: Bindable}
+			_, err := a.Ensure(context.Background(), r, []string{"api", "web", "api.admin"})
+			errs <- err
+		}(recs[i])
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int]string{}
+	for _, r := range recs {
+		for k, p := range r.Ports {
+			if other, dup := seen[p]; dup {
+				t.Errorf("port %d given to %s/%s and %s", p, r.ID, k, other)
+			}
+			seen[p] = r.ID + "/" + k
+		}
+	}
+	if len(seen) != worlds*3 {
+		t.Errorf("%d ports for %d keys", len(seen), worlds*3)
+	}
+}
+
+func TestRecordsSurviveAPartialWrite(t *testing.T) {
+	h := newTestHome(t)
+	r := saveWorld(t, h, "w1")
+	r.Ports["api"] = 4000
+	if err := h.SaveRecord(r); err != nil {
+		t.Fatal(err)
+	}
+	// A crash mid-write leaves only a temp file beside the record.
+	if err := os.WriteFile(filepath.Join(h.WorldsDir(), ".w1.json.tmp123"), []byte(`{"id": "w1", "po`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.Records()
+	if err != nil || len(recs) != 1 || recs[0].Ports["api"] != 4000 {
+		t.Fatalf("Records = %+v, %v", recs, err)
+	}
+}
