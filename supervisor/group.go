@@ -1,0 +1,652 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Group supervises the services of one unit (a world): they start and stop
+// together and may depend on each other.
+type Group struct {
+	procs map[string]*proc
+	order []string // dependencies before dependents
+
+	// ctx bounds the supervision loops; it outlives any one Start call, so
+	// services belong to the group, not to the request that started them.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// pubMu serialises state changes and their delivery, so onChange and
+	// subscribers see each service's changes in the order they happened.
+	pubMu sync.Mutex
+
+	mu       sync.Mutex
+	subs     map[int]chan Event
+	nextSub  int
+	onChange func(Status)
+	rotating bool
+}
+
+// NewGroup checks specs (unique names, known dependencies, no cycle) and
+// returns a group that has started nothing yet. onChange, if set, is called
+// on every state change, one at a time and in order; it must not block long
+// nor call back into the group.
+func NewGroup(specs []Spec, onChange func(Status)) (*Group, error) {
+	g := &Group{procs: map[string]*proc{}, subs: map[int]chan Event{}, onChange: onChange}
+	for _, s := range specs {
+		if s.Name == "" {
+			return nil, errors.New("a service needs a name")
+		}
+		if _, dup := g.procs[s.Name]; dup {
+			return nil, fmt.Errorf("service %q is defined twice", s.Name)
+		}
+		s = s.withDefaults()
+		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1),
+			st: Status{Name: s.Name, State: Stopped}}
+	}
+	for _, p := range g.procs {
+		for _, d := range p.spec.DependsOn {
+			if _, ok := g.procs[d]; !ok {
+				return nil, fmt.Errorf("service %q depends on %q, which is not in the group", p.spec.Name, d)
+			}
+		}
+	}
+	order, err := topoOrder(g.procs)
+	if err != nil {
+		return nil, err
+	}
+	g.order = order
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	return g, nil
+}
+
+func topoOrder(procs map[string]*proc) ([]string, error) {
+	names := make([]string, 0, len(procs))
+	for n := range procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	state := map[string]int{} // 0 new, 1 visiting, 2 done
+	var out []string
+	var visit func(n string, path []string) error
+	visit = func(n string, path []string) error {
+		switch state[n] {
+		case 1:
+			return fmt.Errorf("dependency cycle: %s -> %s", strings.Join(path, " -> "), n)
+		case 2:
+			return nil
+		}
+		state[n] = 1
+		deps := append([]string(nil), procs[n].spec.DependsOn...)
+		sort.Strings(deps)
+		for _, d := range deps {
+			if err := visit(d, append(path, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		out = append(out, n)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Start starts every service not yet running, each once its dependencies
+// are ready, and returns when all are ready. If any fails to start or to
+// become healthy within its start period, or ctx is cancelled, Start stops
+// the whole group, so nothing is left half up, and returns why.
+func (g *Group) Start(ctx context.Context) error {
+	g.startRotation()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(g.procs))
+	for _, name := range g.order {
+		p := g.procs[name]
+		var deps []*proc
+		for _, d := range p.spec.DependsOn {
+			deps = append(deps, g.procs[d])
+		}
+		go func() { errs <- p.start(ctx, deps) }()
+	}
+	var first error
+	for range g.procs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	if first != nil {
+		_ = g.Stop(context.Background())
+		return first
+	}
+	return nil
+}
+
+// Adopt takes over a service that is already running (started by an earlier
+// supervisor), identified by st.PID and st.StartTick. It returns false, and
+// adopts nothing, when that process is gone or the pid now belongs to
+// another process.
+func (g *Group) Adopt(name string, st Status) bool {
+	p, ok := g.procs[name]
+	if !ok || !Alive(st.PID, st.StartTick) {
+		return false
+	}
+	info, err := ReadProc(st.PID)
+	if err != nil {
+		return false
+	}
+	g.startRotation()
+	st.Name, st.PGID = name, info.PGID
+	if st.State == "" || st.State == Stopped || st.State == Crashed {
+		st.State = Starting
+	}
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		return true
+	}
+	p.running = true
+	p.st = st
+	p.pgid = st.PGID
+	done := make(chan struct{})
+	p.done = done
+	p.mu.Unlock()
+	p.markReady()
+	go p.supervise(g.ctx, &st, done)
+	return true
+}
+
+// Stop stops every service, dependents before their dependencies, each by
+// SIGTERM to its process group and SIGKILL after its grace period.
+func (g *Group) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(g.order) - 1; i >= 0; i-- {
+		if err := g.procs[g.order[i]].stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops supervising without touching the processes: they keep
+// running for the next supervisor to adopt.
+func (g *Group) Close() { g.cancel() }
+
+// Statuses returns every service's status in start order.
+func (g *Group) Statuses() []Status {
+	out := make([]Status, 0, len(g.order))
+	for _, n := range g.order {
+		out = append(out, g.procs[n].status())
+	}
+	return out
+}
+
+// Status returns one service's status.
+func (g *Group) Status(name string) (Status, bool) {
+	p, ok := g.procs[name]
+	if !ok {
+		return Status{}, false
+	}
+	return p.status(), true
+}
+
+// Signal sends sig to every running service's process group (SIGSTOP and
+// SIGCONT suspend and resume a world) and marks them suspended or back to
+// their previous state.
+func (g *Group) Signal(sig syscall.Signal) error {
+	var errs []error
+	for _, n := range g.order {
+		if err := g.procs[n].signal(sig); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Subscribe returns a channel of every state change from now on, and a
+// function to stop receiving. A subscriber that falls behind loses events,
+// never blocks the supervisor; Statuses is always the truth.
+func (g *Group) Subscribe() (<-chan Event, func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := g.nextSub
+	g.nextSub++
+	ch := make(chan Event, 64)
+	g.subs[id] = ch
+	return ch, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if c, ok := g.subs[id]; ok {
+			delete(g.subs, id)
+			close(c)
+		}
+	}
+}
+
+// publish delivers a state change; callers hold pubMu.
+func (g *Group) publish(st Status) {
+	if g.onChange != nil {
+		g.onChange(st)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, ch := range g.subs {
+		select {
+		case ch <- Event{Status: st}:
+		default:
+		}
+	}
+}
+
+// startRotation starts the one log-rotation loop of the group.
+func (g *Group) startRotation() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.rotating {
+		return
+	}
+	g.rotating = true
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.ctx.Done():
+				return
+			case <-t.C:
+				for _, p := range g.procs {
+					rotate(p.spec.LogPath, p.spec.MaxLogBytes)
+				}
+			}
+		}
+	}()
+}
+
+// proc is one supervised service.
+type proc struct {
+	g    *Group
+	spec Spec
+
+	ready     chan struct{} // closed the first time the service is ready
+	readyOnce sync.Once
+	failed    chan error // a start failure before the service was ready
+
+	mu       sync.Mutex
+	st       Status
+	pgid     int
+	running  bool // a supervise loop exists
+	stopping bool
+	isReady  bool
+	lastRes  string
+	paused   State         // the state before SIGSTOP
+	done     chan struct{} // closed when the current supervise loop ends
+}
+
+func (p *proc) status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st
+}
+
+// set updates the status under the lock and publishes the result.
+func (p *proc) set(fn func(*Status)) {
+	p.g.pubMu.Lock()
+	defer p.g.pubMu.Unlock()
+	p.mu.Lock()
+	fn(&p.st)
+	st := p.st
+	p.mu.Unlock()
+	p.g.publish(st)
+}
+
+func (p *proc) markReady() {
+	p.mu.Lock()
+	p.isReady = true
+	p.mu.Unlock()
+	p.readyOnce.Do(func() { close(p.ready) })
+}
+
+func (p *proc) start(ctx context.Context, deps []*proc) error {
+	for _, d := range deps {
+		select {
+		case <-d.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		return p.waitReady(ctx)
+	}
+	p.running, p.stopping = true, false
+	done := make(chan struct{})
+	p.done = done
+	select { // a failure left over from an earlier run is not this one's
+	case <-p.failed:
+	default:
+	}
+	p.mu.Unlock()
+	go p.supervise(p.g.ctx, nil, done)
+	return p.waitReady(ctx)
+}
+
+func (p *proc) waitReady(ctx context.Context) error {
+	t := time.NewTimer(p.spec.Health.StartPeriod)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+		return nil
+	case err := <-p.failed:
+		return err
+	case <-t.C:
+		p.mu.Lock()
+		last := p.lastRes
+		p.mu.Unlock()
+		if last == "" {
+			last = "no probe finished"
+		}
+		return fmt.Errorf("service %s did not become healthy within %s; last probe: %s", p.spec.Name, p.spec.Health.StartPeriod, last)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// supervise runs the service until it is stopped or, by its policy, stays
+// down. adopted is the status of an already running process to take over.
+func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{}) {
+	defer close(done)
+	backoff := 100 * time.Millisecond
+	var recent []time.Time // restart times, for crash-loop reporting
+	for attempt := 0; ; attempt++ {
+		var wait func() *int
+		if adopted != nil && attempt == 0 {
+			wait = p.adoptWait(adopted.PID, adopted.StartTick)
+			p.set(func(s *Status) {})
+		} else {
+			w, err := p.spawn()
+			if err != nil {
+				p.exitFailed(err.Error(), nil)
+				return
+			}
+			if w == nil { // stopped before it could start
+				return
+			}
+			wait = w
+		}
+		runCtx, cancelRun := context.WithCancel(ctx)
+		healthDone := make(chan struct{})
+		go func() { defer close(healthDone); p.healthLoop(runCtx) }()
+		started := time.Now()
+		code := wait()
+		cancelRun()
+		<-healthDone
+		// The leader is gone; make sure nothing it left in its group (a
+		// server a shell script backgrounded) still holds the port.
+		p.mu.Lock()
+		pgid, stopping, wasReady := p.pgid, p.stopping, p.isReady
+		p.mu.Unlock()
+		StopGroup(pgid, p.spec.StopTimeout)
+		if stopping || ctx.Err() != nil {
+			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, code, "", 0 })
+			return
+		}
+		desc := describeExit(code)
+		if !wasReady {
+			p.exitFailed(fmt.Sprintf("service %s %s before it became healthy%s", p.spec.Name, desc, p.logTail()), code)
+			return
+		}
+		restart := p.spec.Restart == RestartAlways || (p.spec.Restart == RestartOnFailure && (code == nil || *code != 0))
+		if !restart {
+			state := Crashed
+			if code != nil && *code == 0 {
+				state = Stopped
+			}
+			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = state, code, desc, 0 })
+			p.mu.Lock()
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		if time.Since(started) > 30*time.Second {
+			backoff = 100 * time.Millisecond // it ran well; this is not a loop
+		}
+		now := time.Now()
+		recent = append(recent, now)
+		for len(recent) > 0 && now.Sub(recent[0]) > time.Minute {
+			recent = recent[1:]
+		}
+		msg := fmt.Sprintf("%s; restarting in %s", desc, backoff.Round(time.Millisecond))
+		if len(recent) >= 5 {
+			msg = fmt.Sprintf("crash loop: %d restarts in the last minute; %s", len(recent), msg)
+		}
+		p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Crashed, code, msg, 0; s.Restarts++ })
+		if !sleepCtx(ctx, backoff) {
+			p.set(func(s *Status) { s.State = Stopped })
+			return
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+func describeExit(code *int) string {
+	switch {
+	case code == nil:
+		return "exited"
+	case *code > 128:
+		return fmt.Sprintf("was killed by signal %d (exit code %d)", *code-128, *code)
+	}
+	return fmt.Sprintf("exited with code %d", *code)
+}
+
+// exitFailed records a service that could not start or died before it was
+// ready, and reports it to the Start waiting for it.
+func (p *proc) exitFailed(msg string, code *int) {
+	p.mu.Lock()
+	p.running = false
+	p.mu.Unlock()
+	p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Crashed, code, msg, 0 })
+	select {
+	case p.failed <- errors.New(msg):
+	default:
+	}
+}
+
+// spawn starts the process in a new process group, its output appended to
+// the log file. It returns nil, nil when the service is being stopped.
+func (p *proc) spawn() (func() *int, error) {
+	s := p.spec
+	logf, err := openLog(s.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: open log: %w", s.Name, err)
+	}
+	defer logf.Close() // the child has its own descriptor
+	if s.Dir != "" {
+		if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("service %s: working folder %s does not exist (check its cwd)", s.Name, s.Dir)
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", s.Cmd)
+	cmd.Dir, cmd.Env = s.Dir, s.Env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fmt.Fprintf(logf, "=== binky %s: starting %s: %s\n", time.Now().Format(time.RFC3339), s.Name, s.Cmd)
+
+	p.g.pubMu.Lock()
+	defer p.g.pubMu.Unlock()
+	p.mu.Lock()
+	if p.stopping {
+		p.running = false
+		p.mu.Unlock()
+		return nil, nil
+	}
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, s.Cmd, err)
+	}
+	pid := cmd.Process.Pid
+	p.pgid = pid
+	p.isReady = false
+	info, _ := ReadProc(pid)
+	p.st.PID, p.st.PGID, p.st.StartTick = pid, pid, info.StartTick
+	p.st.State, p.st.Started, p.st.Message, p.st.ExitCode = Starting, time.Now().UTC(), "", nil
+	st := p.st
+	p.mu.Unlock()
+	p.g.publish(st)
+	return func() *int {
+		err := cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			} else {
+				code = ee.ExitCode()
+			}
+		} else if err != nil {
+			code = -1
+		}
+		return &code
+	}, nil
+}
+
+// adoptWait returns a function that blocks until the adopted process exits.
+// It is not our child, so its exit code is unknown.
+func (p *proc) adoptWait(pid int, tick uint64) func() *int {
+	return func() *int {
+		waitExit(pid, tick)
+		return nil
+	}
+}
+
+// healthLoop probes the service for one run: quickly until it is first
+// healthy, then every Interval, marking it unhealthy after Retries failures.
+func (p *proc) healthLoop(ctx context.Context) {
+	h := p.spec.Health
+	if h.none() {
+		p.markReady()
+		p.set(func(s *Status) { s.State, s.Message = Healthy, "running (no health check)" })
+		return
+	}
+	fails := 0
+	for {
+		ok, res := probe(ctx, &p.spec)
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		p.lastRes = res
+		ready, state, paused := p.isReady, p.st.State, p.paused != ""
+		p.mu.Unlock()
+		if paused {
+			ok = true // a suspended service cannot answer; that is not a failure
+		}
+		switch {
+		case ok:
+			fails = 0
+			if !ready {
+				p.markReady()
+			}
+			if state != Healthy && !paused {
+				p.set(func(s *Status) { s.State, s.Message = Healthy, "" })
+			}
+		default:
+			fails++
+			if ready && fails >= h.Retries && state == Healthy {
+				p.set(func(s *Status) { s.State, s.Message = Unhealthy, res })
+			}
+		}
+		interval := h.Interval
+		if !ready {
+			interval = min(50*time.Millisecond, h.Interval)
+		}
+		if !sleepCtx(ctx, interval) {
+			return
+		}
+	}
+}
+
+func (p *proc) stop(ctx context.Context) error {
+	p.mu.Lock()
+	p.stopping = true
+	running, pgid, done := p.running, p.pgid, p.done
+	p.mu.Unlock()
+	if !running || done == nil {
+		return nil
+	}
+	var err error
+	if pgid > 0 && !StopGroup(pgid, p.spec.StopTimeout) {
+		err = fmt.Errorf("service %s: process group %d survived SIGKILL", p.spec.Name, pgid)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(p.spec.StopTimeout + 5*time.Second):
+		err = errors.Join(err, fmt.Errorf("service %s: supervisor did not finish stopping", p.spec.Name))
+	}
+	p.mu.Lock()
+	p.running = false
+	p.mu.Unlock()
+	return err
+}
+
+func (p *proc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	pgid, running := p.pgid, p.running
+	p.mu.Unlock()
+	if !running || pgid <= 0 {
+		return nil
+	}
+	if err := SignalGroup(pgid, sig); err != nil {
+		return fmt.Errorf("service %s: %w", p.spec.Name, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		p.set(func(s *Status) {
+			if s.State != Suspended {
+				p.paused = s.State
+				s.State = Suspended
+			}
+		})
+	case syscall.SIGCONT:
+		p.set(func(s *Status) {
+			if s.State == Suspended {
+				s.State = p.paused
+			}
+			p.paused = ""
+		})
+	}
+	return nil
+}
+
+// logTail returns the last lines of the service's log, for errors that
+// should say what the process printed before it died.
+func (p *proc) logTail() string {
+	var lines []string
+	for _, l := range Tail(p.spec.LogPath, 20) {
+		if !strings.HasPrefix(l, "=== binky ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return "; last output:\n    " + strings.Join(lines, "\n    ")
+}

@@ -1,0 +1,322 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the services under test: with BINKY_HELPER set
+// it behaves as a small server or a failing program instead of running tests.
+func TestMain(m *testing.M) {
+	switch os.Getenv("BINKY_HELPER") {
+	case "":
+		os.Exit(m.Run())
+	case "http":
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+		fmt.Println("listening on", os.Getenv("PORT"))
+		if err := http.ListenAndServe("127.0.0.1:"+os.Getenv("PORT"), mux); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "exit":
+		fmt.Fprintln(os.Stderr, "helper failing on purpose")
+		code, _ := strconv.Atoi(os.Getenv("CODE"))
+		os.Exit(code)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func helper(mode string, env ...string) (string, []string) {
+	self, _ := os.Executable()
+	return fmt.Sprintf("exec %q", self), append([]string{"BINKY_HELPER=" + mode, "PATH=" + os.Getenv("PATH")}, env...)
+}
+
+// httpSpec is a service that serves /healthz on a fresh port.
+func httpSpec(t *testing.T, name string, deps ...string) (Spec, int) {
+	port := freePort(t)
+	cmd, env := helper("http", "PORT="+strconv.Itoa(port))
+	return Spec{
+		Name: name, Cmd: cmd, Env: env, DependsOn: deps, Dir: t.TempDir(),
+		Health:      Health{HTTP: fmt.Sprintf("http://127.0.0.1:%d/healthz", port), Interval: 100 * time.Millisecond, StartPeriod: 20 * time.Second},
+		LogPath:     filepath.Join(t.TempDir(), name+".log"),
+		StopTimeout: 2 * time.Second,
+	}, port
+}
+
+// waitFor waits for a state change that satisfies ok, failing after 20s.
+func waitFor(t *testing.T, events <-chan Event, g *Group, ok func(Status) bool) Status {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		for _, st := range g.Statuses() {
+			if ok(st) {
+				return st
+			}
+		}
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatalf("timed out; statuses: %+v", g.Statuses())
+		}
+	}
+}
+
+func TestStartInDependencyOrderAndStopWholeGroups(t *testing.T) {
+	api, apiPort := httpSpec(t, "api")
+	web, _ := httpSpec(t, "web", "api")
+	var mu sync.Mutex
+	var order []string
+	g, err := NewGroup([]Spec{web, api}, func(st Status) {
+		mu.Lock()
+		defer mu.Unlock()
+		if st.State == Starting || st.State == Healthy {
+			order = append(order, st.Name+":"+string(st.State))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(context.Background()) })
+	mu.Lock()
+	got := strings.Join(order, " ")
+	mu.Unlock()
+	if !strings.HasPrefix(got, "api:starting api:healthy web:starting") {
+		t.Errorf("events %q: web must start only once api is healthy", got)
+	}
+	for _, st := range g.Statuses() {
+		if st.State != Healthy || st.PID == 0 || st.StartTick == 0 {
+			t.Errorf("%s: %+v", st.Name, st)
+		}
+	}
+	apiPGID := g.Statuses()[0].PGID
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if GroupAlive(apiPGID) {
+		t.Error("api's process group survived Stop")
+	}
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", apiPort)); err == nil {
+		c.Close()
+		t.Error("api still listening after Stop")
+	}
+	for _, st := range g.Statuses() {
+		if st.State != Stopped {
+			t.Errorf("%s after Stop: %s", st.Name, st.State)
+		}
+	}
+}
+
+func TestStopLeavesNoGrandchild(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "pids")
+	s := Spec{Name: "tree", Cmd: fmt.Sprintf("sleep 300 & echo $! >> %s; (sleep 300 & echo $! >> %s; wait) & wait", marker, marker),
+		LogPath: filepath.Join(t.TempDir(), "tree.log"), StopTimeout: time.Second}
+	g, err := NewGroup([]Spec{s}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pgid := g.Statuses()[0].PGID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(marker)
+		if strings.Count(string(b), "\n") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("grandchildren never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(marker)
+	for _, f := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(f)
+		if Alive(pid, 0) {
+			t.Errorf("grandchild %d survived", pid)
+		}
+	}
+	if GroupAlive(pgid) {
+		t.Error("process group survived")
+	}
+}
+
+func TestKilledServiceIsRestartedAndHealthyAgain(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	g, _ := NewGroup([]Spec{api}, nil)
+	events, cancel := g.Subscribe()
+	defer cancel()
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(context.Background()) })
+	first := g.Statuses()[0]
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := waitFor(t, events, g, func(s Status) bool { return s.State == Healthy && s.PID != first.PID })
+	if st.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", st.Restarts)
+	}
+}
+
+func TestServiceThatExitsAtOnceIsReportedCrashedWithItsCode(t *testing.T) {
+	cmd, env := helper("exit", "CODE=3")
+	port := freePort(t)
+	s := Spec{Name: "api", Cmd: cmd, Env: env, LogPath: filepath.Join(t.TempDir(), "api.log"),
+		Health: Health{TCP: fmt.Sprintf("127.0.0.1:%d", port), StartPeriod: 20 * time.Second}}
+	g, _ := NewGroup([]Spec{s}, nil)
+	err := g.Start(context.Background())
+	if err == nil {
+		t.Fatal("Start succeeded")
+	}
+	for _, want := range []string{"service api exited with code 3 before it became healthy", "helper failing on purpose"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	st := g.Statuses()[0]
+	if st.State != Crashed || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Errorf("status = %+v, want crashed with exit code 3", st)
+	}
+}
+
+func TestHealthCheckThatNeverPassesStopsTheOthers(t *testing.T) {
+	db, _ := httpSpec(t, "db")
+	port := freePort(t)
+	cmd, env := helper("http", "PORT="+strconv.Itoa(freePort(t)))
+	api := Spec{Name: "api", Cmd: cmd, Env: env, DependsOn: []string{"db"}, LogPath: filepath.Join(t.TempDir(), "api.log"),
+		Health: Health{HTTP: fmt.Sprintf("http://127.0.0.1:%d/healthz", port), StartPeriod: 700 * time.Millisecond}}
+	g, _ := NewGroup([]Spec{db, api}, nil)
+	err := g.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "service api did not become healthy within 700ms; last probe: GET") ||
+		!strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, st := range g.Statuses() {
+		if st.State != Stopped && st.State != Crashed {
+			t.Errorf("%s left %s after a failed start", st.Name, st.State)
+		}
+		if st.PGID != 0 && GroupAlive(st.PGID) {
+			t.Errorf("%s still running after a failed start", st.Name)
+		}
+	}
+}
+
+func TestDependencyWithoutHealthCheckIsReadyOnceStarted(t *testing.T) {
+	worker := Spec{Name: "worker", Cmd: "sleep 300", LogPath: filepath.Join(t.TempDir(), "w.log")}
+	api, _ := httpSpec(t, "api", "worker")
+	g, _ := NewGroup([]Spec{worker, api}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.Stop(context.Background())
+}
+
+func TestDependencyRestartDoesNotTakeDependentsDown(t *testing.T) {
+	db, _ := httpSpec(t, "db")
+	api, _ := httpSpec(t, "api", "db")
+	g, _ := NewGroup([]Spec{db, api}, nil)
+	events, cancel := g.Subscribe()
+	defer cancel()
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(context.Background()) })
+	apiBefore, _ := g.Status("api")
+	dbBefore, _ := g.Status("db")
+	syscall.Kill(dbBefore.PID, syscall.SIGKILL)
+	waitFor(t, events, g, func(s Status) bool { return s.Name == "db" && s.State == Healthy && s.PID != dbBefore.PID })
+	apiAfter, _ := g.Status("api")
+	if apiAfter.PID != apiBefore.PID || apiAfter.Restarts != 0 {
+		t.Errorf("api was restarted with its dependency: %+v -> %+v", apiBefore, apiAfter)
+	}
+}
+
+func TestAdoptTakesOverRunningServicesAndRefusesAReusedPid(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	g1, _ := NewGroup([]Spec{api}, nil)
+	if err := g1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := g1.Statuses()[0]
+	g1.Close() // the old supervisor goes away; the service keeps running
+	if !Alive(st.PID, st.StartTick) {
+		t.Fatal("service died with its supervisor")
+	}
+
+	g2, _ := NewGroup([]Spec{api}, nil)
+	wrong := st
+	wrong.StartTick++
+	if g2.Adopt("api", wrong) {
+		t.Fatal("adopted a pid whose start time does not match")
+	}
+	if !g2.Adopt("api", st) {
+		t.Fatal("did not adopt the running service")
+	}
+	events, cancel := g2.Subscribe()
+	defer cancel()
+	waitFor(t, events, g2, func(s Status) bool { return s.State == Healthy })
+	if err := g2.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(st.PID, st.StartTick) {
+		t.Error("adopted service survived Stop")
+	}
+}
+
+func TestCycleAndUnknownDependencyAreRefused(t *testing.T) {
+	a := Spec{Name: "a", Cmd: "true", DependsOn: []string{"b"}}
+	b := Spec{Name: "b", Cmd: "true", DependsOn: []string{"a"}}
+	if _, err := NewGroup([]Spec{a, b}, nil); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle: %v", err)
+	}
+	if _, err := NewGroup([]Spec{a}, nil); err == nil || !strings.Contains(err.Error(), `depends on "b"`) {
+		t.Errorf("unknown dependency: %v", err)
+	}
+}
+
+func TestLogRotationAndTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	f, _ := openLog(path)
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(f, "line %d\n", i)
+	}
+	rotate(path, 100)
+	fmt.Fprintln(f, "after rotation")
+	f.Close()
+	if got := Tail(path, 5); len(got) != 1 || got[0] != "after rotation" {
+		t.Errorf("Tail after rotation = %q", got)
+	}
+	if got := Tail(path+".1", 2); strings.Join(got, ",") != "line 998,line 999" {
+		t.Errorf("rotated Tail = %q", got)
+	}
+}

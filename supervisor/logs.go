@@ -1,0 +1,90 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// openLog opens a service's log for appending, creating its folder. The
+// process writes to it directly, with O_APPEND, so truncation by rotate is
+// safe and the process outlives its supervisor.
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
+// rotate keeps a log under max bytes: past it, the log is copied to
+// <path>.1 (replacing the previous one) and truncated in place. Copy and
+// truncate rather than rename, because the running process keeps writing to
+// the descriptor it has; a few lines written between the copy and the
+// truncation can be lost, the price of never restarting a service for it.
+func rotate(path string, max int64) {
+	if path == "" {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() <= max {
+		return
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer src.Close()
+	tmp := path + ".1.tmp"
+	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return
+	}
+	_, cerr := io.Copy(dst, src)
+	if err := dst.Close(); cerr != nil || err != nil {
+		os.Remove(tmp)
+		return
+	}
+	if os.Rename(tmp, path+".1") == nil {
+		_ = os.Truncate(path, 0)
+	}
+}
+
+// Tail returns the last n lines of the file at path (fewer if it is
+// shorter), reading only its end.
+func Tail(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const chunk = 64 << 10
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	start := max(fi.Size()-chunk, 0)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return nil
+	}
+	if start > 0 {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(buf))
+	sc.Buffer(make([]byte, 0, 64<<10), chunk)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

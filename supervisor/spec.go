@@ -1,0 +1,111 @@
+package supervisor
+
+import (
+	"time"
+)
+
+// Spec describes one service to supervise.
+type Spec struct {
+	Name string
+	// Cmd is run with /bin/sh -c, in Dir, with exactly Env.
+	Cmd       string
+	Dir       string
+	Env       []string
+	DependsOn []string
+	Health    Health
+	Restart   Policy
+	// StopTimeout is the grace between SIGTERM and SIGKILL (default 5s).
+	StopTimeout time.Duration
+	// LogPath receives stdout and stderr; rotated past MaxLogBytes.
+	LogPath     string
+	MaxLogBytes int64
+}
+
+// Health is a readiness and liveness probe. A zero Health means "ready once
+// started": a service without a probe never makes its dependents wait.
+type Health struct {
+	HTTP string // URL to GET; 2xx and 3xx are healthy
+	TCP  string // host:port to dial
+	Cmd  string // run with sh -c; exit 0 is healthy
+	// Interval between probes once healthy (default 2s); while starting,
+	// probes run every 50ms so that a fast service is seen at once.
+	Interval time.Duration
+	Timeout  time.Duration // per probe (default 2s)
+	// StartPeriod is how long a service may take to first become healthy
+	// (default 60s); failing probes in it do not count.
+	StartPeriod time.Duration
+	// Retries is how many failed probes in a row make a healthy service
+	// unhealthy (default 3).
+	Retries int
+}
+
+func (h Health) none() bool { return h.HTTP == "" && h.TCP == "" && h.Cmd == "" }
+
+// Policy says when a service that exits is started again.
+type Policy string
+
+// Restart policies.
+const (
+	RestartNo        Policy = "no"
+	RestartOnFailure Policy = "on-failure"
+	RestartAlways    Policy = "always"
+)
+
+// State is where a service is in its life.
+type State string
+
+// Service states.
+const (
+	Starting  State = "starting"
+	Healthy   State = "healthy"
+	Unhealthy State = "unhealthy"
+	Crashed   State = "crashed"
+	Stopped   State = "stopped"
+	Suspended State = "suspended"
+)
+
+// Status is a snapshot of one service.
+type Status struct {
+	Name      string    `json:"name"`
+	PID       int       `json:"pid,omitempty"`
+	PGID      int       `json:"pgid,omitempty"`
+	StartTick uint64    `json:"start_tick,omitempty"`
+	State     State     `json:"state"`
+	Restarts  int       `json:"restarts"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Started   time.Time `json:"started,omitempty"`
+	// Message explains the state: the last failed probe, the backoff before
+	// the next restart, a crash loop.
+	Message string `json:"message,omitempty"`
+}
+
+// Event is published on every state change.
+type Event struct {
+	Status Status
+}
+
+func (s Spec) withDefaults() Spec {
+	if s.StopTimeout <= 0 {
+		s.StopTimeout = 5 * time.Second
+	}
+	if s.Restart == "" {
+		s.Restart = RestartOnFailure
+	}
+	if s.MaxLogBytes <= 0 {
+		s.MaxLogBytes = 10 << 20
+	}
+	h := &s.Health
+	if h.Interval <= 0 {
+		h.Interval = 2 * time.Second
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = 2 * time.Second
+	}
+	if h.StartPeriod <= 0 {
+		h.StartPeriod = 60 * time.Second
+	}
+	if h.Retries <= 0 {
+		h.Retries = 3
+	}
+	return s
+}
