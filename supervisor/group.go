@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/git-binky/git-binky/logfile"
 )
 
 // Group supervises the services of one unit (a world): they start and stop
@@ -268,7 +270,7 @@ func (g *Group) startRotation() {
 				return
 			case <-t.C:
 				for _, p := range g.procs {
-					rotate(p.spec.LogPath, p.spec.MaxLogBytes)
+					logfile.Rotate(p.spec.LogPath, p.spec.MaxLogBytes)
 				}
 			}
 		}
@@ -401,7 +403,8 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		p.mu.Unlock()
 		StopGroup(pgid, p.spec.StopTimeout)
 		if stopping || ctx.Err() != nil {
-			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, code, "", 0 })
+			// Our own SIGTERM's exit code says nothing about the service.
+			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
 			return
 		}
 		desc := describeExit(code)
@@ -469,7 +472,7 @@ func (p *proc) exitFailed(msg string, code *int) {
 // the log file. It returns nil, nil when the service is being stopped.
 func (p *proc) spawn() (func() *int, error) {
 	s := p.spec
-	logf, err := openLog(s.LogPath)
+	logf, err := logfile.Open(s.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("service %s: open log: %w", s.Name, err)
 	}
@@ -637,7 +640,7 @@ func (p *proc) signal(sig syscall.Signal) error {
 // should say what the process printed before it died.
 func (p *proc) logTail() string {
 	var lines []string
-	for _, l := range Tail(p.spec.LogPath, 20) {
+	for _, l := range logfile.Tail(p.spec.LogPath, 20) {
 		if !strings.HasPrefix(l, "=== binky ") {
 			lines = append(lines, l)
 		}

@@ -190,3 +190,22 @@ func StateDir(adminDir string) string { return filepath.Join(adminDir, "binky") 
 
 // LogDir is where a world's service logs are written.
 func LogDir(adminDir string) string { return filepath.Join(StateDir(adminDir), "logs") }
+
+// UpdateRecord runs fn on the world's record under the world lock and saves
+// it. Unlike World.Update it needs no worktree or config, so the daemon can
+// keep a record current after git removed the worktree.
+func (h Home) UpdateRecord(ctx context.Context, id string, fn func(*Record) error) error {
+	unlock, err := h.LockWorld(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r, err := h.LoadRecord(id)
+	if err != nil {
+		return err
+	}
+	if err := fn(r); err != nil {
+		return err
+	}
+	return h.SaveRecord(r)
+}

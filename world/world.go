@@ -238,7 +238,8 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 }
 
 // Lookup resolves ${...} tokens for service self ("" outside any service)
-// against the coordinates, the process environment and the env files.
+// against the coordinates and env, the environment ${env.NAME} reads (the
+// caller's environment and the env files, not the daemon's own).
 func (w *World) Lookup(c Coordinates, self string, env map[string]string) Lookup {
 	return func(ref string) (string, bool) {
 		ns, field, ok := strings.Cut(ref, ".")
@@ -247,10 +248,8 @@ func (w *World) Lookup(c Coordinates, self string, env map[string]string) Lookup
 		}
 		switch ns {
 		case "env":
-			if v, ok := env[field]; ok {
-				return v, true
-			}
-			return os.LookupEnv(field)
+			v, ok := env[field]
+			return v, ok
 		case "worktree":
 			switch field {
 			case "name":

@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/version"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -80,5 +83,23 @@ func hint(err error) string {
 	case errors.Is(err, world.ErrNoFreePort):
 		return "'git binky status' lists the worlds holding ports"
 	}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case api.CodeConfig:
+			return "run 'git binky check' to see every problem in the file"
+		case api.CodeNotFound:
+			return "'git worktree list' shows the worktrees; 'git binky status' the worlds"
+		}
+	}
 	return ""
+}
+
+// Client returns a daemon client for the user's BINKY_HOME.
+func (a *App) Client() (*client.Client, error) {
+	h, err := a.Home()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(h, version.String()), nil
 }

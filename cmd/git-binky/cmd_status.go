@@ -2,14 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/git-binky/git-binky/gitx"
-	"github.com/git-binky/git-binky/world"
 )
 
 type statusOptions struct {
@@ -22,7 +16,7 @@ func newStatusCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [.]",
 		Short: "List the worlds binky knows, grouped by project",
-		Long:  "List every world on this machine, grouped by project. '.' limits it to the repository you stand in.",
+		Long:  "List every world on this machine, grouped by project, with the state of each service. '.' limits it to the repository you stand in.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -31,61 +25,42 @@ func newStatusCmd(app *App) *cobra.Command {
 				}
 				opts.CurrentProject = true
 			}
-			return runStatus(app, opts)
+			return runStatus(cmd, app, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the worlds as JSON")
 	return cmd
 }
 
-func runStatus(app *App, opts statusOptions) error {
-	home, err := app.Home()
+func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
+	c, err := app.Client()
 	if err != nil {
 		return err
 	}
-	recs, err := home.Records()
+	s, err := c.Status(cmd.Context(), app.Dir, opts.CurrentProject)
 	if err != nil {
 		return err
-	}
-	if opts.CurrentProject {
-		repo, _, err := gitx.Discover(app.Dir)
-		if repo == nil {
-			return err
-		}
-		kept := recs[:0]
-		for _, r := range recs {
-			if r.CommonDir == repo.CommonDir {
-				kept = append(kept, r)
-			}
-		}
-		recs = kept
 	}
 	if opts.JSON {
-		if recs == nil {
-			recs = []*world.Record{}
-		}
-		return writeJSON(app.Out, map[string]any{"schema": 1, "worlds": recs})
+		return writeJSON(app.Out, s)
 	}
-	if len(recs) == 0 {
-		fmt.Fprintln(app.Out, "no worlds yet: 'git binky env' or 'git binky up' in a worktree with a binky.toml makes one")
+	if len(s.Worlds) == 0 {
+		fmt.Fprintln(app.Out, "no worlds yet: 'git binky up' (or 'git binky env') in a worktree with a binky.toml makes one")
 		return nil
 	}
-	tw := tabwriter.NewWriter(app.Out, 0, 2, 2, ' ', 0)
+	st := style{Color(app.Out)}
 	project := ""
-	for _, r := range recs {
-		if r.Project != project {
-			project = r.Project
-			fmt.Fprintf(tw, "%s\n", project)
+	for _, w := range s.Worlds {
+		if w.Project != project {
+			project = w.Project
+			fmt.Fprintln(app.Out, st.bold(project))
 		}
-		fmt.Fprintf(tw, "  %s\t[%s]\t%s\n", r.Worktree, r.State, r.Path)
-		keys := make([]string, 0, len(r.Ports))
-		for k := range r.Ports {
-			keys = append(keys, k)
+		state := w.State
+		if w.Missing {
+			state += ", worktree missing"
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(tw, "      %s\t:%d\t\n", strings.Replace(k, ".", " ", 1), r.Ports[k])
-		}
+		fmt.Fprintf(app.Out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
+		printServices(app.Out, st, w, "      ")
 	}
-	return tw.Flush()
+	return nil
 }

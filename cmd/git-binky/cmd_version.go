@@ -2,38 +2,11 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/version"
 )
-
-// release is the version of this source tree; builds from git add the
-// commit they were made from.
-const release = "0.1.0"
-
-func versionString() string {
-	v := release
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" {
-			v += "+" + rev + dirty
-		}
-	}
-	return v
-}
 
 func newVersionCmd(app *App) *cobra.Command {
 	return &cobra.Command{
@@ -41,7 +14,7 @@ func newVersionCmd(app *App) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(app.Out, "git-binky %s\n", versionString())
+			_, err := fmt.Fprintf(app.Out, "git-binky %s\n", version.String())
 			return err
 		},
 	}

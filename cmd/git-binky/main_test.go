@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -25,7 +26,8 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	stamp := fmt.Sprintf("test%d", time.Now().UnixNano())
+	args := []string{"build", "-ldflags", "-X github.com/git-binky/git-binky/version.build=" + stamp, "-o", dir + string(os.PathSeparator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/version"
 )
 
 func newRootCmd(app *App) *cobra.Command {
@@ -11,7 +13,7 @@ func newRootCmd(app *App) *cobra.Command {
 		Long: `git binky gives every git worktree its own isolated local world — ports
 allocated before any process starts, private database slices carved from one
 shared server, supervised services and URLs — from one committed binky.toml.`,
-		Version:       versionString(),
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -25,7 +27,13 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 	root.AddCommand(
 		newCheckCmd(app),
 		newEnvCmd(app),
+		newUpCmd(app),
+		newReloadCmd(app),
+		newDownCmd(app),
+		newRemoveCmd(app),
 		newStatusCmd(app),
+		newLogsCmd(app),
+		newDaemonCmd(app),
 		newVersionCmd(app),
 	)
 	return root

@@ -1,17 +1,22 @@
-package supervisor
+// Package logfile reads and writes the service logs binky keeps: append-only
+// files that processes write to directly, rotated by copy-and-truncate, and
+// read back by tail and follow.
+package logfile
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
-// openLog opens a service's log for appending, creating its folder. The
-// process writes to it directly, with O_APPEND, so truncation by rotate is
+// Open opens a service's log for appending, creating its folder. The
+// process writes to it directly, with O_APPEND, so truncation by Rotate is
 // safe and the process outlives its supervisor.
-func openLog(path string) (*os.File, error) {
+func Open(path string) (*os.File, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	}
@@ -21,12 +26,12 @@ func openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
-// rotate keeps a log under max bytes: past it, the log is copied to
+// Rotate keeps a log under max bytes: past it, the log is copied to
 // <path>.1 (replacing the previous one) and truncated in place. Copy and
 // truncate rather than rename, because the running process keeps writing to
 // the descriptor it has; a few lines written between the copy and the
 // truncation can be lost, the price of never restarting a service for it.
-func rotate(path string, max int64) {
+func Rotate(path string, max int64) {
 	if path == "" {
 		return
 	}
@@ -87,4 +92,55 @@ func Tail(path string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// Follow writes each complete line appended to path from offset on to fn,
+// until ctx is done. It notices rotation (the file shrinks) and starts again
+// from the top, and waits for a file that does not exist yet.
+func Follow(ctx context.Context, path string, offset int64, fn func(line string)) error {
+	var partial []byte
+	buf := make([]byte, 32<<10)
+	for {
+		f, err := os.Open(path)
+		if err == nil {
+			fi, serr := f.Stat()
+			if serr == nil && fi.Size() < offset {
+				offset, partial = 0, nil // rotated under us
+			}
+			for {
+				n, rerr := f.ReadAt(buf, offset)
+				if n > 0 {
+					offset += int64(n)
+					data := append(partial, buf[:n]...)
+					for {
+						i := bytes.IndexByte(data, '\n')
+						if i < 0 {
+							break
+						}
+						fn(string(data[:i]))
+						data = data[i+1:]
+					}
+					partial = append([]byte(nil), data...)
+				}
+				if rerr != nil || n == 0 {
+					break
+				}
+			}
+			f.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Size is the current size of the file at path, 0 if it does not exist.
+func Size(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }

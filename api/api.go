@@ -1,0 +1,122 @@
+// Package api is the wire protocol between git-binky clients (the CLI, the
+// MCP server) and the daemon: one request per connection on the unix
+// socket, as a JSON line, answered by any number of event lines and then
+// exactly one result or error line.
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Ops the daemon answers.
+const (
+	OpHello    = "hello"
+	OpUp       = "up"
+	OpDown     = "down"
+	OpReload   = "reload"
+	OpRemove   = "remove"
+	OpStatus   = "status"
+	OpShutdown = "shutdown"
+)
+
+// Request is what a client asks.
+type Request struct {
+	Op      string `json:"op"`
+	Version string `json:"version"` // the client's; a daemon of another version says so
+	Dir     string `json:"dir,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Group   string `json:"group,omitempty"`
+	Force   bool   `json:"force,omitempty"`
+	// Env is the caller's environment: services start from it, as they
+	// would from the shell the user typed `git binky up` in.
+	Env []string `json:"env,omitempty"`
+	// Project limits status to the repository around Dir.
+	Project bool `json:"project,omitempty"`
+}
+
+// Message is one line from the daemon.
+type Message struct {
+	Event  *Event          `json:"event,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Event is progress while a request runs.
+type Event struct {
+	World   string `json:"world,omitempty"`
+	Service string `json:"service,omitempty"`
+	State   string `json:"state,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Error is a failed request. Code lets callers branch without parsing text.
+type Error struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Error codes.
+const (
+	CodeVersion  = "version_mismatch"
+	CodeDirty    = "dirty"
+	CodeNotFound = "not_found"
+	CodeConfig   = "config"
+	CodeUsage    = "usage"
+)
+
+// Hello is the daemon's answer to OpHello.
+type Hello struct {
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	Home    string    `json:"home"`
+	Worlds  int       `json:"worlds"`
+}
+
+// World is one world as status, up and down report it.
+type World struct {
+	ID       string            `json:"id"`
+	Project  string            `json:"project"`
+	Worktree string            `json:"worktree"`
+	Path     string            `json:"path"`
+	Branch   string            `json:"branch,omitempty"`
+	State    string            `json:"state"`
+	Missing  bool              `json:"missing,omitempty"` // the worktree folder is gone
+	Ports    map[string]int    `json:"ports"`
+	Services []Service         `json:"services"`
+	Slices   []Slice           `json:"slices,omitempty"`
+	Message  string            `json:"message,omitempty"`
+	Env      map[string]string `json:"-"`
+}
+
+// Service is one supervised process of a world.
+type Service struct {
+	Name     string         `json:"name"`
+	State    string         `json:"state"`
+	PID      int            `json:"pid,omitempty"`
+	Port     int            `json:"port,omitempty"`
+	Ports    map[string]int `json:"ports,omitempty"`
+	Restarts int            `json:"restarts"`
+	ExitCode *int           `json:"exit_code,omitempty"`
+	Started  *time.Time     `json:"started,omitempty"`
+	// UptimeSeconds is how long the current process has run.
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+	Message       string  `json:"message,omitempty"`
+}
+
+// Slice is one adapter slice of a world.
+type Slice struct {
+	Service string `json:"service"`
+	Adapter string `json:"adapter"`
+	Name    string `json:"name"`
+}
+
+// Status is the answer to OpStatus.
+type Status struct {
+	Schema int     `json:"schema"`
+	Daemon Hello   `json:"daemon"`
+	Worlds []World `json:"worlds"`
+}

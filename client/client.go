@@ -1,0 +1,299 @@
+// Package client talks to the git-binky daemon for the CLI and the MCP
+// server, starting the daemon when none runs and replacing one of another
+// version. Both front ends go through it, so they cannot drift apart.
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// DaemonBinary is the name of the daemon executable.
+const DaemonBinary = "binkyd"
+
+// ErrNoDaemon is returned by calls that must not start a daemon when none runs.
+var ErrNoDaemon = errors.New("the git-binky daemon is not running")
+
+// Client is a connection factory for one BINKY_HOME.
+type Client struct {
+	Home    world.Home
+	Version string
+	// Env is sent with requests that start processes: the caller's
+	// environment, which services inherit.
+	Env []string
+	// NoStart makes calls fail with ErrNoDaemon instead of starting one.
+	NoStart bool
+}
+
+// New returns a client for home speaking as version.
+func New(home world.Home, version string) *Client {
+	return &Client{Home: home, Version: version, Env: os.Environ()}
+}
+
+// Call sends req and returns the result, passing progress events to onEvent
+// (which may be nil). Cancelling ctx hangs up, which cancels the request in
+// the daemon.
+func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Event), result any) error {
+	req.Version = c.Version
+	for attempt := 0; ; attempt++ {
+		conn, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		err = c.roundTrip(ctx, conn, req, onEvent, result)
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Code == api.CodeVersion && attempt == 0 {
+			// A daemon of another version: ask it to go (its services
+			// keep running) and start ours, which adopts them.
+			if err := c.Shutdown(ctx); err != nil {
+				return fmt.Errorf("replace daemon of another version: %w", err)
+			}
+			continue
+		}
+		return err
+	}
+}
+
+func (c *Client) roundTrip(ctx context.Context, conn net.Conn, req api.Request, onEvent func(api.Event), result any) error {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return c.connErr(ctx, err)
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m api.Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("daemon sent a bad message: %w", err)
+		}
+		switch {
+		case m.Event != nil:
+			if onEvent != nil {
+				onEvent(*m.Event)
+			}
+		case m.Error != nil:
+			return m.Error
+		default:
+			if result == nil || len(m.Result) == 0 {
+				return nil
+			}
+			return json.Unmarshal(m.Result, result)
+		}
+	}
+	return c.connErr(ctx, sc.Err())
+}
+
+func (c *Client) connErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	return fmt.Errorf("the daemon hung up before answering (see %s): %w", c.Home.LogPath(), err)
+}
+
+// dial connects to the daemon, starting one if none answers.
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
+	if err == nil {
+		return conn, nil
+	}
+	if c.NoStart {
+		return nil, ErrNoDaemon
+	}
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	return d.DialContext(ctx, "unix", c.Home.SocketPath())
+}
+
+// Running reports whether a daemon answers on the socket.
+func (c *Client) Running(ctx context.Context) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// Start makes sure a daemon of our version runs, and returns its hello.
+func (c *Client) Start(ctx context.Context) (api.Hello, error) {
+	var h api.Hello
+	if err := c.Call(ctx, api.Request{Op: api.OpHello}, nil, &h); err != nil {
+		return h, err
+	}
+	if h.Version != c.Version {
+		if err := c.Shutdown(ctx); err != nil {
+			return h, err
+		}
+		err := c.Call(ctx, api.Request{Op: api.OpHello}, nil, &h)
+		return h, err
+	}
+	return h, nil
+}
+
+// Shutdown asks the daemon to exit, leaving services running, and waits
+// until it has. No daemon is not an error.
+func (c *Client) Shutdown(ctx context.Context) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
+	if err != nil {
+		return nil
+	}
+	var h api.Hello
+	if err := c.roundTrip(ctx, conn, api.Request{Op: api.OpShutdown, Version: c.Version}, nil, &h); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for c.Running(ctx) || processAlive(h.PID) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon pid %d did not exit", h.PID)
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// DaemonPath finds the daemon executable: $BINKY_DAEMON, then beside the
+// running binary (where make install and go install put both), then PATH.
+func DaemonPath() (string, error) {
+	if p := os.Getenv("BINKY_DAEMON"); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), DaemonBinary)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(DaemonBinary); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("cannot find %s beside git-binky or on PATH: install both with 'make install' (or 'go install ./cmd/...')", DaemonBinary)
+}
+
+// start launches a daemon in its own session, detached from the terminal,
+// and waits for its socket. Two clients racing here both launch one; the
+// daemon's lock lets only the first serve, and both clients connect to it.
+func (c *Client) start(ctx context.Context) error {
+	bin, err := DaemonPath()
+	if err != nil {
+		return err
+	}
+	if err := c.Home.Ensure(); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(c.Home.LogPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(), "BINKY_HOME="+c.Home.Dir)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.Running(ctx) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon did not start within 10s: see %s", c.Home.LogPath())
+		}
+		select {
+		case <-exited:
+			// Lost the race to another daemon, or failed: keep waiting for
+			// a socket a little, then say where to look.
+			if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
+				return fmt.Errorf("the daemon exited at start (%s): see %s", cmd.ProcessState, c.Home.LogPath())
+			}
+			exited = nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Status returns every world the daemon knows (or those of the repository
+// around dir, when project is set).
+func (c *Client) Status(ctx context.Context, dir string, project bool) (api.Status, error) {
+	var s api.Status
+	err := c.Call(ctx, api.Request{Op: api.OpStatus, Dir: dir, Project: project}, nil, &s)
+	return s, err
+}
+
+// Up brings the world named name (or the one around dir) up.
+func (c *Client) Up(ctx context.Context, dir, name, group string, onEvent func(api.Event)) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpUp, Dir: dir, Name: name, Group: group, Env: c.Env}, onEvent, &w)
+	return w, err
+}
+
+// Reload stops and starts a world on the same ports and data.
+func (c *Client) Reload(ctx context.Context, dir, name, group string, onEvent func(api.Event)) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpReload, Dir: dir, Name: name, Group: group, Env: c.Env}, onEvent, &w)
+	return w, err
+}
+
+// Down stops a world's processes, keeping its ports and data.
+func (c *Client) Down(ctx context.Context, dir, name string) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpDown, Dir: dir, Name: name}, nil, &w)
+	return w, err
+}
+
+// Remove destroys a world and its worktree.
+func (c *Client) Remove(ctx context.Context, dir, name string, force bool) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpRemove, Dir: dir, Name: name, Force: force}, nil, &w)
+	return w, err
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/logfile"
+	"github.com/git-binky/git-binky/world"
+)
+
+type logsOptions struct {
+	Name    string
+	Service string
+	Follow  bool
+	Lines   int
+}
+
+func newLogsCmd(app *App) *cobra.Command {
+	var opts logsOptions
+	cmd := &cobra.Command{
+		Use:   "logs [name]",
+		Short: "Print a world's captured service logs",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			return runLogs(cmd, app, opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Service, "service", "s", "", "only this service")
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new lines until interrupted")
+	cmd.Flags().IntVarP(&opts.Lines, "lines", "n", 50, "how many lines of each log to print first")
+	return cmd
+}
+
+func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
+	home, err := app.Home()
+	if err != nil {
+		return err
+	}
+	w, err := world.Open(home, app.Dir, opts.Name)
+	if err != nil {
+		return err
+	}
+	services := []string{}
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter == "" {
+			services = append(services, n)
+		}
+	}
+	if opts.Service != "" {
+		if s, ok := w.Config.Services[opts.Service]; !ok || s.Adapter != "" {
+			return usageError{fmt.Errorf("no service %q with logs in %s (services: %v)", opts.Service, w.Config.Path, services)}
+		}
+		services = []string{opts.Service}
+	}
+	sort.Strings(services)
+	dir := world.LogDir(w.Worktree.AdminDir)
+	prefix := len(services) > 1
+	var mu sync.Mutex
+	print := func(svc, line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if prefix {
+			fmt.Fprintf(app.Out, "%s | %s\n", svc, line)
+		} else {
+			fmt.Fprintln(app.Out, line)
+		}
+	}
+	found := false
+	for _, s := range services {
+		path := filepath.Join(dir, s+".log")
+		if _, err := os.Stat(path); err == nil {
+			found = true
+		}
+		for _, line := range logfile.Tail(path, opts.Lines) {
+			print(s, line)
+		}
+	}
+	if !found && !opts.Follow {
+		fmt.Fprintf(app.Err, "no logs yet for %s: 'git binky up' starts its services\n", w.Name)
+		return nil
+	}
+	if !opts.Follow {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, s := range services {
+		path := filepath.Join(dir, s+".log")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = logfile.Follow(cmd.Context(), path, logfile.Size(path), func(line string) { print(s, line) })
+		}()
+	}
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+type upOptions struct {
+	Name   string
+	Group  string
+	JSON   bool
+	Reload bool
+}
+
+func newUpCmd(app *App) *cobra.Command {
+	var opts upOptions
+	cmd := &cobra.Command{
+		Use:   "up [name]",
+		Short: "Bring a worktree's world up (creating the worktree if needed)",
+		Long: `Bring a world up: allocate its ports, then start its services in depends_on
+order, each once its dependencies are healthy. The services belong to the
+daemon and outlive this command. No name: the worktree you stand in. A name
+with no worktree creates one (on that branch if it exists, else a new one).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			return runUp(cmd, app, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Group, "group", "", "start only the services of this [groups] entry (and their dependencies)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the world as JSON")
+	return cmd
+}
+
+func newReloadCmd(app *App) *cobra.Command {
+	opts := upOptions{Reload: true}
+	cmd := &cobra.Command{
+		Use:   "reload [name]",
+		Short: "Restart a world in place, on the same ports and data",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			return runUp(cmd, app, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Group, "group", "", "start only the services of this [groups] entry")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the world as JSON")
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
+	c, err := app.Client()
+	if err != nil {
+		return err
+	}
+	st := style{Color(app.Err)}
+	var onEvent = progress(app.Err, st)
+	if !IsTTY(app.Err) {
+		onEvent = nil
+	}
+	call := c.Up
+	verb := "up"
+	if opts.Reload {
+		call, verb = c.Reload, "reloaded"
+	}
+	w, err := call(cmd.Context(), app.Dir, opts.Name, opts.Group, onEvent)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(app.Out, w)
+	}
+	out := style{Color(app.Out)}
+	printServices(app.Out, out, w, "  ")
+	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%d services)", verb, w.Worktree, len(w.Services))))
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+// style colours text for a terminal; it is the identity when colour is off.
+type style struct{ on bool }
+
+func (s style) wrap(code, text string) string {
+	if !s.on {
+		return text
+	}
+	return "\033[" + code + "m" + text + "\033[0m"
+}
+
+func (s style) state(state string) string {
+	switch state {
+	case "healthy", "running":
+		return s.wrap("32", state)
+	case "starting", "suspended", "new":
+		return s.wrap("33", state)
+	case "unhealthy", "crashed", "failed":
+		return s.wrap("31", state)
+	}
+	return state
+}
+
+func (s style) ok(text string) string   { return s.wrap("32", "✓ ") + text }
+func (s style) bold(text string) string { return s.wrap("1", text) }
+
+// printServices writes one line per service: name, pid, port, state.
+func printServices(w io.Writer, st style, world api.World, indent string) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	for _, s := range world.Services {
+		pid := ""
+		if s.PID != 0 {
+			pid = fmt.Sprintf("pid %d", s.PID)
+		}
+		port := ""
+		if s.Port != 0 {
+			port = fmt.Sprintf(":%d", s.Port)
+		}
+		extra := []string{}
+		if s.UptimeSeconds > 0 {
+			extra = append(extra, "up "+(time.Duration(s.UptimeSeconds)*time.Second).String())
+		}
+		if s.Restarts > 0 {
+			extra = append(extra, fmt.Sprintf("%d restarts", s.Restarts))
+		}
+		if s.ExitCode != nil && s.State != "healthy" {
+			extra = append(extra, fmt.Sprintf("exit %d", *s.ExitCode))
+		}
+		if s.Message != "" && s.State != "healthy" {
+			extra = append(extra, s.Message)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", indent, s.Name, pid, port, st.state(s.State), strings.Join(extra, ", "))
+	}
+	// Ports of services that have no process (yet): env was run, not up.
+	have := map[string]bool{}
+	for _, s := range world.Services {
+		have[s.Name] = true
+	}
+	keys := make([]string, 0, len(world.Ports))
+	for k := range world.Ports {
+		if svc, _, _ := strings.Cut(k, "."); !have[svc] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s%s\t\t:%d\t\t\n", indent, strings.Replace(k, ".", " ", 1), world.Ports[k])
+	}
+	tw.Flush()
+}
+
+// progress prints daemon events as they come, for people watching.
+func progress(w io.Writer, st style) func(api.Event) {
+	return func(e api.Event) {
+		switch {
+		case e.Service != "" && e.State != "":
+			msg := ""
+			if e.Message != "" && e.State != "healthy" {
+				msg = "  " + e.Message
+			}
+			fmt.Fprintf(w, "  %s %s%s\n", e.Service, st.state(e.State), msg)
+		case e.Message != "":
+			fmt.Fprintf(w, "  %s\n", e.Message)
+		}
+	}
+}

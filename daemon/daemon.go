@@ -1,0 +1,245 @@
+// Package daemon is the machine-wide git-binky daemon: it listens on a unix
+// socket in $BINKY_HOME, owns every world's supervised services, and keeps
+// the world records current. There is one daemon per user and machine; the
+// CLI starts it on demand.
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// ErrRunning is returned by Run when another daemon already serves Home.
+var ErrRunning = errors.New("a git-binky daemon is already running")
+
+// Info is written to $BINKY_HOME/daemon.json while the daemon runs.
+type Info struct {
+	PID     int       `json:"pid"`
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+}
+
+// Daemon serves one BINKY_HOME.
+type Daemon struct {
+	home    world.Home
+	version string
+	log     *slog.Logger
+	started time.Time
+	// env is what services adopted or started without a caller (after a
+	// daemon restart) get as their base environment.
+	env []string
+
+	mu     sync.Mutex
+	worlds map[string]*worldRun
+
+	stop     context.CancelFunc
+	requests sync.WaitGroup
+}
+
+// New returns a daemon for home. log receives its decisions as JSON.
+func New(home world.Home, version string, log *slog.Logger) *Daemon {
+	return &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ()}
+}
+
+// InfoPath is where a running daemon describes itself.
+func InfoPath(h world.Home) string { return filepath.Join(h.Dir, "daemon.json") }
+
+// ReadInfo reads daemon.json.
+func ReadInfo(h world.Home) (Info, error) {
+	var i Info
+	b, err := os.ReadFile(InfoPath(h))
+	if err != nil {
+		return i, err
+	}
+	return i, json.Unmarshal(b, &i)
+}
+
+// Run serves until ctx is done or a client asks it to shut down. Services
+// keep running when it returns; the next daemon adopts them.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.home.Ensure(); err != nil {
+		return err
+	}
+	lock := flock.New(filepath.Join(d.home.Dir, "daemon.lock"))
+	ok, err := lock.TryLock()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Path(), err)
+	}
+	if !ok {
+		return ErrRunning
+	}
+	defer lock.Unlock()
+
+	sock := d.home.SocketPath()
+	if len(sock) > 104 {
+		return fmt.Errorf("socket path %s is %d bytes, longer than unix sockets allow (104): set BINKY_HOME to a shorter folder", sock, len(sock))
+	}
+	os.Remove(sock) // a stale socket from a crashed daemon; we hold the lock
+	// The socket is created 0600 from the start, not chmod-ed after.
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", sock)
+	syscall.Umask(old)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	defer os.Remove(sock)
+	defer ln.Close()
+
+	ctx, d.stop = context.WithCancel(ctx)
+	defer d.stop()
+	d.started = time.Now().UTC()
+	info, _ := json.Marshal(Info{PID: os.Getpid(), Version: d.version, Started: d.started})
+	if err := world.WriteFileAtomic(InfoPath(d.home), info, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(InfoPath(d.home))
+	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
+
+	d.adoptAll(ctx)
+
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			d.log.Error("accept", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		d.requests.Add(1)
+		go func() {
+			defer d.requests.Done()
+			d.serve(ctx, conn.(*net.UnixConn))
+		}()
+	}
+	d.requests.Wait()
+	d.closeAll()
+	d.log.Info("daemon stopped; services left running for the next daemon")
+	return nil
+}
+
+// peerUID returns the uid of the process at the other end of conn.
+func peerUID(conn *net.UnixConn) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if credErr != nil {
+		return -1, credErr
+	}
+	return int(cred.Uid), nil
+}
+
+// serve answers one request on conn.
+func (d *Daemon) serve(ctx context.Context, conn *net.UnixConn) {
+	defer conn.Close()
+	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+		d.log.Warn("refused a client of another user", "uid", uid, "err", err)
+		return
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var req api.Request
+	enc := json.NewEncoder(conn)
+	var wmu sync.Mutex
+	send := func(m api.Message) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = enc.Encode(m)
+	}
+	if err := json.Unmarshal(line, &req); err != nil {
+		send(api.Message{Error: &api.Error{Code: api.CodeUsage, Message: "bad request: " + err.Error()}})
+		return
+	}
+	if req.Version != d.version && req.Op != api.OpShutdown && req.Op != api.OpHello {
+		send(api.Message{Error: &api.Error{Code: api.CodeVersion, Message: fmt.Sprintf("daemon is version %s, client %s", d.version, req.Version)}})
+		return
+	}
+	// The request lives as long as the client stays connected: Ctrl-C in
+	// the CLI closes the connection and cancels what it asked for.
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = r.ReadByte() // returns when the client hangs up
+		cancel()
+	}()
+	emit := func(e api.Event) { send(api.Message{Event: &e}) }
+	result, err := d.dispatch(reqCtx, req, emit)
+	if err != nil {
+		var ae *api.Error
+		if !errors.As(err, &ae) {
+			ae = &api.Error{Message: err.Error()}
+		}
+		d.log.Info("request failed", "op", req.Op, "name", req.Name, "err", ae.Message)
+		send(api.Message{Error: ae})
+		return
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		send(api.Message{Error: &api.Error{Message: err.Error()}})
+		return
+	}
+	send(api.Message{Result: b})
+}
+
+func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Event)) (any, error) {
+	switch req.Op {
+	case api.OpHello:
+		return d.hello(), nil
+	case api.OpUp:
+		return d.Up(ctx, req, emit)
+	case api.OpDown:
+		return d.Down(ctx, req)
+	case api.OpReload:
+		if _, err := d.Down(ctx, req); err != nil {
+			return nil, err
+		}
+		return d.Up(ctx, req, emit)
+	case api.OpRemove:
+		return d.Remove(ctx, req)
+	case api.OpStatus:
+		return d.Status(ctx, req)
+	case api.OpShutdown:
+		d.log.Info("shutdown requested")
+		go d.stop()
+		return d.hello(), nil
+	}
+	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
+}
+
+func (d *Daemon) hello() api.Hello {
+	d.mu.Lock()
+	n := len(d.worlds)
+	d.mu.Unlock()
+	return api.Hello{Version: d.version, PID: os.Getpid(), Started: d.started, Home: d.home.Dir, Worlds: n}
+}

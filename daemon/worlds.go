@@ -1,0 +1,616 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/world"
+)
+
+// worldRun is the daemon's live hold on one world. Its mutex serialises
+// up, down and remove of that world; different worlds proceed in parallel.
+type worldRun struct {
+	id    string
+	mu    sync.Mutex
+	group *supervisor.Group
+	names []string // the services the group runs
+}
+
+func (d *Daemon) run(id string) *worldRun {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.worlds[id]
+	if !ok {
+		r = &worldRun{id: id}
+		d.worlds[id] = r
+	}
+	return r
+}
+
+// lockRun takes the world's lock, giving up when ctx is done.
+func lockRun(ctx context.Context, r *worldRun) error {
+	locked := make(chan struct{})
+	go func() {
+		r.mu.Lock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+		return nil
+	case <-ctx.Done():
+		go func() { <-locked; r.mu.Unlock() }()
+		return ctx.Err()
+	}
+}
+
+// openWorld finds the world a request names. With create set, a name that
+// matches no worktree gets one: `git worktree add` on the branch of that
+// name (checked out if it exists, created from HEAD if not).
+func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, emit func(api.Event)) (*world.World, error) {
+	w, err := world.Open(d.home, req.Dir, req.Name)
+	if err == nil || !create || req.Name == "" || !errors.Is(err, gitx.ErrNoSuchWorktree) {
+		return w, classify(err)
+	}
+	repo, _, derr := gitx.Discover(req.Dir)
+	if repo == nil {
+		return nil, classify(derr)
+	}
+	base := repo.MainPath
+	if base == "" {
+		base = filepath.Dir(repo.CommonDir)
+	}
+	dir := ".."
+	if cfg, err := world.LoadConfig(filepath.Join(base, world.ConfigFile)); err == nil {
+		dir = cfg.Project.WorktreeDir
+	}
+	path := filepath.Join(base, dir, req.Name)
+	if !filepath.IsAbs(dir) {
+		path = filepath.Clean(filepath.Join(base, dir, req.Name))
+	}
+	if _, err := os.Stat(path); err == nil {
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
+	}
+	emit(api.Event{Message: fmt.Sprintf("creating worktree %s at %s", req.Name, path)})
+	wt, err := repo.AddWorktree(ctx, path, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	w, err = world.FromWorktree(d.home, repo, wt)
+	return w, classify(err)
+}
+
+// classify attaches an error code to the errors clients branch on.
+func classify(err error) error {
+	var ce *world.ConfigError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce), errors.Is(err, world.ErrNoConfig):
+		return &api.Error{Code: api.CodeConfig, Message: err.Error()}
+	case errors.Is(err, gitx.ErrNoSuchWorktree), errors.Is(err, gitx.ErrNotRepository), errors.Is(err, gitx.ErrNotWorktree):
+		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	}
+	return err
+}
+
+// Up brings a world up: ports first, then services in depends_on order,
+// each once its dependencies are healthy. It is idempotent: a world already
+// running those services is left as it is.
+func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
+	w, err := d.openWorld(ctx, req, true, emit)
+	if err != nil {
+		return api.World{}, err
+	}
+	names, err := serviceNames(w.Config, req.Group)
+	if err != nil {
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
+	}
+	r := d.run(w.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	defer r.mu.Unlock()
+
+	if r.group != nil && covers(r.names, names) && allUp(r.group) {
+		emit(api.Event{World: w.Name, Message: "already up"})
+		return d.describe(w.ID, r)
+	}
+	if r.group != nil {
+		// Running, but not all that is asked for: start again with the
+		// wider set, on the same ports.
+		names = union(r.names, names)
+		if err := d.stopLocked(ctx, r); err != nil {
+			return api.World{}, err
+		}
+	}
+	env := req.Env
+	if len(env) == 0 {
+		env = d.env
+	}
+	rec, err := w.Update(ctx, func(rec *world.Record) error {
+		rec.State = "starting"
+		return nil
+	})
+	if err != nil {
+		return api.World{}, err
+	}
+	if err := checkPortsFree(rec, names, w.Config); err != nil {
+		d.setState(w.ID, "stopped", err.Error())
+		return api.World{}, err
+	}
+	specs, err := buildSpecs(w, rec, names, env)
+	if err != nil {
+		d.setState(w.ID, "stopped", err.Error())
+		return api.World{}, err
+	}
+	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
+	if err != nil {
+		return api.World{}, err
+	}
+	events, unsubscribe := g.Subscribe()
+	go func() {
+		for ev := range events {
+			emit(api.Event{World: w.Name, Service: ev.Status.Name, State: string(ev.Status.State), Message: ev.Status.Message})
+		}
+	}()
+	started := time.Now()
+	err = g.Start(ctx)
+	unsubscribe()
+	if err != nil {
+		g.Close()
+		d.setState(w.ID, "failed", err.Error())
+		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
+		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
+	}
+	r.group, r.names = g, names
+	d.setState(w.ID, "running", "")
+	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
+	return d.describe(w.ID, r)
+}
+
+func covers(have, want []string) bool {
+	set := map[string]bool{}
+	for _, n := range have {
+		set[n] = true
+	}
+	for _, n := range want {
+		if !set[n] {
+			return false
+		}
+	}
+	return true
+}
+
+func union(a, b []string) []string {
+	set := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string{}, a...), b...) {
+		if !set[n] {
+			set[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func allUp(g *supervisor.Group) bool {
+	for _, st := range g.Statuses() {
+		if st.State == supervisor.Stopped || st.State == supervisor.Crashed {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPortsFree fails when a port the world holds is taken by a program
+// that is not binky's: starting would only end in EADDRINUSE.
+func checkPortsFree(rec *world.Record, names []string, cfg *world.Config) error {
+	for _, n := range names {
+		for _, key := range cfg.Services[n].PortKeys() {
+			p := rec.Ports[key]
+			if p != 0 && !world.Bindable(p) {
+				return &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf(
+					"port %d of %s (service %s) is in use by another program: stop it (see 'ss -ltnp sport = :%d'), then up again", p, rec.Worktree, key, p)}
+			}
+		}
+	}
+	return nil
+}
+
+// persister keeps the world record's services current on every change, so
+// that a new daemon can adopt them and `status` can tell the truth.
+func (d *Daemon) persister(id string) func(supervisor.Status) {
+	return func(st supervisor.Status) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
+			if r.Services == nil {
+				r.Services = map[string]*world.ServiceState{}
+			}
+			r.Services[st.Name] = fromStatus(st)
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Error("save service state", "world", id, "service", st.Name, "err", err)
+		}
+		if st.State == supervisor.Crashed || st.State == supervisor.Unhealthy {
+			d.log.Warn("service "+string(st.State), "world", id, "service", st.Name, "restarts", st.Restarts, "message", st.Message)
+		}
+	}
+}
+
+func fromStatus(st supervisor.Status) *world.ServiceState {
+	return &world.ServiceState{PID: st.PID, PGID: st.PGID, StartTick: st.StartTick, State: string(st.State),
+		Restarts: st.Restarts, ExitCode: st.ExitCode, Started: st.Started, Message: st.Message}
+}
+
+func toStatus(name string, s *world.ServiceState) supervisor.Status {
+	return supervisor.Status{Name: name, PID: s.PID, PGID: s.PGID, StartTick: s.StartTick, State: supervisor.State(s.State),
+		Restarts: s.Restarts, ExitCode: s.ExitCode, Started: s.Started, Message: s.Message}
+}
+
+func (d *Daemon) setState(id, state, msg string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
+		r.State = state
+		return nil
+	})
+	if msg != "" {
+		d.log.Info("world state", "world", id, "state", state, "message", msg)
+	}
+}
+
+// Down stops a world's processes and keeps its ports, files and data.
+func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
+	w, err := world.Open(d.home, req.Dir, req.Name)
+	if err != nil {
+		return api.World{}, classify(err)
+	}
+	r := d.run(w.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	defer r.mu.Unlock()
+	if !d.home.HasRecord(w.ID) {
+		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop ('git binky up %s' starts one)", w.Name, w.Name)}
+	}
+	if err := d.stopLocked(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	d.setState(w.ID, "stopped", "")
+	return d.describe(w.ID, r)
+}
+
+// stopLocked stops the world's group, or, when this daemon holds none (the
+// processes were left by a daemon that could not adopt them), their
+// recorded process groups, checked by start time.
+func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
+	if r.group != nil {
+		err := r.group.Stop(ctx)
+		r.group.Close()
+		r.group, r.names = nil, nil
+		if err != nil {
+			return err
+		}
+	}
+	rec, err := d.home.LoadRecord(r.id)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for name, s := range rec.Services {
+		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) {
+			if !supervisor.StopGroup(s.PGID, 5*time.Second) {
+				errs = append(errs, fmt.Errorf("service %s: process group %d survived SIGKILL", name, s.PGID))
+			}
+		}
+	}
+	_ = d.home.UpdateRecord(ctx, r.id, func(rec *world.Record) error {
+		for _, s := range rec.Services {
+			if s.State != string(supervisor.Crashed) {
+				s.State = string(supervisor.Stopped)
+			}
+			s.PID, s.PGID, s.StartTick = 0, 0, 0
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+// Remove destroys a world: stops it, releases its ports, forgets it and
+// removes its worktree. It refuses a worktree with uncommitted changes
+// unless forced; the main worktree's folder is never removed.
+func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error) {
+	w, err := world.Open(d.home, req.Dir, req.Name)
+	if err != nil {
+		return api.World{}, classify(err)
+	}
+	if !req.Force && !w.Worktree.Main {
+		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
+		if err != nil {
+			return api.World{}, err
+		}
+		if dirty {
+			return api.World{}, &api.Error{Code: api.CodeDirty, Message: fmt.Sprintf(
+				"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", w.Worktree.Path)}
+		}
+	}
+	r := d.run(w.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	defer r.mu.Unlock()
+	desc, _ := d.describe(w.ID, r)
+	if err := d.stopLocked(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	if err := d.forget(ctx, w.ID); err != nil {
+		return api.World{}, err
+	}
+	if !w.Worktree.Main {
+		if err := w.Repo.RemoveWorktree(ctx, w.Worktree, req.Force); err != nil {
+			return api.World{}, fmt.Errorf("world removed, but the worktree was not: %w", err)
+		}
+	}
+	d.mu.Lock()
+	delete(d.worlds, w.ID)
+	d.mu.Unlock()
+	desc.State = "removed"
+	d.log.Info("world removed", "world", w.Name, "project", w.Project)
+	return desc, nil
+}
+
+// forget releases a world's ports and deletes its records. The leases go
+// first: a lease is stale once its record is gone, so the other order could
+// hand a port out twice for a moment.
+func (d *Daemon) forget(ctx context.Context, id string) error {
+	unlock, err := d.home.LockWorld(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := d.home.LoadRecord(id)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	settings, _ := d.home.LoadSettings()
+	d.home.NewAllocator(settings).Release(rec)
+	return d.home.DeleteRecord(rec)
+}
+
+// Status describes every world on the machine (or the repository around
+// req.Dir), with the live state of their services.
+func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error) {
+	recs, err := d.home.Records()
+	if err != nil {
+		return api.Status{}, err
+	}
+	var common string
+	if req.Project {
+		repo, _, err := gitx.Discover(req.Dir)
+		if repo == nil {
+			return api.Status{}, classify(err)
+		}
+		common = repo.CommonDir
+	}
+	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}}
+	for _, rec := range recs {
+		if common != "" && rec.CommonDir != common {
+			continue
+		}
+		d.mu.Lock()
+		r := d.worlds[rec.ID]
+		d.mu.Unlock()
+		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
+	}
+	return out, nil
+}
+
+func (d *Daemon) describe(id string, r *worldRun) (api.World, error) {
+	rec, err := d.home.LoadRecord(id)
+	if err != nil {
+		return api.World{}, err
+	}
+	return d.describeRecord(rec, r), nil
+}
+
+// describeRecord merges a record with what the daemon knows live.
+func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
+	w := api.World{ID: rec.ID, Project: rec.Project, Worktree: rec.Worktree, Path: rec.Path, Branch: rec.Branch,
+		State: rec.State, Ports: rec.Ports, Services: []api.Service{}}
+	if _, err := os.Stat(rec.Path); err != nil {
+		w.Missing = true
+	}
+	live := map[string]supervisor.Status{}
+	if r != nil && r.group != nil {
+		for _, st := range r.group.Statuses() {
+			live[st.Name] = st
+		}
+	}
+	names := map[string]bool{}
+	for n := range rec.Services {
+		names[n] = true
+	}
+	for n := range live {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	now := time.Now()
+	for _, n := range sorted {
+		st, ok := live[n]
+		if !ok {
+			st = toStatus(n, rec.Services[n])
+			// Not supervised by this daemon: trust the record only as far
+			// as the process is really there.
+			if st.PID != 0 && !supervisor.Alive(st.PID, st.StartTick) {
+				st.State, st.PID, st.Message = supervisor.Crashed, 0, "died while no daemon was watching"
+			}
+		}
+		s := api.Service{Name: n, State: string(st.State), PID: st.PID, Port: rec.Ports[n], Restarts: st.Restarts, ExitCode: st.ExitCode, Message: st.Message}
+		for k, p := range rec.Ports {
+			if svc, name, ok := strings.Cut(k, "."); ok && svc == n {
+				if s.Ports == nil {
+					s.Ports = map[string]int{}
+				}
+				s.Ports[name] = p
+			}
+		}
+		if st.PID != 0 && !st.Started.IsZero() {
+			t := st.Started
+			s.Started = &t
+			s.UptimeSeconds = now.Sub(t).Seconds()
+		}
+		w.Services = append(w.Services, s)
+	}
+	for _, sl := range rec.Slices {
+		w.Slices = append(w.Slices, api.Slice{Service: sl.Service, Adapter: sl.Adapter, Name: sl.Name})
+	}
+	return w
+}
+
+// adoptAll takes over the services earlier daemons left running, from the
+// world records: each process is adopted only if its pid still has the
+// recorded start time; the rest are marked as dead. Nothing is left
+// running unowned.
+func (d *Daemon) adoptAll(ctx context.Context) {
+	recs, err := d.home.Records()
+	if err != nil {
+		d.log.Error("read world records", "err", err)
+		return
+	}
+	for _, rec := range recs {
+		d.adopt(ctx, rec)
+	}
+}
+
+func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
+	alive := map[string]*world.ServiceState{}
+	for n, s := range rec.Services {
+		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) {
+			alive[n] = s
+		}
+	}
+	var dead []string
+	for n, s := range rec.Services {
+		if _, ok := alive[n]; !ok && s.PID != 0 {
+			dead = append(dead, n)
+		}
+	}
+	if len(dead) > 0 {
+		_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
+			for _, n := range dead {
+				if s := r.Services[n]; s != nil {
+					s.State, s.PID, s.PGID, s.StartTick, s.Message = string(supervisor.Crashed), 0, 0, 0, "died while no daemon was watching"
+				}
+			}
+			return nil
+		})
+		d.log.Warn("services died while no daemon was watching", "world", rec.Worktree, "services", dead)
+	}
+	if len(alive) == 0 {
+		return
+	}
+	specs := d.adoptSpecs(rec, alive)
+	g, err := supervisor.NewGroup(specs, d.persister(rec.ID))
+	if err != nil {
+		d.log.Error("adopt", "world", rec.Worktree, "err", err)
+		return
+	}
+	var names []string
+	for _, s := range specs {
+		if st, ok := alive[s.Name]; ok && g.Adopt(s.Name, toStatus(s.Name, st)) {
+			names = append(names, s.Name)
+		}
+	}
+	r := d.run(rec.ID)
+	r.mu.Lock()
+	r.group, r.names = g, names
+	r.mu.Unlock()
+	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
+}
+
+// adoptSpecs rebuilds the specs of a world's running services from its
+// config, so adopted services are health-checked and restarted as before.
+// If the config cannot be read now (the worktree is gone, binky.toml was
+// broken since), the services are still adopted with a bare spec: shown
+// by status, stopped by down, never restarted.
+func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceState) []supervisor.Spec {
+	bare := func() []supervisor.Spec {
+		var specs []supervisor.Spec
+		for n := range alive {
+			specs = append(specs, supervisor.Spec{Name: n, Restart: supervisor.RestartNo,
+				LogPath: filepath.Join(world.LogDir(rec.AdminDir), n+".log")})
+		}
+		return specs
+	}
+	repo, err := gitx.Open(rec.CommonDir)
+	if err != nil {
+		return bare()
+	}
+	wt, err := findByAdmin(repo, rec.AdminDir)
+	if err != nil {
+		return bare()
+	}
+	w, err := world.FromWorktree(d.home, repo, wt)
+	if err != nil {
+		return bare()
+	}
+	var names []string
+	for _, n := range w.Config.ServiceNames() {
+		if _, ok := alive[n]; ok && w.Config.Services[n].Adapter == "" {
+			names = append(names, n)
+		}
+	}
+	specs, err := buildSpecs(w, rec, names, d.env)
+	if err != nil || len(specs) != len(alive) {
+		return bare()
+	}
+	// Adopted services' dependencies may not be running; they are already
+	// up, so they wait for nothing.
+	for i := range specs {
+		specs[i].DependsOn = nil
+	}
+	return specs
+}
+
+func findByAdmin(repo *gitx.Repo, admin string) (*gitx.Worktree, error) {
+	wts, err := repo.Worktrees()
+	if err != nil {
+		return nil, err
+	}
+	for i := range wts {
+		if wts[i].AdminDir == admin {
+			return &wts[i], nil
+		}
+	}
+	return nil, gitx.ErrNoSuchWorktree
+}
+
+// closeAll lets go of every group without stopping its processes.
+func (d *Daemon) closeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.worlds {
+		if r.group != nil {
+			r.group.Close()
+		}
+	}
+}
