@@ -3,8 +3,8 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 # Static binaries start faster (no dynamic loader), and `git binky env` runs
-# on every shell prompt.
-export CGO_ENABLED ?= 0
+# on every shell prompt. (Only for build and install: -race needs cgo.)
+STATIC  := CGO_ENABLED=0
 # One stamp for the CLI and the daemon built together: a CLI replaces a
 # running daemon of any other build.
 LDFLAGS := -X github.com/git-binky/git-binky/version.build=$(shell date +%s)
@@ -15,11 +15,11 @@ all: build
 
 ## build: compile git-binky and its daemon into ./bin
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	$(STATIC) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## install: put git-binky (and its daemon) on PATH via go install
 install:
-	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
+	$(STATIC) $(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
 	@echo "installed git-binky into $$($(GO) env GOPATH)/bin (or GOBIN): put it on PATH, then try: git binky --version"
 
 ## test: go test -race ./... against real throwaway servers (installed when missing)

@@ -20,6 +20,7 @@ type section struct {
 
 var sections = []section{
 	{"env", benchEnv},
+	{"up", benchUp},
 }
 
 type bench struct {

@@ -545,6 +545,9 @@ func (p *proc) healthLoop(ctx context.Context) {
 		return
 	}
 	fails := 0
+	// While starting, probe soon and then less often (5ms doubling to 50ms):
+	// the first probes decide how long every dependent waits.
+	startWait := 5 * time.Millisecond
 	for {
 		ok, res := probe(ctx, &p.spec)
 		if ctx.Err() != nil {
@@ -574,7 +577,8 @@ func (p *proc) healthLoop(ctx context.Context) {
 		}
 		interval := h.Interval
 		if !ready {
-			interval = min(50*time.Millisecond, h.Interval)
+			interval = min(startWait, h.Interval)
+			startWait = min(startWait*2, 50*time.Millisecond)
 		}
 		if !sleepCtx(ctx, interval) {
 			return

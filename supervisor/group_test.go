@@ -303,4 +303,3 @@ func TestCycleAndUnknownDependencyAreRefused(t *testing.T) {
 		t.Errorf("unknown dependency: %v", err)
 	}
 }
-

@@ -28,7 +28,7 @@ type Health struct {
 	TCP  string // host:port to dial
 	Cmd  string // run with sh -c; exit 0 is healthy
 	// Interval between probes once healthy (default 2s); while starting,
-	// probes run every 50ms so that a fast service is seen at once.
+	// probes run every few milliseconds so that a fast service is seen at once.
 	Interval time.Duration
 	Timeout  time.Duration // per probe (default 2s)
 	// StartPeriod is how long a service may take to first become healthy

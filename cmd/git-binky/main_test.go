@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +41,15 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building git-binky for the end-to-end tests:", err)
 		return 1
 	}
-	return m.Run()
+	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "testsvc"), "./testdata/testsvc")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building testsvc:", err)
+		return 1
+	}
+	code := m.Run()
+	stopDaemons()
+	return code
 }
 
 // scriptEnv makes every script a user on a fresh machine: its own HOME,
@@ -60,7 +71,61 @@ func scriptEnv(e *testscript.Env) error {
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir:   "testdata/script",
-		Setup: scriptEnv,
+		Dir: "testdata/script",
+		Setup: func(e *testscript.Env) error {
+			if err := scriptEnv(e); err != nil {
+				return err
+			}
+			home := filepath.Join(e.WorkDir, ".binky-home")
+			e.Defer(func() { stopDaemon(home) })
+			return nil
+		},
 	})
+}
+
+// daemonHomes are the BINKY_HOMEs whose daemons the tests started.
+var (
+	daemonMu    sync.Mutex
+	daemonHomes = map[string]bool{}
+)
+
+// stopDaemon stops the daemon of home and every service it still runs, so
+// no test leaves processes behind.
+func stopDaemon(home string) {
+	cmd := exec.Command(filepath.Join(binDir, "git-binky"), "daemon", "stop")
+	cmd.Env = append(os.Environ(), "BINKY_HOME="+home)
+	cmd.Run()
+	killRecorded(home)
+}
+
+func stopDaemons() {
+	daemonMu.Lock()
+	defer daemonMu.Unlock()
+	for h := range daemonHomes {
+		stopDaemon(h)
+	}
+}
+
+// killRecorded kills the process groups world records under home name.
+func killRecorded(home string) {
+	files, _ := filepath.Glob(filepath.Join(home, "worlds", "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var rec struct {
+			Services map[string]struct {
+				PGID int `json:"pgid"`
+			} `json:"services"`
+		}
+		if json.Unmarshal(b, &rec) != nil {
+			continue
+		}
+		for _, s := range rec.Services {
+			if s.PGID > 1 {
+				syscall.Kill(-s.PGID, syscall.SIGKILL)
+			}
+		}
+	}
 }

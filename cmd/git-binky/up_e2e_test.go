@@ -1,0 +1,377 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx/gittest"
+)
+
+const twoServices = `[project]
+name = "acme"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+health = { http = "/healthz" }
+[services.web]
+cmd = "testsvc -grandchild ${env.GC_DIR}/${worktree.name}.pid"
+url = "web"
+depends_on = ["api"]
+env = { SERVICE = "web", API_URL = "${api.url}" }
+`
+
+// fixture is a repository with a binky.toml, its own BINKY_HOME and
+// daemon, cleaned up (daemon and services) when the test ends.
+type fixture struct {
+	t               *testing.T
+	tmp, repo, home string
+	gcDir           string
+}
+
+func newFixture(t *testing.T, config string) *fixture {
+	t.Helper()
+	tmp := t.TempDir()
+	f := &fixture{t: t, tmp: tmp, home: filepath.Join(tmp, "home"), gcDir: filepath.Join(tmp, "gc")}
+	os.MkdirAll(f.gcDir, 0o755)
+	f.repo = gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": config})
+	daemonMu.Lock()
+	daemonHomes[f.home] = true
+	daemonMu.Unlock()
+	t.Cleanup(func() { stopDaemon(f.home) })
+	return f
+}
+
+func (f *fixture) env() []string {
+	return []string{"BINKY_HOME=" + f.home, "GC_DIR=" + f.gcDir, "NO_COLOR=1",
+		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}
+}
+
+// binky runs git-binky in dir and returns stdout, stderr and the error.
+func (f *fixture) binky(dir string, args ...string) (string, string, error) {
+	f.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "git-binky"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), f.env()...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func (f *fixture) mustBinky(dir string, args ...string) string {
+	f.t.Helper()
+	out, errs, err := f.binky(dir, args...)
+	if err != nil {
+		f.t.Fatalf("git-binky %s: %v\n%s%s", strings.Join(args, " "), err, out, errs)
+	}
+	return out
+}
+
+func (f *fixture) status() api.Status {
+	f.t.Helper()
+	var s api.Status
+	if err := json.Unmarshal([]byte(f.mustBinky(f.repo, "status", "--json")), &s); err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+func (f *fixture) world(name string) api.World {
+	f.t.Helper()
+	for _, w := range f.status().Worlds {
+		if w.Worktree == name {
+			return w
+		}
+	}
+	f.t.Fatalf("no world %s in status", name)
+	return api.World{}
+}
+
+func service(w api.World, name string) api.Service {
+	for _, s := range w.Services {
+		if s.Name == name {
+			return s
+		}
+	}
+	return api.Service{}
+}
+
+// eventually polls cond (a status read) until it holds, or fails after 20s.
+func (f *fixture) eventually(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, port int) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+	if err != nil {
+		t.Fatalf("GET :%d: %v", port, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b))
+}
+
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+func TestTwoWorldsUpAtOnceEachOnItsOwnPorts(t *testing.T) {
+	f := newFixture(t, twoServices)
+	names := []string{"login-fix", "checkout-v2"}
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, stderr, err := f.binky(f.repo, "up", n)
+			if err == nil && !strings.Contains(out, "✓ up: "+n+" (2 services)") {
+				err = fmt.Errorf("unexpected output %q", out)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int]bool{}
+	for _, n := range names {
+		w := f.world(n)
+		api, web := service(w, "api"), service(w, "web")
+		if api.State != "healthy" || web.State != "healthy" {
+			t.Fatalf("%s: %+v", n, w.Services)
+		}
+		for _, p := range []int{api.Port, web.Port} {
+			if seen[p] {
+				t.Errorf("port %d used twice", p)
+			}
+			seen[p] = true
+		}
+		want := fmt.Sprintf("web of %s, api at http://127.0.0.1:%d", n, api.Port)
+		if got := get(t, web.Port); got != want {
+			t.Errorf("web of %s answered %q, want %q", n, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(f.tmp, n)); err != nil {
+			t.Errorf("up %s did not create its worktree beside the main one: %v", n, err)
+		}
+	}
+}
+
+func TestKilledServiceIsRestartedHealthy(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	before := service(f.world("acme"), "api")
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("api restarted and healthy", func() bool {
+		s := service(f.world("acme"), "api")
+		return s.State == "healthy" && s.PID != before.PID && s.Restarts == 1
+	})
+	if got := get(t, before.Port); !strings.HasPrefix(got, "api of acme") {
+		t.Errorf("restarted api answered %q", got)
+	}
+}
+
+func TestKilledDaemonIsReplacedAndAdoptsServices(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	w := f.world("acme")
+	info, err := os.ReadFile(filepath.Join(f.home, "daemon.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ PID int }
+	json.Unmarshal(info, &d)
+	if err := syscall.Kill(d.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("daemon gone", func() bool { return !pidAlive(d.PID) })
+	for _, s := range w.Services {
+		if !pidAlive(s.PID) {
+			t.Fatalf("service %s died with the daemon", s.Name)
+		}
+	}
+	// Any command starts a new daemon, which adopts the running services.
+	after := f.world("acme")
+	if after.Services[0].PID != w.Services[0].PID || after.Services[0].State != "healthy" {
+		t.Fatalf("not adopted: before %+v after %+v", w.Services, after.Services)
+	}
+	gc := grandchild(t, f, "acme")
+	f.mustBinky(f.repo, "down")
+	for _, s := range w.Services {
+		if pidAlive(s.PID) {
+			t.Errorf("adopted service %s survived down", s.Name)
+		}
+	}
+	if pidAlive(gc) {
+		t.Error("grandchild of an adopted service survived down")
+	}
+}
+
+func grandchild(t *testing.T, f *fixture, world string) int {
+	t.Helper()
+	var pid int
+	f.eventually("grandchild pid file", func() bool {
+		b, err := os.ReadFile(filepath.Join(f.gcDir, world+".pid"))
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(string(b))
+		return err == nil
+	})
+	return pid
+}
+
+func TestDownLeavesNothingAndUpReusesThePorts(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	before := f.world("acme")
+	gc := grandchild(t, f, "acme")
+	if !pidAlive(gc) {
+		t.Fatal("grandchild not running")
+	}
+	f.mustBinky(f.repo, "down")
+	if pidAlive(gc) {
+		t.Error("grandchild survived down")
+	}
+	for _, s := range before.Services {
+		if pidAlive(s.PID) {
+			t.Errorf("%s survived down", s.Name)
+		}
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port)); err == nil {
+			c.Close()
+			t.Errorf("%s still listening after down", s.Name)
+		}
+	}
+	down := f.world("acme")
+	if down.State != "stopped" || service(down, "api").State != "stopped" {
+		t.Errorf("after down: %+v", down)
+	}
+	f.mustBinky(f.repo, "up")
+	after := f.world("acme")
+	for _, s := range before.Services {
+		if service(after, s.Name).Port != s.Port {
+			t.Errorf("%s moved from :%d to :%d across down/up", s.Name, s.Port, service(after, s.Name).Port)
+		}
+	}
+}
+
+func TestRemoveRefusesADirtyWorktreeAndDeletesAClean(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up", "feat")
+	wt := filepath.Join(f.tmp, "feat")
+	ports := f.world("feat").Ports
+	os.WriteFile(filepath.Join(wt, "notes.txt"), []byte("wip"), 0o644)
+	_, stderr, err := f.binky(f.repo, "remove", "feat")
+	if err == nil || !strings.Contains(stderr, "has uncommitted changes") || !strings.Contains(stderr, "--force") {
+		t.Fatalf("remove of a dirty worktree: err=%v stderr=%s", err, stderr)
+	}
+	if service(f.world("feat"), "api").State != "healthy" {
+		t.Error("a refused remove stopped the world")
+	}
+	os.Remove(filepath.Join(wt, "notes.txt"))
+	f.mustBinky(f.repo, "remove", "feat")
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("worktree still there: %v", err)
+	}
+	for _, w := range f.status().Worlds {
+		if w.Worktree == "feat" {
+			t.Errorf("world still listed: %+v", w)
+		}
+	}
+	for _, p := range ports {
+		if _, err := os.Stat(filepath.Join(f.home, "ports", strconv.Itoa(p))); !os.IsNotExist(err) {
+			t.Errorf("port %d still leased", p)
+		}
+	}
+}
+
+func TestServiceThatExitsAtOnceShowsCrashedWithItsCode(t *testing.T) {
+	f := newFixture(t, "[services.api]\ncmd = \"testsvc -exit 3\"\nurl = \"api\"\n")
+	_, stderr, err := f.binky(f.repo, "up")
+	if err == nil {
+		t.Fatal("up succeeded")
+	}
+	for _, want := range []string{"service api exited with code 3 before it became healthy", "testsvc: exiting with 3 as asked", "other services were stopped"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	s := service(f.world("acme"), "api")
+	if s.State != "crashed" || s.ExitCode == nil || *s.ExitCode != 3 {
+		t.Errorf("status: %+v", s)
+	}
+}
+
+func TestUpRefusesAPortTakenFromOutside(t *testing.T) {
+	f := newFixture(t, "[services.api]\ncmd = \"testsvc\"\nurl = \"api\"\n")
+	var env struct {
+		Services map[string]struct{ Port int } `json:"services"`
+	}
+	json.Unmarshal([]byte(f.mustBinky(f.repo, "env", "--json")), &env)
+	port := env.Services["api"].Port
+	l, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Skipf("cannot take port %d: %v", port, err)
+	}
+	defer l.Close()
+	_, stderr, err := f.binky(f.repo, "up")
+	if err == nil || !strings.Contains(stderr, fmt.Sprintf("port %d of acme (service api) is in use by another program", port)) {
+		t.Fatalf("err=%v stderr=%s", err, stderr)
+	}
+}
+
+func TestHealthCheckThatNeverPassesLeavesNothingHalfUp(t *testing.T) {
+	f := newFixture(t, `[services.db]
+cmd = "testsvc"
+url = "db"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["db"]
+health = { http = "/unhealthy", start_period = "1s" }
+`)
+	_, stderr, err := f.binky(f.repo, "up")
+	if err == nil || !strings.Contains(stderr, "service api did not become healthy within 1s; last probe: GET http://127.0.0.1:") ||
+		!strings.Contains(stderr, "503 Service Unavailable") {
+		t.Fatalf("err=%v stderr=%s", err, stderr)
+	}
+	for _, s := range f.world("acme").Services {
+		if s.PID != 0 || (s.State != "stopped" && s.State != "crashed") {
+			t.Errorf("%s left %s (pid %d) after a failed up", s.Name, s.State, s.PID)
+		}
+	}
+}
