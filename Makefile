@@ -43,8 +43,8 @@ demo: build
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./world -run '^$$' -fuzz '^FuzzInterpolate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+	$(GO) test ./world -run '^$$' -fuzz '^FuzzInterpolate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 clean:
 	rm -rf $(BIN)

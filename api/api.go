@@ -18,6 +18,19 @@ const (
 	OpRemove   = "remove"
 	OpStatus   = "status"
 	OpShutdown = "shutdown"
+	// OpHook hands the daemon a git event (Event) in the worktree at Dir;
+	// it is answered at once and handled in the background, so that a
+	// checkout never waits for a world.
+	OpHook = "hook"
+	// OpWatch tells the daemon the registered repositories changed.
+	OpWatch = "watch"
+)
+
+// Hook events.
+const (
+	EventBorn     = "born"     // a worktree was created
+	EventCheckout = "checkout" // a branch was checked out in a worktree
+	EventTrusted  = "trusted"  // its config was approved
 )
 
 // Request is what a client asks.
@@ -33,6 +46,8 @@ type Request struct {
 	Env []string `json:"env,omitempty"`
 	// Project limits status to the repository around Dir.
 	Project bool `json:"project,omitempty"`
+	// Event is the git event of an OpHook.
+	Event string `json:"event,omitempty"`
 }
 
 // Message is one line from the daemon.

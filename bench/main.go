@@ -21,6 +21,7 @@ type section struct {
 var sections = []section{
 	{"env", benchEnv},
 	{"up", benchUp},
+	{"hooks", benchHooks},
 }
 
 type bench struct {

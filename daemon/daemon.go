@@ -21,6 +21,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -47,13 +48,18 @@ type Daemon struct {
 	mu     sync.Mutex
 	worlds map[string]*worldRun
 
+	watch   *watcher
+	adopted chan struct{} // closed once services left running are adopted
+
+	ctx      context.Context // the daemon's lifetime, for background work
 	stop     context.CancelFunc
 	requests sync.WaitGroup
 }
 
 // New returns a daemon for home. log receives its decisions as JSON.
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
-	return &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ()}
+	return &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
+		adopted: make(chan struct{})}
 }
 
 // InfoPath is where a running daemon describes itself.
@@ -102,6 +108,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
+	d.ctx = ctx
 	d.started = time.Now().UTC()
 	info, _ := json.Marshal(Info{PID: os.Getpid(), Version: d.version, Started: d.started})
 	if err := world.WriteFileAtomic(InfoPath(d.home), info, 0o600); err != nil {
@@ -110,7 +117,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer os.Remove(InfoPath(d.home))
 	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
 
-	d.adoptAll(ctx)
+	// Serve at once (a hook must not wait for a daemon to finish starting);
+	// requests that touch worlds wait until adoption is done.
+	go func() {
+		d.adoptAll(ctx)
+		close(d.adopted)
+		if err := d.startWatcher(ctx); err != nil {
+			d.log.Error("start watcher", "err", err)
+			return
+		}
+		d.watch.reconcileAll(ctx)
+	}()
 
 	go func() {
 		<-ctx.Done()
@@ -216,6 +233,28 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 	switch req.Op {
 	case api.OpHello:
 		return d.hello(), nil
+	case api.OpHook:
+		go d.hook(d.ctx, req)
+		return map[string]bool{"accepted": true}, nil
+	case api.OpShutdown:
+		d.log.Info("shutdown requested")
+		go d.stop()
+		return d.hello(), nil
+	}
+	select {
+	case <-d.adopted:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	switch req.Op {
+	case api.OpWatch:
+		if d.watch != nil {
+			d.watch.refresh()
+			if repo, _, _ := gitx.Discover(req.Dir); repo != nil {
+				d.reconcileRepo(ctx, repo.CommonDir)
+			}
+		}
+		return map[string]bool{"ok": true}, nil
 	case api.OpUp:
 		return d.Up(ctx, req, emit)
 	case api.OpDown:
@@ -229,10 +268,6 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.Remove(ctx, req)
 	case api.OpStatus:
 		return d.Status(ctx, req)
-	case api.OpShutdown:
-		d.log.Info("shutdown requested")
-		go d.stop()
-		return d.hello(), nil
 	}
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }

@@ -24,6 +24,7 @@ type worldRun struct {
 	mu    sync.Mutex
 	group *supervisor.Group
 	names []string // the services the group runs
+	env   []string // the environment of the last explicit up, for restarts
 }
 
 func (d *Daemon) run(id string) *worldRun {
@@ -103,15 +104,33 @@ func classify(err error) error {
 	return err
 }
 
-// Up brings a world up: ports first, then services in depends_on order,
-// each once its dependencies are healthy. It is idempotent: a world already
-// running those services is left as it is.
+// Up brings a world up for a client that asked: it approves the config it
+// runs (the user chose to run it) and registers the repository for the
+// watcher, then starts the world.
 func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
 	w, err := d.openWorld(ctx, req, true, emit)
 	if err != nil {
 		return api.World{}, err
 	}
-	names, err := serviceNames(w.Config, req.Group)
+	if w.Worktree.NoCheckout {
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
+	}
+	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {
+		return api.World{}, err
+	}
+	d.registerRepo(ctx, w)
+	env := req.Env
+	if len(env) == 0 {
+		env = d.env
+	}
+	return d.up(ctx, w, req.Group, env, emit)
+}
+
+// up starts a world's services (those of group, or all): ports first, then
+// services in depends_on order, each once its dependencies are healthy. It
+// is idempotent: a world already running them is left as it is.
+func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []string, emit func(api.Event)) (api.World, error) {
+	names, err := serviceNames(w.Config, group)
 	if err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
@@ -132,10 +151,6 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		if err := d.stopLocked(ctx, r); err != nil {
 			return api.World{}, err
 		}
-	}
-	env := req.Env
-	if len(env) == 0 {
-		env = d.env
 	}
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
 		rec.State = "starting"
@@ -172,7 +187,7 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
-	r.group, r.names = g, names
+	r.group, r.names, r.env = g, names, env
 	d.setState(w.ID, "running", "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)

@@ -53,6 +53,9 @@ type Worktree struct {
 	// Missing reports that the checkout folder is gone while git still has
 	// its admin folder (it would be pruned by `git worktree prune`).
 	Missing bool
+	// NoCheckout reports a worktree whose files were never checked out
+	// (`git worktree add --no-checkout`): it has no index yet.
+	NoCheckout bool
 }
 
 // Discover finds the repository and worktree containing dir. It returns
@@ -243,6 +246,9 @@ func (r *Repo) linkedWorktree(name string) (*Worktree, error) {
 		AdminDir: admin,
 	}
 	wt.Branch, wt.Head = readHead(admin, r.CommonDir)
+	if _, err := os.Stat(filepath.Join(admin, "index")); err != nil {
+		wt.NoCheckout = true
+	}
 	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
 		wt.Locked = true
 	}
@@ -414,4 +420,14 @@ func (r *Repo) RemoveWorktree(ctx context.Context, wt *Worktree, force bool) err
 	args = append(args, wt.Path)
 	_, err := Git(ctx, r.CommonDir, args...)
 	return err
+}
+
+// ShowFile returns the content of path at rev (as `git show rev:path`), for
+// reading a committed file from a worktree that has none checked out.
+func ShowFile(ctx context.Context, dir, rev, path string) ([]byte, error) {
+	out, err := Git(ctx, dir, "show", rev+":"+path)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(out + "\n"), nil
 }

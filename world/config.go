@@ -45,6 +45,9 @@ type Project struct {
 	WorktreeDir string `toml:"worktree_dir"`
 	// EnvFile is loaded into every service's environment.
 	EnvFile string `toml:"env_file"`
+	// ReloadOnCheckout restarts a running world when its worktree checks
+	// out another branch.
+	ReloadOnCheckout bool `toml:"reload_on_checkout"`
 }
 
 // Service is one [services.NAME] table: a supervised process, or an adapter
@@ -353,7 +356,7 @@ func (c *Config) unknownKey(k toml.Key) Diagnostic {
 
 var (
 	topKeys     = []string{"agents", "groups", "project", "services"}
-	projectKeys = []string{"auto", "domain", "env_file", "name", "worktree_dir"}
+	projectKeys = []string{"auto", "domain", "env_file", "name", "reload_on_checkout", "worktree_dir"}
 	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "health", "migrate", "options", "ports", "restart", "seed", "stop_timeout", "url"}
 	healthKeys  = []string{"cmd", "http", "interval", "retries", "start_period", "tcp", "timeout"}
 	agentsKeys  = []string{"verify"}

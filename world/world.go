@@ -57,6 +57,20 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 		return nil, fmt.Errorf("worktree %q: its folder %s is gone (run 'git worktree prune', or restore it)", wt.Name, wt.Path)
 	}
 	cfg, err := LoadConfig(filepath.Join(wt.Path, ConfigFile))
+	if errors.Is(err, ErrNoConfig) && wt.NoCheckout {
+		// `git worktree add --no-checkout`: the config is committed, so read
+		// it from HEAD. Such a world can be provisioned, not started.
+		src, gerr := gitx.ShowFile(context.Background(), wt.Path, "HEAD", ConfigFile)
+		if gerr != nil {
+			return nil, err
+		}
+		var diags []Diagnostic
+		cfg, diags = ParseConfig(filepath.Join(wt.Path, ConfigFile)+" (at HEAD)", src)
+		if cfg == nil || hasErrors(diags) {
+			return nil, &ConfigError{Diagnostics: diags}
+		}
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}

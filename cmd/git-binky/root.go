@@ -34,6 +34,10 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newStatusCmd(app),
 		newLogsCmd(app),
 		newDaemonCmd(app),
+		newInstallCmd(app),
+		newUninstallCmd(app),
+		newTrustCmd(app),
+		newHookCmd(app),
 		newVersionCmd(app),
 	)
 	return root

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+const oneService = `[project]
+name = "acme"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`
+
+// git runs git in dir with the fixture's environment (so the hook finds
+// git-binky and BINKY_HOME) and returns its combined output.
+func (f *fixture) git(dir string, args ...string) (string, error) {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), f.env()...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (f *fixture) mustGit(dir string, args ...string) string {
+	f.t.Helper()
+	out, err := f.git(dir, args...)
+	if err != nil {
+		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// find returns the world of worktree name, if status lists it.
+func (f *fixture) find(name string) (api.World, bool) {
+	for _, w := range f.status().Worlds {
+		if w.Worktree == name {
+			return w, true
+		}
+	}
+	return api.World{}, false
+}
+
+func (f *fixture) waitHealthy(name string) api.World {
+	f.t.Helper()
+	var w api.World
+	f.eventually(name+" healthy", func() bool {
+		var ok bool
+		w, ok = f.find(name)
+		return ok && len(w.Services) > 0 && w.Services[0].State == "healthy"
+	})
+	return w
+}
+
+func (f *fixture) waitGone(w api.World) {
+	f.t.Helper()
+	f.eventually(w.Worktree+" torn down", func() bool {
+		_, ok := f.find(w.Worktree)
+		return !ok
+	})
+	for _, s := range w.Services {
+		if pidAlive(s.PID) {
+			f.t.Errorf("%s/%s (pid %d) survived its worktree", w.Worktree, s.Name, s.PID)
+		}
+	}
+	for _, p := range w.Ports {
+		if _, err := os.Stat(filepath.Join(f.home, "ports", strconv.Itoa(p))); !os.IsNotExist(err) {
+			f.t.Errorf("port %d still leased", p)
+		}
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			c.Close()
+			f.t.Errorf("port %d still listening", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.home, "worlds", w.ID+".json")); !os.IsNotExist(err) {
+		f.t.Errorf("record of %s still there", w.Worktree)
+	}
+}
+
+func TestWorktreeAddBringsAWorldUpAndRemoveTearsItDown(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	w := f.waitHealthy("feat")
+	f.mustGit(f.repo, "worktree", "remove", "../feat")
+	f.waitGone(w)
+}
+
+func TestRemovalWhileTheDaemonIsDownIsReconciledOnStart(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	w := f.waitHealthy("feat")
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustGit(f.repo, "worktree", "remove", "../feat")
+	if !pidAlive(w.Services[0].PID) {
+		t.Fatal("service died with the daemon")
+	}
+	f.mustBinky(f.repo, "daemon", "start")
+	f.waitGone(w)
+}
+
+func TestTwoWorktreesAddedInParallel(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	var wg sync.WaitGroup
+	for _, n := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := f.git(f.repo, "worktree", "add", "-q", "../"+n, "-b", n); err != nil {
+				t.Errorf("worktree add %s: %v %s", n, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	a, b := f.waitHealthy("a"), f.waitHealthy("b")
+	if a.Services[0].Port == b.Services[0].Port {
+		t.Error("both worlds got the same port")
+	}
+}
+
+func TestNoCheckoutWorktreeIsProvisionedNotStarted(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "--no-checkout", "../bare-feat", "-b", "bare-feat")
+	var w api.World
+	f.eventually("bare-feat provisioned", func() bool {
+		var ok bool
+		w, ok = f.find("bare-feat")
+		return ok && w.State == "provisioned"
+	})
+	if w.Ports["api"] == 0 || len(w.Services) != 0 {
+		t.Errorf("world %+v: want ports and no process", w)
+	}
+}
+
+func TestMovedWorktreeIsFollowedAndRestartedThere(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	before := f.waitHealthy("feat")
+	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	moved := filepath.Join(f.tmp, "moved")
+	var after api.World
+	f.eventually("record follows the move", func() bool {
+		var ok bool
+		after, ok = f.find("feat")
+		return ok && after.Path == moved && len(after.Services) > 0 && after.Services[0].State == "healthy" &&
+			after.Services[0].PID != before.Services[0].PID
+	})
+	if after.Ports["api"] != before.Ports["api"] {
+		t.Errorf("port changed on move: %d -> %d", before.Ports["api"], after.Ports["api"])
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", after.Services[0].PID))
+	if err != nil || cwd != moved {
+		t.Errorf("restarted service runs in %q (%v), want %s", cwd, err, moved)
+	}
+}
+
+func TestAChangedConfigWaitsForTrust(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
+	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n"), 0o644)
+	f.mustGit(f.repo, "commit", "-qam", "change the config")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+	out := f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
+	if !strings.Contains(out, "git binky trust") {
+		t.Errorf("the hook did not say how to approve:\n%s", out)
+	}
+	f.eventually("changed waits for trust", func() bool {
+		w, ok := f.find("changed")
+		return ok && w.State == "untrusted"
+	})
+	if w, _ := f.find("changed"); len(w.Services) != 0 {
+		t.Fatalf("an untrusted config was started: %+v", w.Services)
+	}
+	f.mustBinky(filepath.Join(f.tmp, "changed"), "trust")
+	f.waitHealthy("changed")
+}
+
+func TestWorktreeAddSucceedsWithoutGitBinkyOnPath(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	cmd := exec.Command("git", "worktree", "add", "-q", "../feat", "-b", "feat")
+	cmd.Dir = f.repo
+	cmd.Env = append(os.Environ(), "BINKY_HOME="+f.home, "PATH=/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git worktree add failed without git-binky on PATH: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "git-binky: not on PATH") {
+		t.Errorf("the hook did not say git-binky is missing:\n%s", out)
+	}
+}
+
+func TestLockedWorktreeWhosePathIsMissingIsKept(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	w := f.waitHealthy("feat")
+	f.mustGit(f.repo, "worktree", "lock", "../feat")
+	f.mustBinky(f.repo, "down", "feat")
+	os.RemoveAll(filepath.Join(f.tmp, "feat"))
+	f.mustGit(f.repo, "worktree", "prune")
+	f.mustBinky(f.repo, "install") // asks the daemon to reconcile now
+	got, ok := f.find("feat")
+	if !ok || !got.Missing {
+		t.Fatalf("locked worktree's world was torn down (or not marked missing): %+v %v", got, ok)
+	}
+	f.mustGit(f.repo, "worktree", "unlock", filepath.Join(f.tmp, "feat"))
+	f.mustGit(f.repo, "worktree", "prune")
+	f.waitGone(w)
+}

@@ -1,0 +1,445 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/hooks"
+	"github.com/git-binky/git-binky/world"
+)
+
+// reconcileEvery is how often every watched repository is compared with the
+// world records, whatever fsnotify said: events can be lost, and the daemon
+// can be down when a worktree goes.
+const reconcileEvery = 30 * time.Second
+
+// debounce is how long after the last event in a repository it is
+// reconciled: long enough to take one `git worktree add`'s burst of writes
+// as one change.
+const debounce = 50 * time.Millisecond
+
+// watcher turns changes under <common>/worktrees/ of registered repositories
+// into reconciliations, debounced per repository.
+type watcher struct {
+	d  *Daemon
+	fs *fsnotify.Watcher
+
+	mu      sync.Mutex
+	pending map[string]*time.Timer // common dir → debounce timer
+	watched map[string]bool
+	// repoMu serialises reconciliation per repository.
+	repoMu map[string]*sync.Mutex
+}
+
+func (d *Daemon) startWatcher(ctx context.Context) error {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	w := &watcher{d: d, fs: fw, pending: map[string]*time.Timer{}, watched: map[string]bool{}, repoMu: map[string]*sync.Mutex{}}
+	d.watch = w
+	w.refresh()
+	go w.loop(ctx)
+	return nil
+}
+
+// refresh adds watches for every registered repository and its worktrees.
+func (w *watcher) refresh() {
+	repos, err := w.d.home.Repos()
+	if err != nil {
+		w.d.log.Error("read registered repositories", "err", err)
+		return
+	}
+	for _, r := range repos {
+		w.add(r.CommonDir)
+		w.add(filepath.Join(r.CommonDir, "worktrees"))
+		entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
+		for _, e := range entries {
+			if e.IsDir() {
+				// The admin dir's gitdir file changes on `git worktree move`.
+				w.add(filepath.Join(r.CommonDir, "worktrees", e.Name()))
+			}
+		}
+	}
+}
+
+func (w *watcher) add(path string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[path] {
+		return
+	}
+	if err := w.fs.Add(path); err == nil {
+		w.watched[path] = true
+	}
+}
+
+func (w *watcher) forget(path string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.watched, path)
+}
+
+func (w *watcher) loop(ctx context.Context) {
+	defer w.fs.Close()
+	tick := time.NewTicker(reconcileEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+			if ev.Op&fsnotify.Remove != 0 {
+				w.forget(ev.Name)
+			}
+			if common := commonDirOf(ev.Name); common != "" {
+				w.schedule(ctx, common)
+			}
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return
+			}
+			// An overflow means lost events: look at everything.
+			w.d.log.Warn("watcher error; reconciling all", "err", err)
+			w.reconcileAll(ctx)
+		case <-tick.C:
+			w.reconcileAll(ctx)
+		}
+	}
+}
+
+// commonDirOf maps a watched path to its repository's common dir: the path
+// itself, <common>/worktrees, or something inside <common>/worktrees/<name>.
+func commonDirOf(path string) string {
+	for p := path; p != "/" && p != "."; p = filepath.Dir(p) {
+		if filepath.Base(p) == "worktrees" {
+			return filepath.Dir(p)
+		}
+	}
+	return path
+}
+
+// schedule reconciles common a moment after the last event, so that the
+// burst of writes of one `git worktree add` is handled once.
+func (w *watcher) schedule(ctx context.Context, common string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.pending[common]; ok {
+		t.Reset(debounce)
+		return
+	}
+	w.pending[common] = time.AfterFunc(debounce, func() {
+		w.mu.Lock()
+		delete(w.pending, common)
+		w.mu.Unlock()
+		w.d.reconcileRepo(ctx, common)
+		w.refresh()
+	})
+}
+
+func (w *watcher) reconcileAll(ctx context.Context) {
+	repos, err := w.d.home.Repos()
+	if err != nil {
+		return
+	}
+	for _, r := range repos {
+		w.d.reconcileRepo(ctx, r.CommonDir)
+	}
+	w.refresh()
+}
+
+func (w *watcher) lockRepo(common string) func() {
+	w.mu.Lock()
+	m, ok := w.repoMu[common]
+	if !ok {
+		m = &sync.Mutex{}
+		w.repoMu[common] = m
+	}
+	w.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// reconcileRepo makes the worlds of one repository match git's worktrees:
+// a worktree born since we last looked is provisioned per [project] auto; a
+// world whose admin folder is gone is torn down from its machine record; a
+// world whose worktree moved follows it.
+func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
+	repo, born := d.reconcileRecords(ctx, common)
+	// Starting a world can take a while; it happens outside the repository
+	// lock so that another worktree's removal is not held up by it.
+	for _, wt := range born {
+		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
+		d.auto(ctx, repo, &wt)
+	}
+}
+
+// reconcileRecords tears down and moves worlds to match git, under the
+// repository's lock, and returns the worktrees born since the last look.
+func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Repo, []gitx.Worktree) {
+	if d.watch != nil {
+		defer d.watch.lockRepo(common)()
+	}
+	repo, err := gitx.Open(common)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || !exists(common) {
+			d.log.Warn("watched repository is gone; tearing its worlds down", "repo", common)
+			d.teardownRepo(ctx, common)
+			_ = d.home.UnregisterRepo(common)
+		}
+		return nil, nil
+	}
+	wts, err := repo.Worktrees()
+	if err != nil {
+		d.log.Error("list worktrees", "repo", common, "err", err)
+		return nil, nil
+	}
+	byAdmin := map[string]gitx.Worktree{}
+	for _, wt := range wts {
+		byAdmin[wt.AdminDir] = wt
+	}
+	recs, _ := d.home.Records()
+	for _, rec := range recs {
+		if rec.CommonDir != common {
+			continue
+		}
+		wt, ok := byAdmin[rec.AdminDir]
+		switch {
+		case !ok:
+			d.teardown(ctx, rec, "its worktree was removed")
+		case wt.Path != rec.Path && !wt.Missing:
+			d.follow(ctx, rec, repo, wt)
+		}
+	}
+	reg := d.repoRecord(common)
+	var born []gitx.Worktree
+	var names []string
+	for _, wt := range wts {
+		if wt.Main {
+			continue
+		}
+		names = append(names, wt.Name)
+		if !slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
+			born = append(born, wt)
+		}
+	}
+	// Seen becomes exactly the worktrees that exist: a name git reuses
+	// after a removal is a new worktree again.
+	if !slices.Equal(reg.Seen, names) {
+		reg.Seen = names
+		_ = d.home.SaveRepo(reg)
+	}
+	return repo, born
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func (d *Daemon) repoRecord(common string) world.Repo {
+	repos, _ := d.home.Repos()
+	for _, r := range repos {
+		if r.CommonDir == common {
+			return r
+		}
+	}
+	return world.Repo{CommonDir: common, Registered: time.Now().UTC()}
+}
+
+// auto does what [project] auto says for a worktree that appeared: start
+// its world ("up"), only allocate ports and slices ("provision"), or
+// nothing ("off"). Only a config the user approved is acted on.
+func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
+	w, err := world.FromWorktree(d.home, repo, wt)
+	if err != nil {
+		if !errors.Is(err, world.ErrNoConfig) {
+			d.log.Warn("new worktree has a config binky cannot use", "worktree", wt.Path, "err", err)
+		}
+		return
+	}
+	mode := w.Config.Project.Auto
+	if mode == "off" {
+		return
+	}
+	if !d.home.Trusted(world.TrustHash(w.Config.Source)) {
+		_, _ = w.Update(ctx, func(r *world.Record) error { r.State = StateUntrusted; return nil })
+		d.log.Info("not starting a world whose binky.toml is not trusted", "worktree", wt.Path)
+		return
+	}
+	if mode == "provision" || wt.NoCheckout {
+		_, err := w.Update(ctx, func(r *world.Record) error {
+			if r.State == "new" || r.State == StateUntrusted {
+				r.State = "provisioned"
+			}
+			return nil
+		})
+		if err != nil {
+			d.log.Error("provision", "worktree", wt.Path, "err", err)
+		}
+		return
+	}
+	if _, err := d.up(ctx, w, "", d.env, func(api.Event) {}); err != nil {
+		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
+	}
+}
+
+// StateUntrusted is the state of a world whose config is not approved.
+const StateUntrusted = "untrusted"
+
+// teardown destroys a world whose worktree git already removed: the machine
+// record says what to stop and release.
+func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
+	r := d.run(rec.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return
+	}
+	defer r.mu.Unlock()
+	if err := d.stopLocked(ctx, r); err != nil {
+		d.log.Error("teardown: stop", "world", rec.Worktree, "err", err)
+	}
+	if err := d.forget(ctx, rec.ID); err != nil {
+		d.log.Error("teardown: forget", "world", rec.Worktree, "err", err)
+		return
+	}
+	d.mu.Lock()
+	delete(d.worlds, rec.ID)
+	d.mu.Unlock()
+	d.log.Info("world torn down", "world", rec.Worktree, "project", rec.Project, "why", why)
+}
+
+func (d *Daemon) teardownRepo(ctx context.Context, common string) {
+	recs, _ := d.home.Records()
+	for _, rec := range recs {
+		if rec.CommonDir == common {
+			d.teardown(ctx, rec, "its repository is gone")
+		}
+	}
+}
+
+// follow moves a world's record to its worktree's new path (`git worktree
+// move`) and restarts its running services there.
+func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo, wt gitx.Worktree) {
+	r := d.run(rec.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return
+	}
+	running := r.group != nil
+	env := r.env
+	if running {
+		if err := d.stopLocked(ctx, r); err != nil {
+			d.log.Error("move: stop", "world", rec.Worktree, "err", err)
+		}
+	}
+	w, err := world.FromWorktree(d.home, repo, &wt)
+	if err == nil {
+		_, err = w.Update(ctx, func(*world.Record) error { return nil })
+	}
+	r.mu.Unlock()
+	if err != nil {
+		d.log.Error("move: update record", "world", rec.Worktree, "err", err)
+		return
+	}
+	d.log.Info("world followed its worktree", "world", rec.Worktree, "from", rec.Path, "to", wt.Path, "restart", running)
+	if running {
+		if env == nil {
+			env = d.env
+		}
+		if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
+			d.log.Error("move: restart", "world", rec.Worktree, "err", err)
+		}
+	}
+}
+
+// hook handles a git event the post-checkout hook handed over.
+func (d *Daemon) hook(ctx context.Context, req api.Request) {
+	<-d.adopted
+	repo, wt, err := gitx.Discover(req.Dir)
+	if err != nil {
+		return
+	}
+	switch req.Event {
+	case api.EventBorn, api.EventTrusted:
+		if wt.Main && req.Event == api.EventBorn {
+			return
+		}
+		if d.watch != nil {
+			defer d.watch.lockRepo(repo.CommonDir)()
+		}
+		reg := d.repoRecord(repo.CommonDir)
+		if !slices.Contains(reg.Seen, wt.Name) && !wt.Main {
+			reg.Seen = append(reg.Seen, wt.Name)
+			_ = d.home.SaveRepo(reg)
+		}
+		d.auto(ctx, repo, wt)
+	case api.EventCheckout:
+		w, err := world.FromWorktree(d.home, repo, wt)
+		if err != nil || !w.Config.Project.ReloadOnCheckout || !d.home.Trusted(world.TrustHash(w.Config.Source)) {
+			return
+		}
+		r := d.run(w.ID)
+		r.mu.Lock()
+		running := r.group != nil
+		env := r.env
+		if running {
+			_ = d.stopLocked(ctx, r)
+		}
+		r.mu.Unlock()
+		if running {
+			if env == nil {
+				env = d.env
+			}
+			if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
+				d.log.Error("reload on checkout", "worktree", wt.Path, "err", err)
+			}
+		}
+	}
+}
+
+// markSeen records that a worktree has been accounted for, so the watcher
+// does not treat it as born a second time.
+func (d *Daemon) markSeen(common string, wt *gitx.Worktree) {
+	if wt.Main {
+		return
+	}
+	if d.watch != nil {
+		defer d.watch.lockRepo(common)()
+	}
+	reg := d.repoRecord(common)
+	if !slices.Contains(reg.Seen, wt.Name) {
+		reg.Seen = append(reg.Seen, wt.Name)
+		_ = d.home.SaveRepo(reg)
+	}
+}
+
+// registerRepo installs the hook and registers the repository of w for the
+// watcher, once; `up` does this so that a user who never ran install still
+// gets teardown on `git worktree remove`.
+func (d *Daemon) registerRepo(ctx context.Context, w *world.World) {
+	var seen []string
+	wts, _ := w.Repo.Worktrees()
+	for _, wt := range wts {
+		if !wt.Main {
+			seen = append(seen, wt.Name)
+		}
+	}
+	added, err := d.home.RegisterRepo(w.Repo.CommonDir, seen)
+	if err != nil || !added {
+		return
+	}
+	if _, err := hooks.Install(ctx, w.Worktree.Path); err != nil {
+		d.log.Warn("could not install the post-checkout hook", "repo", w.Repo.CommonDir, "err", err)
+	}
+	if d.watch != nil {
+		d.watch.refresh()
+	}
+}

@@ -1,0 +1,271 @@
+// Package hooks installs and removes git-binky's post-checkout hook. It
+// writes a marked block into the post-checkout file in the folder git really
+// runs hooks from (core.hooksPath honoured), keeping whatever else the file
+// holds and how it behaves, and removes only that block. Where git runs
+// hooks defined in config (hook.<name>.command), it uses that instead, so no
+// file is touched at all.
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-binky/git-binky/gitx"
+)
+
+// Markers delimit the block binky owns inside a hook file.
+const (
+	beginMarker = "# >>> git-binky >>>"
+	endMarker   = "# <<< git-binky <<<"
+	// configName is the name of binky's config-defined hook.
+	configName = "git-binky"
+)
+
+// Line is the command the hook runs. It never fails the checkout: when
+// git-binky is missing it says so and succeeds.
+const Line = `if command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
+
+func block() string {
+	return beginMarker + " managed by 'git binky install'; 'git binky uninstall' removes it\n" + Line + "\n" + endMarker + "\n"
+}
+
+// ErrNotShell is returned when the existing hook is not a shell script, so
+// it cannot be edited safely.
+var ErrNotShell = errors.New("the existing hook is not a shell script")
+
+// Result says what Install or Uninstall did.
+type Result struct {
+	Path    string // the hook file, or "config" for a config-defined hook
+	Changed bool
+	Method  string // "config" or "file"
+}
+
+// Install adds binky's post-checkout hook for the repository around dir.
+// Installing twice is installing once.
+func Install(ctx context.Context, dir string) (Result, error) {
+	if ConfigHooksSupported(ctx) {
+		return installConfig(ctx, dir)
+	}
+	hooksDir, err := gitx.HooksDir(ctx, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	path := filepath.Join(hooksDir, "post-checkout")
+	res := Result{Path: path, Method: "file"}
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+			return res, fmt.Errorf("create hooks folder: %w", err)
+		}
+		res.Changed = true
+		return res, writeHook(path, []byte("#!/bin/sh\n"+block()), 0o755)
+	case err != nil:
+		return res, fmt.Errorf("read %s: %w", path, err)
+	}
+	if bytes.Contains(old, []byte(beginMarker)) {
+		return res, nil
+	}
+	if !isShell(old) {
+		return res, fmt.Errorf("%s: %w, so binky leaves it alone: add this line to it by hand:\n  git-binky hook post-checkout \"$@\" || true", path, ErrNotShell)
+	}
+	// The block goes right after the shebang, so that an `exit` further
+	// down the existing hook cannot skip it; the existing lines follow
+	// unchanged and still decide the hook's exit status.
+	var out []byte
+	if bytes.HasPrefix(old, []byte("#!")) {
+		nl := bytes.IndexByte(old, '\n')
+		if nl < 0 {
+			out = append(append(append([]byte{}, old...), '\n'), block()...)
+		} else {
+			out = append(append(append([]byte{}, old[:nl+1]...), block()...), old[nl+1:]...)
+		}
+	} else {
+		out = append([]byte(block()), old...)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return res, err
+	}
+	if fi.Mode().Perm()&0o100 == 0 {
+		// git ignores a hook that is not executable; making it executable
+		// would switch on a hook someone switched off.
+		return res, fmt.Errorf("%s exists but is not executable, so git does not run it: make it executable (chmod +x) or delete it, then install again", path)
+	}
+	res.Changed = true
+	return res, writeHook(path, out, fi.Mode().Perm())
+}
+
+// Uninstall removes binky's block (or config hook) and nothing else: the
+// rest of the file is left byte for byte, and a file that held only the
+// block binky created is deleted.
+func Uninstall(ctx context.Context, dir string) (Result, error) {
+	res := Result{Method: "file"}
+	if ConfigHooksSupported(ctx) {
+		if _, err := gitx.Git(ctx, dir, "config", "--local", "--get", "hook."+configName+".command"); err == nil {
+			res.Method, res.Path, res.Changed = "config", "config", true
+			if _, err := gitx.Git(ctx, dir, "config", "--local", "--remove-section", "hook."+configName); err != nil {
+				return res, err
+			}
+		}
+	}
+	hooksDir, err := gitx.HooksDir(ctx, dir)
+	if err != nil {
+		return res, err
+	}
+	path := filepath.Join(hooksDir, "post-checkout")
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Path = path
+	out, found := removeBlock(old)
+	if !found {
+		return res, nil
+	}
+	res.Changed = true
+	if strings.TrimSpace(string(out)) == "#!/bin/sh" {
+		return res, os.Remove(path) // only what binky wrote was there
+	}
+	fi, _ := os.Stat(path)
+	return res, writeHook(path, out, fi.Mode().Perm())
+}
+
+// Installed reports whether the repository around dir has binky's hook.
+func Installed(ctx context.Context, dir string) (bool, string) {
+	if ConfigHooksSupported(ctx) {
+		if _, err := gitx.Git(ctx, dir, "config", "--get", "hook."+configName+".command"); err == nil {
+			return true, "config"
+		}
+	}
+	hooksDir, err := gitx.HooksDir(ctx, dir)
+	if err != nil {
+		return false, ""
+	}
+	path := filepath.Join(hooksDir, "post-checkout")
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(beginMarker)), path
+}
+
+func removeBlock(b []byte) ([]byte, bool) {
+	start := bytes.Index(b, []byte(beginMarker))
+	if start < 0 {
+		return b, false
+	}
+	rel := bytes.Index(b[start:], []byte(endMarker))
+	if rel < 0 {
+		return b, false
+	}
+	end := start + rel + len(endMarker)
+	if end < len(b) && b[end] == '\n' {
+		end++
+	}
+	return append(append([]byte{}, b[:start]...), b[end:]...), true
+}
+
+// isShell reports whether a hook can be edited as a shell script: a sh-family
+// shebang, or no shebang and text (git runs such a file with sh).
+func isShell(b []byte) bool {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return false
+	}
+	if !bytes.HasPrefix(b, []byte("#!")) {
+		return true
+	}
+	line := string(b)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if len(fields) == 0 {
+		return false
+	}
+	interp := filepath.Base(fields[0])
+	if interp == "env" && len(fields) > 1 {
+		interp = filepath.Base(fields[len(fields)-1])
+	}
+	switch interp {
+	case "sh", "bash", "dash", "zsh", "ksh", "ash":
+		return true
+	}
+	return false
+}
+
+func writeHook(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".binky-tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return fmt.Errorf("write hook: %w", err)
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write hook: %w", err)
+	}
+	return nil
+}
+
+func installConfig(ctx context.Context, dir string) (Result, error) {
+	res := Result{Path: "config", Method: "config"}
+	if cur, err := gitx.Git(ctx, dir, "config", "--local", "--get", "hook."+configName+".command"); err == nil && cur == Line {
+		return res, nil
+	}
+	for _, kv := range [][2]string{{"hook." + configName + ".command", Line}, {"hook." + configName + ".event", "post-checkout"}} {
+		if _, err := gitx.Git(ctx, dir, "config", "--local", "--replace-all", kv[0], kv[1]); err != nil {
+			return res, err
+		}
+	}
+	res.Changed = true
+	return res, nil
+}
+
+// ConfigHooksSupported reports whether this git runs hooks defined in
+// config (hook.<name>.command with hook.<name>.event). It is tried, not
+// guessed from a version number: a scratch repository gets a config hook
+// and `git hook run` must run it. BINKY_HOOKS=file forces the hook file.
+func ConfigHooksSupported(ctx context.Context) bool {
+	if os.Getenv("BINKY_HOOKS") == "file" {
+		return false
+	}
+	tmp, err := os.MkdirTemp("", "binky-hookprobe")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(tmp)
+	marker := filepath.Join(tmp, "ran")
+	run := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = tmp
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		return cmd.Run()
+	}
+	if run("init", "-q") != nil ||
+		run("config", "hook.probe.command", "touch "+marker) != nil ||
+		run("config", "hook.probe.event", "post-checkout") != nil {
+		return false
+	}
+	_ = run("hook", "run", "post-checkout", "--", "0", "0", "1")
+	_, err = os.Stat(marker)
+	return err == nil
+}
+
+// IsNullRef reports whether ref is git's null object name (40 zeros, or 64
+// in a SHA-256 repository): post-checkout gets it as the previous HEAD when
+// `git worktree add` creates a worktree.
+func IsNullRef(ref string) bool {
+	if len(ref) != 40 && len(ref) != 64 {
+		return false
+	}
+	return strings.Trim(ref, "0") == ""
+}

@@ -1,0 +1,123 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-binky/git-binky/gitx/gittest"
+)
+
+func TestInstallKeepsAnExistingHookAndUninstallRestoresItExactly(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	marker := filepath.Join(t.TempDir(), "ran")
+	original := "#!/usr/bin/env bash\nset -e\n# husky-like hook\necho ran >> " + marker + "\nexit 0\n"
+	if err := os.WriteFile(hook, []byte(original), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(hook)
+	if !strings.HasPrefix(string(b), "#!/usr/bin/env bash\n"+beginMarker) || !strings.HasSuffix(string(b), "\nexit 0\n") {
+		t.Fatalf("hook after install:\n%s", b)
+	}
+	// Installing twice is installing once.
+	res, err := Install(ctx, repo)
+	if err != nil || res.Changed {
+		t.Fatalf("second install changed=%v err=%v", res.Changed, err)
+	}
+	if b2, _ := os.ReadFile(hook); string(b2) != string(b) {
+		t.Fatal("second install changed the file")
+	}
+	// The old hook still runs, and the checkout still succeeds, with
+	// git-binky absent from PATH.
+	cmd := exec.Command("git", "checkout", "-q", "-b", "other")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("checkout with the hook installed: %v\n%s", err, out)
+	}
+	if ran, _ := os.ReadFile(marker); string(ran) != "ran\n" {
+		t.Errorf("the existing hook did not run: %q", ran)
+	}
+	if _, err := Uninstall(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(hook)
+	if string(after) != original {
+		t.Errorf("uninstall did not restore the hook byte for byte:\n%q\nwant\n%q", after, original)
+	}
+	if fi, _ := os.Stat(hook); fi.Mode().Perm() != 0o750 {
+		t.Errorf("mode %v, want the hook's own 0750", fi.Mode().Perm())
+	}
+}
+
+func TestInstallCreatesTheHookAndUninstallDeletesIt(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	res, err := Install(ctx, repo)
+	if err != nil || !res.Changed {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	fi, err := os.Stat(res.Path)
+	if err != nil || fi.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("hook not executable: %v %v", fi, err)
+	}
+	if ok, _ := Installed(ctx, repo); !ok {
+		t.Error("Installed = false after Install")
+	}
+	if _, err := Uninstall(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(res.Path); !os.IsNotExist(err) {
+		t.Errorf("the hook binky created alone is still there: %v", err)
+	}
+}
+
+func TestInstallHonoursCoreHooksPath(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	gittest.Git(t, repo, "config", "core.hooksPath", ".husky")
+	res, err := Install(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(repo, ".husky", "post-checkout"); res.Path != want {
+		t.Errorf("installed into %s, want %s", res.Path, want)
+	}
+}
+
+func TestInstallRefusesAHookThatIsNotAShellScript(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	original := "#!/usr/bin/env python3\nprint('hi')\n"
+	os.WriteFile(hook, []byte(original), 0o755)
+	_, err := Install(context.Background(), repo)
+	if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), `git-binky hook post-checkout "$@" || true`) {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(hook); string(b) != original {
+		t.Error("a non-shell hook was rewritten")
+	}
+}
+
+func TestIsNullRef(t *testing.T) {
+	for ref, want := range map[string]bool{
+		strings.Repeat("0", 40): true, strings.Repeat("0", 64): true,
+		strings.Repeat("0", 39) + "1": false, "": false, strings.Repeat("0", 41): false,
+	} {
+		if IsNullRef(ref) != want {
+			t.Errorf("IsNullRef(%q) = %v", ref, !want)
+		}
+	}
+}
