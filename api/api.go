@@ -24,7 +24,32 @@ const (
 	OpHook = "hook"
 	// OpWatch tells the daemon the registered repositories changed.
 	OpWatch = "watch"
+	// OpMetrics asks for point-in-time figures.
+	OpMetrics = "metrics"
 )
+
+// Metrics is the answer to OpMetrics.
+type Metrics struct {
+	Schema          int            `json:"schema"`
+	WorldsByState   map[string]int `json:"worlds_by_state"`
+	ServicesByState map[string]int `json:"services_by_state"`
+	QueueLength     int            `json:"queue_length"`
+	Restarts        int            `json:"restarts"`
+	PortsLeased     int            `json:"ports_leased"`
+	StaleLeases     int            `json:"stale_leases"`
+	SlicesByAdapter map[string]int `json:"slices_by_adapter"`
+	Daemon          DaemonMetrics  `json:"daemon"`
+}
+
+// DaemonMetrics describes the daemon process itself.
+type DaemonMetrics struct {
+	PID           int     `json:"pid"`
+	Version       string  `json:"version"`
+	RSSBytes      uint64  `json:"rss_bytes"`
+	Goroutines    int     `json:"goroutines"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	ProxyRoutes   int     `json:"proxy_routes"`
+}
 
 // Hook events.
 const (
@@ -89,6 +114,9 @@ type Hello struct {
 	Started time.Time `json:"started"`
 	Home    string    `json:"home"`
 	Worlds  int       `json:"worlds"`
+	// Problems are parts of the daemon that could not start (the proxy's
+	// port taken, https without Caddy), each with what to do.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // World is one world as status, up and down report it.

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ var sections = []section{
 	{"env", benchEnv},
 	{"up", benchUp},
 	{"hooks", benchHooks},
+	{"proxy", benchProxy},
 }
 
 type bench struct {
@@ -108,3 +110,5 @@ func table(header []string, rows [][]string) {
 		fmt.Println("| " + strings.Join(r, " | ") + " |")
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -43,7 +43,7 @@ health = { http = "/healthz" }
 cmd = "%s/web"
 url = "web"
 depends_on = ["api"]
-env = { API_URL = "${api.url}" }
+env = { API_URL = "${api.direct_url}" }
 health = { http = "/healthz" }
 `, bins, bins)
 	repo := filepath.Join(dir, "hello")

@@ -297,3 +297,18 @@ func (c *Client) Remove(ctx context.Context, dir, name string, force bool) (api.
 	err := c.Call(ctx, api.Request{Op: api.OpRemove, Dir: dir, Name: name, Force: force}, nil, &w)
 	return w, err
 }
+
+// ExecDaemonBinary replaces this process with `binkyd <sub> <args...>`,
+// for the commands that live in the daemon's binary (mcp, curl). Stdio is
+// inherited as it is, which an MCP stdio server needs.
+func ExecDaemonBinary(sub string, args ...string) error {
+	bin, err := DaemonPath()
+	if err != nil {
+		return err
+	}
+	argv := append([]string{bin, sub}, args...)
+	if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+		return fmt.Errorf("run %s %s: %w", bin, sub, err)
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -51,6 +52,13 @@ type Daemon struct {
 	watch   *watcher
 	adopted chan struct{} // closed once services left running are adopted
 
+	admission *Admission
+
+	proxy       *proxy.Proxy
+	proxyErr    error
+	httpsErr    error
+	routesDirty chan struct{}
+
 	ctx      context.Context // the daemon's lifetime, for background work
 	stop     context.CancelFunc
 	requests sync.WaitGroup
@@ -58,8 +66,12 @@ type Daemon struct {
 
 // New returns a daemon for home. log receives its decisions as JSON.
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
-	return &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
+	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{})}
+	d.admission = NewAdmission(osMachine{}, realClock{}, d.settings, home.Dir, log)
+	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, "suspended") }
+	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, "running") }
+	return d
 }
 
 // InfoPath is where a running daemon describes itself.
@@ -116,6 +128,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer os.Remove(InfoPath(d.home))
 	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
+
+	d.startProxy(ctx)
+	go d.admission.Watch(ctx, 2*time.Second)
 
 	// Serve at once (a hook must not wait for a daemon to finish starting);
 	// requests that touch worlds wait until adoption is done.
@@ -268,6 +283,8 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.Remove(ctx, req)
 	case api.OpStatus:
 		return d.Status(ctx, req)
+	case api.OpMetrics:
+		return d.Metrics(ctx)
 	}
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }
@@ -276,5 +293,34 @@ func (d *Daemon) hello() api.Hello {
 	d.mu.Lock()
 	n := len(d.worlds)
 	d.mu.Unlock()
-	return api.Hello{Version: d.version, PID: os.Getpid(), Started: d.started, Home: d.home.Dir, Worlds: n}
+	h := api.Hello{Version: d.version, PID: os.Getpid(), Started: d.started, Home: d.home.Dir, Worlds: n}
+	for _, err := range []error{d.proxyErr, d.httpsErr} {
+		if err != nil {
+			h.Problems = append(h.Problems, err.Error())
+		}
+	}
+	return h
+}
+
+// settings reads settings.toml; on a bad file it keeps the defaults and logs
+// why, rather than stopping the daemon.
+func (d *Daemon) settings() world.Settings {
+	s, err := d.home.LoadSettings()
+	if err != nil {
+		d.log.Error("settings", "err", err)
+	}
+	return s
+}
+
+// signalWorld suspends or resumes a world's process groups and records it.
+func (d *Daemon) signalWorld(id string, sig syscall.Signal, state string) error {
+	d.mu.Lock()
+	r := d.worlds[id]
+	d.mu.Unlock()
+	if r == nil || r.group == nil {
+		return nil
+	}
+	err := r.group.Signal(sig)
+	d.setState(id, state, "")
+	return err
 }

@@ -152,6 +152,17 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 			return api.World{}, err
 		}
 	}
+	if err := d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
+		emit(api.Event{World: w.Name, State: "queued", Message: q.String(w.Name)})
+	}); err != nil {
+		return api.World{}, err
+	}
+	admitted := false
+	defer func() {
+		if !admitted {
+			d.admission.Release(w.ID)
+		}
+	}()
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
 		rec.State = "starting"
 		return nil
@@ -188,6 +199,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
 	r.group, r.names, r.env = g, names, env
+	admitted = true
 	d.setState(w.ID, "running", "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
@@ -258,6 +270,7 @@ func (d *Daemon) persister(id string) func(supervisor.Status) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			d.log.Error("save service state", "world", id, "service", st.Name, "err", err)
 		}
+		d.routesChanged()
 		if st.State == supervisor.Crashed || st.State == supervisor.Unhealthy {
 			d.log.Warn("service "+string(st.State), "world", id, "service", st.Name, "restarts", st.Restarts, "message", st.Message)
 		}
@@ -284,6 +297,7 @@ func (d *Daemon) setState(id, state, msg string) {
 	if msg != "" {
 		d.log.Info("world state", "world", id, "state", state, "message", msg)
 	}
+	d.routesChanged()
 }
 
 // Down stops a world's processes and keeps its ports, files and data.
@@ -311,6 +325,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 // processes were left by a daemon that could not adopt them), their
 // recorded process groups, checked by start time.
 func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
+	defer d.admission.Release(r.id)
 	if r.group != nil {
 		err := r.group.Stop(ctx)
 		r.group.Close()
@@ -404,6 +419,7 @@ func (d *Daemon) forget(ctx context.Context, id string) error {
 	}
 	settings, _ := d.home.LoadSettings()
 	d.home.NewAllocator(settings).Release(rec)
+	defer d.routesChanged()
 	return d.home.DeleteRecord(rec)
 }
 
@@ -559,6 +575,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	r.mu.Lock()
 	r.group, r.names = g, names
 	r.mu.Unlock()
+	d.admission.Admit(rec.ID)
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }
 

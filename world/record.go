@@ -32,6 +32,8 @@ type Record struct {
 	Main      bool   `json:"main,omitempty"`
 	// Ports maps a port key ("api", "api.metrics") to its leased port.
 	Ports map[string]int `json:"ports"`
+	// Hosts maps each service with a url to the proxy host that reaches it.
+	Hosts map[string]string `json:"hosts,omitempty"`
 	// Slices are the adapter slices provisioned for this world.
 	Slices []SliceRecord `json:"slices,omitempty"`
 	// Services is the supervised processes' last known state.

@@ -24,6 +24,11 @@ type World struct {
 	ID       string
 	Project  string
 	Name     string // DNS-safe worktree name used in URLs and slice names
+	// ProxyPort is where the URL proxy listens (from settings); URLs of
+	// services with `url` go through it. HTTPSPort is its TLS front, 0 when
+	// https is off.
+	ProxyPort int
+	HTTPSPort int
 }
 
 // Open finds the world of the worktree named name in the repository around
@@ -78,14 +83,20 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 	if repo.MainPath == "" {
 		fallback = strings.TrimSuffix(filepath.Base(repo.CommonDir), ".git")
 	}
+	settings, err := home.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
 	return &World{
-		Home:     home,
-		Repo:     repo,
-		Worktree: wt,
-		Config:   cfg,
-		ID:       WorldID(repo.CommonDir, wt.AdminDir),
-		Project:  DNSLabel(cfg.ProjectName(fallback)),
-		Name:     DNSLabel(wt.Name),
+		Home:      home,
+		Repo:      repo,
+		Worktree:  wt,
+		Config:    cfg,
+		ID:        WorldID(repo.CommonDir, wt.AdminDir),
+		Project:   DNSLabel(cfg.ProjectName(fallback)),
+		Name:      DNSLabel(wt.Name),
+		ProxyPort: settings.ProxyPort,
+		HTTPSPort: map[bool]int{true: settings.HTTPSPort}[settings.HTTPS],
 	}, nil
 }
 
@@ -152,6 +163,10 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		rec.Branch, rec.CommonDir, rec.AdminDir, rec.Main = w.Worktree.Branch, w.Repo.CommonDir, w.Worktree.AdminDir, w.Worktree.Main
 		dirty = true
 	}
+	if hosts := w.Hosts(); !equalMaps(hosts, rec.Hosts) {
+		rec.Hosts = hosts
+		dirty = true
+	}
 	if dirty {
 		// The record must exist before any lease names it, or another
 		// allocator would see the lease as stale and take the port.
@@ -169,6 +184,35 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		return nil, err
 	}
 	return rec, nil
+}
+
+// Host is the proxy host name of a service's url:
+// <url>.<worktree>.<project>.<domain>.
+func (w *World) Host(url string) string {
+	return url + "." + w.Name + "." + w.Project + "." + w.Config.Project.Domain
+}
+
+// Hosts maps each service with a url to its proxy host name.
+func (w *World) Hosts() map[string]string {
+	hosts := map[string]string{}
+	for _, n := range w.Config.ServiceNames() {
+		if u := w.Config.Services[n].URL; u != "" {
+			hosts[n] = w.Host(u)
+		}
+	}
+	return hosts
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Coordinates is a world's address book: every service's host, ports and
@@ -233,6 +277,15 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 		a := ServiceAddress{Host: "127.0.0.1", Port: port}
 		a.DirectURL = "http://127.0.0.1:" + strconv.Itoa(port)
 		a.URL = a.DirectURL
+		if s.URL != "" && w.ProxyPort != 0 {
+			// Through the proxy, so a browser (or an agent) reaches the
+			// world by name; processes that cannot resolve *.localhost use
+			// ${svc.direct_url}.
+			a.URL = "http://" + w.Host(s.URL) + ":" + strconv.Itoa(w.ProxyPort)
+			if w.HTTPSPort != 0 {
+				a.URL = "https://" + w.Host(s.URL) + ":" + strconv.Itoa(w.HTTPSPort)
+			}
+		}
 		c.Env[stem+"_HOST"] = a.Host
 		c.Env[stem+"_PORT"] = strconv.Itoa(port)
 		c.Env[stem+"_URL"] = a.URL
@@ -351,4 +404,87 @@ func SortedEnv(env map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ProcessEnv is the environment a process of this world runs with: base
+// (the caller's environment), the project's env_file, the service's
+// env_file, the whole coordinate map, PORT (the service's own port) and
+// the service's own env, later ones winning. service "" is for commands
+// that belong to no service (verify checks, migrations).
+func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[string]string, error) {
+	env := make(map[string]string, len(base)+32)
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	files := []string{w.Config.Project.EnvFile}
+	var s *Service
+	if service != "" {
+		s = w.Config.Services[service]
+		if s == nil {
+			return nil, fmt.Errorf("no service %q in %s", service, w.Config.Path)
+		}
+		files = append(files, s.EnvFile)
+	}
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		fileEnv, err := ReadEnvFile(filepath.Join(w.Worktree.Path, f))
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fileEnv {
+			env[k] = v
+		}
+	}
+	coords := w.Coordinates(rec)
+	for k, v := range coords.Env {
+		env[k] = v
+	}
+	if s == nil {
+		return env, nil
+	}
+	if port := rec.Ports[service]; port != 0 {
+		env["PORT"] = strconv.Itoa(port)
+	}
+	lookup := w.Lookup(coords, service, env)
+	for _, k := range sortedKeys(s.Env) {
+		env[k] = Interpolate(s.Env[k], lookup)
+	}
+	return env, nil
+}
+
+// EnvList turns an environment map into sorted KEY=value pairs.
+func EnvList(env map[string]string) []string { return SortedEnv(env) }
+
+// OpenCoordinates is `git binky env`: the coordinates of the world named
+// name (or around dir), allocating its ports on first use.
+func OpenCoordinates(ctx context.Context, home Home, dir, name string) (Coordinates, error) {
+	w, err := Open(home, dir, name)
+	if err != nil {
+		return Coordinates{}, err
+	}
+	rec, err := w.Ensure(ctx)
+	if err != nil {
+		return Coordinates{}, err
+	}
+	return w.Coordinates(rec), nil
+}
+
+// LogPaths maps each service that has a process (or only service, when not
+// "") to its log file.
+func (w *World) LogPaths(service string) (map[string]string, error) {
+	dir := LogDir(w.Worktree.AdminDir)
+	out := map[string]string{}
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter == "" && (service == "" || service == n) {
+			out[n] = filepath.Join(dir, n+".log")
+		}
+	}
+	if service != "" && len(out) == 0 {
+		return nil, fmt.Errorf("no service %q with logs in %s", service, w.Config.Path)
+	}
+	return out, nil
 }

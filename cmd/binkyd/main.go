@@ -1,50 +1,72 @@
-// Command binkyd is the git-binky daemon. git-binky starts it on demand
-// ('binkyd run'); people rarely run it by hand. It is a binary of its own so
-// that the CLI, which shell prompts run on every cd, does not pay the
-// start-up cost of what only the daemon needs.
+// Command binkyd is the git-binky daemon, and the home of the commands that
+// need what only it links (net/http, mcp-go): 'run' serves the daemon
+// (git-binky starts it on demand), 'mcp' is the MCP stdio server behind
+// 'git binky mcp', and 'curl' is behind 'git binky curl'. It is a binary of
+// its own so that git-binky, which shell prompts run on every cd, does not
+// pay their start-up cost.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/daemon"
+	"github.com/git-binky/git-binky/mcpserver"
+	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/version"
 	"github.com/git-binky/git-binky/world"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
-	if len(args) != 1 || args[0] != "run" {
-		fmt.Fprintln(os.Stderr, "usage: binkyd run   (git binky daemon start runs it for you)")
+const usage = "usage: binkyd run | mcp | curl ...   (git-binky runs these for you)"
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	home, err := world.DefaultHome()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "binkyd:", err)
+		fmt.Fprintln(stderr, "binkyd:", err)
 		return 1
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "run":
+		return runDaemon(ctx, home, stderr)
+	case "mcp":
+		return runMCP(ctx, home, stdin, stdout, stderr)
+	case "curl":
+		return runCurl(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintln(stderr, usage)
+	return 2
+}
+
+func runDaemon(ctx context.Context, home world.Home, stderr io.Writer) int {
 	if err := home.Ensure(); err != nil {
-		fmt.Fprintln(os.Stderr, "binkyd:", err)
+		fmt.Fprintln(stderr, "binkyd:", err)
 		return 1
 	}
 	logf, err := os.OpenFile(home.LogPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "binkyd:", err)
+		fmt.Fprintln(stderr, "binkyd:", err)
 		return 1
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewJSONHandler(logf, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// A service's output must never reach us: we have no terminal.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	err = daemon.New(home, version.String(), log).Run(ctx)
@@ -53,8 +75,56 @@ func run(args []string) int {
 	}
 	if err != nil {
 		log.Error("daemon failed", "err", err)
-		fmt.Fprintln(os.Stderr, "binkyd:", err)
+		fmt.Fprintln(stderr, "binkyd:", err)
 		return 1
+	}
+	return 0
+}
+
+func runMCP(ctx context.Context, home world.Home, stdin io.Reader, stdout, stderr io.Writer) int {
+	dir, err := os.Getwd()
+	if err != nil {
+		dir = "/"
+	}
+	s := &mcpserver.Server{Client: client.New(home, version.String()), Home: home, Dir: dir, Version: version.String(), Env: os.Environ()}
+	if err := s.Serve(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		fmt.Fprintln(stderr, "git binky mcp:", err)
+		return 1
+	}
+	return 0
+}
+
+// headers collects repeated -H flags.
+type headers []string
+
+func (h *headers) String() string     { return fmt.Sprint(*h) }
+func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
+
+func runCurl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("curl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var r proxy.CurlRequest
+	var hs headers
+	fs.IntVar(&r.ProxyPort, "proxy-port", 0, "")
+	fs.StringVar(&r.Host, "host", "", "")
+	fs.StringVar(&r.Path, "path", "/", "")
+	fs.StringVar(&r.Method, "X", "", "")
+	fs.StringVar(&r.Data, "d", "", "")
+	fs.Var(&hs, "H", "")
+	fs.BoolVar(&r.Include, "i", false, "")
+	fs.BoolVar(&r.Fail, "f", false, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	r.Headers = hs
+	code, err := proxy.Curl(ctx, r, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "git-binky: curl:", err)
+		return 1
+	}
+	if r.Fail && code >= 400 {
+		fmt.Fprintf(stderr, "git-binky: curl: the service answered HTTP %d\n", code)
+		return 22 // curl's own code for -f on an HTTP error
 	}
 	return 0
 }

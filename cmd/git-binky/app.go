@@ -103,3 +103,5 @@ func (a *App) Client() (*client.Client, error) {
 	}
 	return client.New(h, version.String()), nil
 }
+
+func osEnviron() []string { return os.Environ() }

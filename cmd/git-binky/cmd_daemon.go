@@ -39,6 +39,9 @@ func newDaemonCmd(app *App) *cobra.Command {
 				return writeJSON(app.Out, h)
 			}
 			fmt.Fprintf(app.Out, "daemon: running, pid %d, version %s, since %s, %d worlds held\n", h.PID, h.Version, h.Started.Local().Format("2006-01-02 15:04:05"), h.Worlds)
+			for _, p := range h.Problems {
+				fmt.Fprintf(app.Out, "problem: %s\n", p)
+			}
 			if h.Version != c.Version {
 				fmt.Fprintf(app.Out, "this git-binky is %s: the next command replaces the daemon\n", c.Version)
 			}

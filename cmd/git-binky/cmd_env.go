@@ -56,15 +56,10 @@ func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
 	if err != nil {
 		return err
 	}
-	w, err := world.Open(home, app.Dir, opts.Name)
+	c, err := world.OpenCoordinates(cmd.Context(), home, app.Dir, opts.Name)
 	if err != nil {
 		return err
 	}
-	rec, err := w.Ensure(cmd.Context())
-	if err != nil {
-		return err
-	}
-	c := w.Coordinates(rec)
 	switch {
 	case opts.JSON:
 		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 
@@ -48,20 +47,15 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
-	services := []string{}
-	for _, n := range w.Config.ServiceNames() {
-		if w.Config.Services[n].Adapter == "" {
-			services = append(services, n)
-		}
+	paths, err := w.LogPaths(opts.Service)
+	if err != nil {
+		return usageError{err}
 	}
-	if opts.Service != "" {
-		if s, ok := w.Config.Services[opts.Service]; !ok || s.Adapter != "" {
-			return usageError{fmt.Errorf("no service %q with logs in %s (services: %v)", opts.Service, w.Config.Path, services)}
-		}
-		services = []string{opts.Service}
+	services := make([]string, 0, len(paths))
+	for s := range paths {
+		services = append(services, s)
 	}
 	sort.Strings(services)
-	dir := world.LogDir(w.Worktree.AdminDir)
 	prefix := len(services) > 1
 	var mu sync.Mutex
 	print := func(svc, line string) {
@@ -75,7 +69,7 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	}
 	found := false
 	for _, s := range services {
-		path := filepath.Join(dir, s+".log")
+		path := paths[s]
 		if _, err := os.Stat(path); err == nil {
 			found = true
 		}
@@ -92,7 +86,7 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	}
 	var wg sync.WaitGroup
 	for _, s := range services {
-		path := filepath.Join(dir, s+".log")
+		path := paths[s]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/api"
 )
 
 type upOptions struct {
@@ -59,9 +61,16 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 		return err
 	}
 	st := style{Color(app.Err)}
-	var onEvent = progress(app.Err, st)
-	if !IsTTY(app.Err) {
-		onEvent = nil
+	show := progress(app.Err, st)
+	tty := IsTTY(app.Err)
+	onEvent := func(e api.Event) {
+		switch {
+		case e.State == "queued":
+			// Waiting is always worth saying, terminal or not.
+			fmt.Fprintln(app.Err, "  ⏳ "+e.Message)
+		case tty:
+			show(e)
+		}
 	}
 	call := c.Up
 	verb := "up"

@@ -31,7 +31,7 @@ health = { http = "/healthz" }
 cmd = "testsvc -grandchild ${env.GC_DIR}/${worktree.name}.pid"
 url = "web"
 depends_on = ["api"]
-env = { SERVICE = "web", API_URL = "${api.url}" }
+env = { SERVICE = "web", API_URL = "${api.direct_url}" }
 `
 
 // fixture is a repository with a binky.toml, its own BINKY_HOME and
@@ -40,6 +40,16 @@ type fixture struct {
 	t               *testing.T
 	tmp, repo, home string
 	gcDir           string
+	proxyPort       int
+}
+
+func freeTCPPort(t *testing.T) int {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func newFixture(t *testing.T, config string) *fixture {
@@ -48,6 +58,14 @@ func newFixture(t *testing.T, config string) *fixture {
 	f := &fixture{t: t, tmp: tmp, home: filepath.Join(tmp, "home"), gcDir: filepath.Join(tmp, "gc")}
 	os.MkdirAll(f.gcDir, 0o755)
 	f.repo = gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": config})
+	// Each test's daemon gets its own proxy port, so none collides with
+	// another test's or with the machine's own daemon.
+	f.proxyPort = freeTCPPort(t)
+	os.MkdirAll(f.home, 0o700)
+	settings := fmt.Sprintf("proxy_port = %d\n", f.proxyPort)
+	if err := os.WriteFile(filepath.Join(f.home, "settings.toml"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	daemonMu.Lock()
 	daemonHomes[f.home] = true
 	daemonMu.Unlock()

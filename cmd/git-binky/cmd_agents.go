@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/client"
+	"github.com/git-binky/git-binky/verify"
+	"github.com/git-binky/git-binky/world"
+)
+
+func newMCPCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Run the MCP stdio server, so agents call up/down/status/env/verify/logs as tools",
+		Long: `Run git-binky's MCP server on stdin/stdout. Wire it into a client with:
+
+  claude mcp add binky -- git binky mcp
+
+or, in any client's config:
+
+  { "mcpServers": { "binky": { "command": "git", "args": ["binky", "mcp"] } } }
+
+See AGENTS.md for the tools.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return client.ExecDaemonBinary("mcp")
+		},
+	}
+}
+
+type curlOptions struct {
+	Method, Data  string
+	Headers       []string
+	Include, Fail bool
+	Name, Service string
+	Path          string
+}
+
+func newCurlCmd(app *App) *cobra.Command {
+	var opts curlOptions
+	cmd := &cobra.Command{
+		Use:   "curl <name> <service> [path]",
+		Short: "Call a service through the proxy, with the Host header filled in",
+		Args:  cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name, opts.Service = args[0], args[1]
+			if len(args) == 3 {
+				opts.Path = args[2]
+			}
+			home, err := app.Home()
+			if err != nil {
+				return err
+			}
+			w, err := world.Open(home, app.Dir, opts.Name)
+			if err != nil {
+				return err
+			}
+			s, ok := w.Config.Services[opts.Service]
+			if !ok || s.URL == "" {
+				return usageError{fmt.Errorf("service %q of %s has no url, so the proxy does not route it (give it url = \"...\")", opts.Service, w.Name)}
+			}
+			argv := []string{"-proxy-port", strconv.Itoa(w.ProxyPort), "-host", w.Host(s.URL), "-path", opts.Path}
+			if opts.Method != "" {
+				argv = append(argv, "-X", opts.Method)
+			}
+			if opts.Data != "" {
+				argv = append(argv, "-d", opts.Data)
+			}
+			for _, h := range opts.Headers {
+				argv = append(argv, "-H", h)
+			}
+			if opts.Include {
+				argv = append(argv, "-i")
+			}
+			if opts.Fail {
+				argv = append(argv, "-f")
+			}
+			// The request is made by binkyd, which links net/http; this
+			// binary stays small for the shell-prompt commands.
+			return client.ExecDaemonBinary("curl", argv...)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Method, "request", "X", "", "HTTP method (default GET, or POST with -d)")
+	cmd.Flags().StringVarP(&opts.Data, "data", "d", "", "request body")
+	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, "extra header, \"Name: value\" (repeatable)")
+	cmd.Flags().BoolVarP(&opts.Include, "include", "i", false, "print the status line and headers")
+	cmd.Flags().BoolVarP(&opts.Fail, "fail", "f", false, "exit 22 on an HTTP error, printing no body")
+	return cmd
+}
+
+type verifyOptions struct {
+	Name string
+	JSON bool
+}
+
+func newVerifyCmd(app *App) *cobra.Command {
+	var opts verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify [name]",
+		Short: "Run the project's [agents] verify checks with the world's env; exit 1 on a failure",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			home, err := app.Home()
+			if err != nil {
+				return err
+			}
+			w, err := world.Open(home, app.Dir, opts.Name)
+			if err != nil {
+				return err
+			}
+			rec, err := w.Ensure(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st := style{Color(app.Out)}
+			out := app.Out
+			if opts.JSON {
+				out = nil
+			}
+			res, err := verify.Run(cmd.Context(), w, rec, osEnviron(), out)
+			if err != nil {
+				return err
+			}
+			if opts.JSON {
+				if err := writeJSON(app.Out, res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(app.Out)
+				failed := 0
+				for _, c := range res.Checks {
+					mark := st.wrap("32", "pass")
+					if !c.Passed {
+						mark = st.wrap("31", "FAIL")
+						failed++
+					}
+					fmt.Fprintf(app.Out, "  %s  %s  (%.1fs, exit %d)\n", mark, c.Cmd, c.Seconds, c.ExitCode)
+				}
+				if failed == 0 {
+					fmt.Fprintln(app.Out, st.ok(fmt.Sprintf("verify: %s (%d checks passed)", w.Name, len(res.Checks))))
+				} else {
+					fmt.Fprintf(app.Out, "verify: %s: %d of %d checks failed\n", w.Name, failed, len(res.Checks))
+				}
+			}
+			if !res.Passed {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON (output captured, not streamed)")
+	return cmd
+}

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/git-binky/git-binky/proxy"
+	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/world"
+)
+
+// startProxy serves the URL proxy on loopback. A port that cannot be had is
+// logged and reported by doctor; the daemon still does everything else.
+func (d *Daemon) startProxy(ctx context.Context) {
+	d.proxy = proxy.New()
+	d.routesDirty = make(chan struct{}, 1)
+	settings, err := d.home.LoadSettings()
+	if err != nil {
+		d.log.Error("proxy: settings", "err", err)
+		return
+	}
+	ls, err := proxy.Listen(settings.ProxyPort)
+	if err != nil {
+		d.proxyErr = err
+		d.log.Error("proxy not started", "err", err)
+	} else {
+		go proxy.Serve(ctx, d.proxy, ls)
+		d.log.Info("proxy listening", "port", settings.ProxyPort)
+		d.startHTTPS(ctx, settings)
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.routesDirty:
+				d.refreshRoutes()
+			}
+		}
+	}()
+	d.routesChanged()
+}
+
+// routesChanged asks for the route table to be rebuilt; bursts of changes
+// coalesce into one rebuild.
+func (d *Daemon) routesChanged() {
+	if d.routesDirty == nil {
+		return
+	}
+	select {
+	case d.routesDirty <- struct{}{}:
+	default:
+	}
+}
+
+// refreshRoutes rebuilds the proxy's routes from the world records, which
+// every change of a service's state is saved to first.
+func (d *Daemon) refreshRoutes() {
+	recs, err := d.home.Records()
+	if err != nil {
+		d.log.Error("proxy: read records", "err", err)
+		return
+	}
+	var routes []proxy.Route
+	for _, rec := range recs {
+		routes = append(routes, routesOf(rec)...)
+	}
+	d.proxy.SetRoutes(routes)
+}
+
+func routesOf(rec *world.Record) []proxy.Route {
+	var out []proxy.Route
+	for svc, host := range rec.Hosts {
+		rt := proxy.Route{Host: host, Project: rec.Project, World: rec.Worktree, Service: svc, Port: rec.Ports[svc], State: "stopped"}
+		if s := rec.Services[svc]; s != nil {
+			rt.State = s.State
+			switch supervisor.State(s.State) {
+			case supervisor.Healthy, supervisor.Unhealthy, supervisor.Starting:
+				rt.Up = s.PID != 0
+			}
+		}
+		out = append(out, rt)
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+// Package doctor checks a git-binky install and says, for each finding,
+// what to do. It reads; it changes nothing.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/client"
+	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/hooks"
+	"github.com/git-binky/git-binky/world"
+)
+
+// Levels of a finding. Only a problem makes doctor exit non-zero; a warning
+// is something that works around itself or only some setups need.
+const (
+	OK      = "ok"
+	Warning = "warning"
+	Problem = "problem"
+)
+
+// Finding is one check's outcome.
+type Finding struct {
+	Check  string `json:"check"`
+	Level  string `json:"level"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Run performs every check from dir.
+func Run(ctx context.Context, c *client.Client, dir string) []Finding {
+	var out []Finding
+	add := func(check, level, detail, fix string) {
+		out = append(out, Finding{Check: check, Level: level, Detail: detail, Fix: fix})
+	}
+
+	if v, err := gitx.Git(ctx, dir, "--version"); err != nil {
+		add("git", Problem, err.Error(), "install git 2.25 or newer")
+	} else {
+		add("git", OK, v, "")
+	}
+	add("git-binky", OK, "version "+c.Version, "")
+	if p, err := client.DaemonPath(); err != nil {
+		add("binkyd", Problem, err.Error(), "make install (or go install ./cmd/...) puts binkyd beside git-binky")
+	} else {
+		add("binkyd", OK, p, "")
+	}
+
+	settings, err := c.Home.LoadSettings()
+	if err != nil {
+		add("settings", Problem, err.Error(), "fix "+c.Home.SettingsPath())
+	} else {
+		add("settings", OK, c.Home.SettingsPath(), "")
+	}
+
+	probe := *c
+	probe.NoStart = true
+	var h api.Hello
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = probe.Call(hctx, api.Request{Op: api.OpHello}, nil, &h)
+	cancel()
+	switch {
+	case errors.Is(err, client.ErrNoDaemon):
+		add("daemon", Problem, "not running, so nothing watches worktrees and no proxy answers", "git binky daemon start (any command that needs it also starts it)")
+	case err != nil:
+		add("daemon", Problem, err.Error(), "see "+c.Home.LogPath())
+	case h.Version != c.Version:
+		add("daemon", Problem, fmt.Sprintf("pid %d runs version %s, this git-binky is %s", h.PID, h.Version, c.Version), "git binky daemon start replaces it (services keep running)")
+	default:
+		add("daemon", OK, fmt.Sprintf("pid %d, version %s, %d worlds", h.PID, h.Version, h.Worlds), "")
+		for _, p := range h.Problems {
+			add("daemon", Problem, p, "")
+		}
+	}
+
+	if err == nil {
+		if conn, derr := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), time.Second); derr != nil {
+			add("proxy", Problem, fmt.Sprintf("nothing answers on 127.0.0.1:%d", settings.ProxyPort), "git binky port --proxy N picks another port")
+		} else {
+			conn.Close()
+			add("proxy", OK, fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), "")
+		}
+	}
+	if addrs, lerr := net.DefaultResolver.LookupHost(ctx, "binky-doctor.localhost"); lerr != nil || !loopback(addrs) {
+		add("*.localhost", Warning, "this machine's resolver does not map *.localhost to loopback (browsers and curl do it themselves)",
+			"between services use ${svc.direct_url}; for other tools install nss-myhostname (systemd-resolved) or use 'git binky curl'")
+	} else {
+		add("*.localhost", OK, "resolves to loopback", "")
+	}
+
+	if repo, wt, derr := gitx.Discover(dir); repo != nil && derr == nil {
+		if _, serr := os.Stat(filepath.Join(wt.Path, world.ConfigFile)); serr == nil {
+			if ok, where := hooks.Installed(ctx, dir); ok {
+				add("hook", OK, "post-checkout: "+where, "")
+			} else {
+				add("hook", Problem, "this repository has a binky.toml but no git-binky post-checkout hook: 'git worktree add' will not bring worlds up", "git binky install")
+			}
+			registered := false
+			repos, _ := c.Home.Repos()
+			for _, r := range repos {
+				registered = registered || r.CommonDir == repo.CommonDir
+			}
+			if !registered {
+				add("watcher", Problem, "this repository is not watched: removing a worktree will not tear its world down", "git binky install")
+			} else {
+				add("watcher", OK, "watching "+repo.CommonDir, "")
+			}
+		}
+	}
+
+	leases, _ := c.Home.Leases()
+	stale, held := 0, 0
+	for _, l := range leases {
+		if l.Stale {
+			stale++
+		} else {
+			held++
+		}
+	}
+	size := settings.Ports.Max - settings.Ports.Min + 1
+	free := size - held
+	switch {
+	case free < size/10:
+		add("ports", Problem, fmt.Sprintf("%d of %d ports in %d-%d are free", free, size, settings.Ports.Min, settings.Ports.Max), "remove worlds you no longer need, or widen [ports] in "+c.Home.SettingsPath())
+	default:
+		add("ports", OK, fmt.Sprintf("%d of %d ports in %d-%d are free", free, size, settings.Ports.Min, settings.Ports.Max), "")
+	}
+	if stale > 0 {
+		add("leases", Warning, fmt.Sprintf("%d stale leases (their world is gone)", stale), "none needed: the allocator reclaims them when it reaches them")
+	}
+
+	recs, _ := c.Home.Records()
+	var orphans []string
+	for _, r := range recs {
+		if _, err := os.Stat(r.AdminDir); err != nil {
+			orphans = append(orphans, r.Project+"/"+r.Worktree)
+		}
+	}
+	if len(orphans) > 0 {
+		add("records", Problem, fmt.Sprintf("%d world records whose worktree git no longer has: %s", len(orphans), strings.Join(orphans, ", ")),
+			"git binky install in their repository (the watcher tears them down), or delete the files under "+c.Home.WorldsDir())
+	} else {
+		add("records", OK, fmt.Sprintf("%d worlds recorded", len(recs)), "")
+	}
+	if _, err := exec.LookPath("caddy"); err != nil && settings.HTTPS {
+		add("https", Problem, "https is on but caddy is not on PATH", "install Caddy, or git binky port --tls off")
+	}
+	return out
+}
+
+func loopback(addrs []string) bool {
+	if len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,220 @@
+// Package proxy routes <url>.<worktree>.<project>.<domain> to the port of
+// that world's service on loopback: plain requests, streaming responses and
+// WebSocket upgrades (dev servers' hot reload), with X-Forwarded-* headers.
+// An unknown host gets a page listing the worlds it knows, never another
+// world's service; a stopped service gets a 503 that says so.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Route is one service reachable through the proxy.
+type Route struct {
+	Host    string // the full host name, lowercase
+	Project string
+	World   string
+	Service string
+	Port    int
+	// Up reports whether the service is meant to be running; a request for
+	// a service that is not gets a 503 naming the way to start it.
+	Up    bool
+	State string
+}
+
+// Proxy is an http.Handler over a route table that can change at any time.
+type Proxy struct {
+	mu     sync.RWMutex
+	routes map[string]Route
+
+	rp *httputil.ReverseProxy
+}
+
+type routeKey struct{}
+
+// New returns a proxy with no routes.
+func New() *Proxy {
+	p := &Proxy{routes: map[string]Route{}}
+	transport := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			rt := r.In.Context().Value(routeKey{}).(Route)
+			r.SetURL(&url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(rt.Port)})
+			r.Out.Host = r.In.Host // dev servers check Host (Vite's allowedHosts)
+			proto, fwdHost := r.In.Header.Get("X-Forwarded-Proto"), r.In.Header.Get("X-Forwarded-Host")
+			r.SetXForwarded()
+			// Behind binky's TLS front (Caddy, also on loopback), keep what
+			// it says the client asked for.
+			if proto == "https" {
+				r.Out.Header.Set("X-Forwarded-Proto", proto)
+				if fwdHost != "" {
+					r.Out.Header.Set("X-Forwarded-Host", fwdHost)
+				}
+			}
+		},
+		Transport: transport,
+		// 0 still flushes at once for streaming responses (no length, or
+		// text/event-stream), and spares a syscall per write otherwise.
+		FlushInterval: 0,
+		BufferPool:    bufferPool{},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			rt := r.Context().Value(routeKey{}).(Route)
+			if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
+				unavailable(w, rt, "is not accepting connections (starting or restarting?)")
+				return
+			}
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
+		},
+	}
+	return p
+}
+
+// SetRoutes replaces the route table.
+func (p *Proxy) SetRoutes(routes []Route) {
+	m := make(map[string]Route, len(routes))
+	for _, r := range routes {
+		m[strings.ToLower(r.Host)] = r
+	}
+	p.mu.Lock()
+	p.routes = m
+	p.mu.Unlock()
+}
+
+// Routes returns the current routes sorted by host.
+func (p *Proxy) Routes() []Route {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]Route, 0, len(p.routes))
+	for _, r := range p.routes {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out
+}
+
+// AskPath is where the TLS front asks whether a host may get a certificate.
+const AskPath = "/.binky/ask"
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := strings.ToLower(r.Host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
+		p.mu.RLock()
+		_, ok := p.routes[strings.ToLower(r.URL.Query().Get("domain"))]
+		p.mu.RUnlock()
+		if ok {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			http.Error(w, "not a binky host", http.StatusNotFound)
+		}
+		return
+	}
+	p.mu.RLock()
+	rt, ok := p.routes[host]
+	p.mu.RUnlock()
+	if !ok {
+		p.notFound(w, host)
+		return
+	}
+	if !rt.Up {
+		unavailable(w, rt, "is "+orDefault(rt.State, "stopped"))
+		return
+	}
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func unavailable(w http.ResponseWriter, rt Route, why string) {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: git binky up %s\n", rt.Service, rt.World, rt.Project, why, rt.World)
+}
+
+// notFound lists the hosts the proxy knows, so a typo is easy to fix; it
+// serves nothing of any world.
+func (p *Proxy) notFound(w http.ResponseWriter, host string) {
+	routes := p.Routes()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	fmt.Fprintf(w, "<!doctype html><title>binky: no world here</title><h1>No world answers to %s</h1>\n", html.EscapeString(host))
+	if len(routes) == 0 {
+		fmt.Fprint(w, "<p>No world is known yet: <code>git binky up</code> in a worktree starts one.</p>\n")
+		return
+	}
+	fmt.Fprint(w, "<p>Known worlds:</p><ul>\n")
+	for _, r := range routes {
+		state := "up"
+		if !r.Up {
+			state = orDefault(r.State, "stopped")
+		}
+		fmt.Fprintf(w, "<li><code>%s</code> — %s of %s (%s), %s</li>\n", html.EscapeString(r.Host),
+			html.EscapeString(r.Service), html.EscapeString(r.World), html.EscapeString(r.Project), html.EscapeString(state))
+	}
+	fmt.Fprint(w, "</ul>\n")
+}
+
+// Listen opens the proxy's listeners on loopback only: 127.0.0.1 and, where
+// the machine has IPv6, ::1.
+func Listen(port int) ([]net.Listener, error) {
+	l4, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen on 127.0.0.1:%d: %w (choose another with 'git binky port --proxy N')", port, err)
+	}
+	ls := []net.Listener{l4}
+	if l6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port))); err == nil {
+		ls = append(ls, l6)
+	}
+	return ls, nil
+}
+
+// Serve serves p on the listeners until ctx is done.
+func Serve(ctx context.Context, p http.Handler, ls []net.Listener) {
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	for _, l := range ls {
+		go srv.Serve(l)
+	}
+	<-ctx.Done()
+	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(shut)
+}
+
+// bufferPool reuses the copy buffers of proxied bodies.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *(buffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

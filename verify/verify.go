@@ -1,0 +1,102 @@
+// Package verify runs a project's [agents] verify checks in a worktree,
+// with the world's environment, and reports which passed.
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/git-binky/git-binky/world"
+)
+
+// Check is the outcome of one verify command.
+type Check struct {
+	Cmd      string  `json:"cmd"`
+	Passed   bool    `json:"passed"`
+	ExitCode int     `json:"exit_code"`
+	Seconds  float64 `json:"seconds"`
+	// Output is the command's last output (stdout and stderr), at most
+	// 16 KiB, for callers that do not stream it.
+	Output string `json:"output,omitempty"`
+}
+
+// Result is every check of one verify run.
+type Result struct {
+	World  string  `json:"world"`
+	Passed bool    `json:"passed"`
+	Checks []Check `json:"checks"`
+}
+
+// ErrNoChecks is returned for a project with no [agents] verify.
+var ErrNoChecks = errors.New("binky.toml has no [agents] verify checks: add verify = [\"make test\"] under [agents]")
+
+const keep = 16 << 10
+
+// Run runs every check in order in the worktree of w, with the world's
+// environment over base, streaming output to out (nil: captured only). A
+// failing check does not stop the ones after it.
+func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, out io.Writer) (Result, error) {
+	res := Result{World: w.Name, Passed: true}
+	if len(w.Config.Agents.Verify) == 0 {
+		return res, ErrNoChecks
+	}
+	env, err := w.ProcessEnv(rec, base, "")
+	if err != nil {
+		return res, err
+	}
+	lookup := w.Lookup(w.Coordinates(rec), "", env)
+	for _, raw := range w.Config.Agents.Verify {
+		c := Check{Cmd: world.Interpolate(raw, lookup)}
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.Cmd)
+		cmd.Dir, cmd.Env = w.Worktree.Path, world.EnvList(env)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		tail := &tailBuffer{max: keep}
+		var sink io.Writer = tail
+		if out != nil {
+			sink = io.MultiWriter(out, tail)
+		}
+		cmd.Stdout, cmd.Stderr = sink, sink
+		start := time.Now()
+		err := cmd.Run()
+		c.Seconds = time.Since(start).Seconds()
+		c.Output = tail.String()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			c.Passed = true
+		case errors.As(err, &ee):
+			c.ExitCode = ee.ExitCode()
+		default:
+			c.ExitCode = -1
+			c.Output += "\n" + err.Error()
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.Passed = res.Passed && c.Passed
+		res.Checks = append(res.Checks, c)
+	}
+	return res, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return t.buf.String() }
