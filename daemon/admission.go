@@ -21,11 +21,19 @@ type Machine interface {
 	DiskFree(path string) (uint64, error)
 }
 
-// osMachine reads /proc/meminfo and statfs.
-type osMachine struct{}
+// osMachine reads /proc/meminfo (or the file $BINKY_MEMINFO names, in the
+// same format, to rehearse memory pressure) and statfs.
+type osMachine struct{ meminfo string }
 
-func (osMachine) Memory() (uint64, uint64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
+func newOSMachine() osMachine {
+	if p := os.Getenv("BINKY_MEMINFO"); p != "" {
+		return osMachine{meminfo: p}
+	}
+	return osMachine{meminfo: "/proc/meminfo"}
+}
+
+func (m osMachine) Memory() (uint64, uint64, error) {
+	b, err := os.ReadFile(m.meminfo)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -68,7 +68,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{})}
-	d.admission = NewAdmission(osMachine{}, realClock{}, d.settings, home.Dir, log)
+	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, "suspended") }
 	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, "running") }
 	return d

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +63,21 @@ func scriptEnv(e *testscript.Env) error {
 	}
 	e.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	e.Setenv("HOME", work)
-	e.Setenv("BINKY_HOME", filepath.Join(work, ".binky-home"))
+	home := filepath.Join(work, ".binky-home")
+	e.Setenv("BINKY_HOME", home)
+	// Every script's daemon gets a proxy port of its own.
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", port)), 0o600); err != nil {
+		return err
+	}
 	e.Setenv("GIT_CONFIG_GLOBAL", gitcfg)
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	e.Setenv("NO_COLOR", "1")

@@ -25,6 +25,7 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		return usageError{err}
 	})
 	root.AddCommand(
+		newInitCmd(app),
 		newCheckCmd(app),
 		newEnvCmd(app),
 		newUpCmd(app),

@@ -41,6 +41,7 @@ type fixture struct {
 	tmp, repo, home string
 	gcDir           string
 	proxyPort       int
+	extraEnv        []string
 }
 
 func freeTCPPort(t *testing.T) int {
@@ -74,8 +75,8 @@ func newFixture(t *testing.T, config string) *fixture {
 }
 
 func (f *fixture) env() []string {
-	return []string{"BINKY_HOME=" + f.home, "GC_DIR=" + f.gcDir, "NO_COLOR=1",
-		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	return append([]string{"BINKY_HOME=" + f.home, "GC_DIR=" + f.gcDir, "NO_COLOR=1",
+		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}, f.extraEnv...)
 }
 
 // binky runs git-binky in dir and returns stdout, stderr and the error.

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+func (f *fixture) setSettings(s string) {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.home, "settings.toml"), []byte(s), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// running counts the worlds with a healthy service.
+func (f *fixture) running() map[string]bool {
+	out := map[string]bool{}
+	for _, w := range f.status().Worlds {
+		if len(w.Services) > 0 && w.Services[0].State == "healthy" {
+			out[w.Worktree] = true
+		}
+	}
+	return out
+}
+
+// startUp runs `git binky up name` in the background and returns the
+// command, and a channel that gets the first line mentioning "queued".
+func (f *fixture) startUp(name string) (*exec.Cmd, <-chan string) {
+	f.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "git-binky"), "up", name)
+	cmd.Dir = f.repo
+	cmd.Env = append(os.Environ(), f.env()...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	queued := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "queued") {
+				select {
+				case queued <- sc.Text():
+				default:
+				}
+			}
+		}
+	}()
+	return cmd, queued
+}
+
+func TestMaxParallelQueuesInOrder(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 2\n"))
+	for _, n := range []string{"a", "b", "c", "d"} {
+		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	f.mustBinky(f.repo, "up", "a")
+	f.mustBinky(f.repo, "up", "b")
+	c, cq := f.startUp("c")
+	line := <-cq
+	if !strings.Contains(line, "queued: c (position 1 of 1) — waiting for a slot (2 running, max_parallel 2)") {
+		t.Errorf("c was told %q", line)
+	}
+	d, dq := f.startUp("d")
+	if line := <-dq; !strings.Contains(line, "queued: d (position 2 of 2)") {
+		t.Errorf("d was told %q", line)
+	}
+	if r := f.running(); len(r) != 2 || !r["a"] || !r["b"] {
+		t.Fatalf("running while c and d wait: %v", r)
+	}
+	f.mustBinky(f.repo, "down", "a")
+	if err := c.Wait(); err != nil {
+		t.Fatalf("up c: %v", err)
+	}
+	if r := f.running(); len(r) != 2 || !r["c"] || r["d"] {
+		t.Fatalf("after a went down: %v, want b and c (d still waits)", r)
+	}
+	f.mustBinky(f.repo, "down", "b")
+	if err := d.Wait(); err != nil {
+		t.Fatalf("up d: %v", err)
+	}
+	if r := f.running(); len(r) != 2 || !r["c"] || !r["d"] {
+		t.Fatalf("after b went down: %v", r)
+	}
+}
+
+func fmtSettings(proxyPort int, extra string) string {
+	return "proxy_port = " + itoa(proxyPort) + "\n" + extra
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCancelledQueuedUpLeavesNothingBehind(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
+	f.mustBinky(f.repo, "up")
+	up, queued := f.startUp("b")
+	<-queued
+	up.Process.Signal(syscall.SIGINT)
+	up.Wait()
+	var m api.Metrics
+	f.eventually("queue empty", func() bool {
+		json.Unmarshal([]byte(f.mustBinky(f.repo, "metrics")), &m)
+		return m.QueueLength == 0
+	})
+	if _, ok := f.find("b"); ok {
+		t.Error("the cancelled world left a record")
+	}
+	if m.PortsLeased != 1 {
+		t.Errorf("%d ports leased, want only the running world's one", m.PortsLeased)
+	}
+}
+
+func TestSuspendedWorldResumesWhenRAMReturns(t *testing.T) {
+	f := newFixture(t, oneService)
+	// The daemon reads memory from a meminfo file the test controls: real
+	// pressure would mean filling this machine's RAM.
+	meminfo := filepath.Join(f.tmp, "meminfo")
+	setMem := func(availKB int) {
+		os.WriteFile(meminfo, []byte("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   "+itoa(availKB)+" kB\n"), 0o644)
+	}
+	setMem(20000000)
+	f.extraEnv = []string{"BINKY_MEMINFO=" + meminfo}
+	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "up", "b")
+	pid := service(f.world("b"), "api").PID
+	setMem(1000000) // 1 GB free, 2.4 GB (10%) kept in reserve: pressure
+	f.eventually("b suspended", func() bool {
+		w, _ := f.find("b")
+		return w.State == "suspended" && procState(pid) == 'T'
+	})
+	if w, _ := f.find("acme"); w.State == "suspended" {
+		t.Error("the oldest world was suspended, not the newest")
+	}
+	setMem(20000000)
+	f.eventually("b resumed", func() bool {
+		w, _ := f.find("b")
+		return w.State == "running" && procState(pid) != 'T'
+	})
+	if code, _, err := f.viaProxy("api.b.acme.localhost", "/"); err != nil || code != 200 {
+		t.Errorf("resumed world does not answer: %d %v", code, err)
+	}
+}
+
+func procState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
