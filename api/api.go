@@ -26,7 +26,35 @@ const (
 	OpWatch = "watch"
 	// OpMetrics asks for point-in-time figures.
 	OpMetrics = "metrics"
+	// OpGC sweeps orphaned slices.
+	OpGC = "gc"
 )
+
+// GC is the answer to OpGC.
+type GC struct {
+	DryRun  bool     `json:"dry_run"`
+	Orphans []Orphan `json:"orphans"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// Orphan is a slice marked as binky's whose world is gone.
+type Orphan struct {
+	Adapter string `json:"adapter"`
+	Name    string `json:"name"`
+	World   string `json:"world"`
+	Server  string `json:"server"` // password redacted
+	Dropped bool   `json:"dropped"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Server is a managed shared server.
+type Server struct {
+	Kind    string `json:"kind"`
+	Port    int    `json:"port,omitempty"`
+	Running bool   `json:"running"`
+	Dir     string `json:"dir"`
+	Message string `json:"message,omitempty"`
+}
 
 // Metrics is the answer to OpMetrics.
 type Metrics struct {
@@ -73,6 +101,8 @@ type Request struct {
 	Project bool `json:"project,omitempty"`
 	// Event is the git event of an OpHook.
 	Event string `json:"event,omitempty"`
+	// DryRun makes OpGC only list.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // Message is one line from the daemon.
@@ -159,7 +189,8 @@ type Slice struct {
 
 // Status is the answer to OpStatus.
 type Status struct {
-	Schema int     `json:"schema"`
-	Daemon Hello   `json:"daemon"`
-	Worlds []World `json:"worlds"`
+	Schema  int      `json:"schema"`
+	Daemon  Hello    `json:"daemon"`
+	Worlds  []World  `json:"worlds"`
+	Servers []Server `json:"servers,omitempty"`
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/git-binky/git-binky/adapters/managed"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/proxy"
@@ -53,6 +54,7 @@ type Daemon struct {
 	adopted chan struct{} // closed once services left running are adopted
 
 	admission *Admission
+	servers   *managed.Servers
 
 	proxy       *proxy.Proxy
 	proxyErr    error
@@ -68,6 +70,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{})}
+	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, "suspended") }
 	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, "running") }
@@ -285,6 +288,8 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.Status(ctx, req)
 	case api.OpMetrics:
 		return d.Metrics(ctx)
+	case api.OpGC:
+		return d.GC(ctx, req)
 	}
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }

@@ -104,7 +104,7 @@ func (w *watcher) loop(ctx context.Context) {
 			if ev.Op&fsnotify.Remove != 0 {
 				w.forget(ev.Name)
 			}
-			if common := commonDirOf(ev.Name); common != "" {
+			if common := worktreesEvent(ev.Name); common != "" {
 				w.schedule(ctx, common)
 			}
 		case err, ok := <-w.fs.Errors:
@@ -120,15 +120,19 @@ func (w *watcher) loop(ctx context.Context) {
 	}
 }
 
-// commonDirOf maps a watched path to its repository's common dir: the path
-// itself, <common>/worktrees, or something inside <common>/worktrees/<name>.
-func commonDirOf(path string) string {
+// worktreesEvent returns the common dir of an event about worktrees:
+// <common>/worktrees itself (created or removed) or anything inside it. It
+// returns "" for the rest of the common dir (the index, refs, the main
+// worktree's own binky folder), which says nothing about worktrees.
+func worktreesEvent(path string) string {
 	for p := path; p != "/" && p != "."; p = filepath.Dir(p) {
 		if filepath.Base(p) == "worktrees" {
-			return filepath.Dir(p)
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), "HEAD")); err == nil || !exists(filepath.Dir(p)) {
+				return filepath.Dir(p)
+			}
 		}
 	}
-	return path
+	return ""
 }
 
 // schedule reconciles common a moment after the last event, so that the
@@ -277,12 +281,16 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
 		return
 	}
 	if mode == "provision" || wt.NoCheckout {
-		_, err := w.Update(ctx, func(r *world.Record) error {
+		rec, err := w.Update(ctx, func(r *world.Record) error {
 			if r.State == "new" || r.State == StateUntrusted {
 				r.State = "provisioned"
 			}
 			return nil
 		})
+		// Slices need the worktree's files (migrate and seed run there).
+		if err == nil && !wt.NoCheckout {
+			_, err = d.provisionSlices(ctx, w, rec, d.env, func(api.Event) {})
+		}
 		if err != nil {
 			d.log.Error("provision", "worktree", wt.Path, "err", err)
 		}

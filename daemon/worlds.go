@@ -174,6 +174,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		d.setState(w.ID, "stopped", err.Error())
 		return api.World{}, err
 	}
+	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
+		d.setState(w.ID, "failed", err.Error())
+		return api.World{}, fmt.Errorf("up %s: %w", w.Name, err)
+	}
 	specs, err := buildSpecs(w, rec, names, env)
 	if err != nil {
 		d.setState(w.ID, "stopped", err.Error())
@@ -417,6 +421,8 @@ func (d *Daemon) forget(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// Slices first: if the daemon dies here, the record still names them.
+	d.teardownSlices(ctx, rec)
 	settings, _ := d.home.LoadSettings()
 	d.home.NewAllocator(settings).Release(rec)
 	defer d.routesChanged()
@@ -439,6 +445,9 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		common = repo.CommonDir
 	}
 	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}}
+	for _, s := range d.servers.Status() {
+		out.Servers = append(out.Servers, api.Server(s))
+	}
 	for _, rec := range recs {
 		if common != "" && rec.CommonDir != common {
 			continue

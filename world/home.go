@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -105,3 +106,36 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// Secret is the machine's secret (32 random bytes in $BINKY_HOME/secret,
+// 0600, made once) from which slice passwords are derived. It is linked
+// into place complete, so a concurrent reader never sees half of it.
+func (h Home) Secret() ([]byte, error) {
+	p := filepath.Join(h.Dir, "secret")
+	if b, err := os.ReadFile(p); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if err := h.Ensure(); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(h.Dir, ".secret*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), p); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	return os.ReadFile(p) // ours, or the one another process linked first
+}

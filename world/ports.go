@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -211,7 +212,28 @@ func (a *Allocator) stale(port int) bool {
 		fi, serr := os.Stat(a.leasePath(port))
 		return serr == nil && time.Since(fi.ModTime()) > time.Minute
 	}
-	return !a.Home.HasRecord(l.World)
+	return !a.Home.leaseOwnerExists(l.World)
+}
+
+// serverLease is the lease owner of a managed server's port.
+const serverLease = "server-"
+
+// leaseOwnerExists: a world's record, or a managed server's folder.
+func (h Home) leaseOwnerExists(owner string) bool {
+	if kind, ok := strings.CutPrefix(owner, serverLease); ok {
+		_, err := os.Stat(filepath.Join(h.ServersDir(), kind))
+		return err == nil
+	}
+	return h.HasRecord(owner)
+}
+
+// Server leases a port for the managed server of kind (its folder under
+// servers/ must exist: it is what keeps the lease from being stale).
+func (a *Allocator) Server(kind string) (int, error) {
+	if err := a.Home.Ensure(); err != nil {
+		return 0, err
+	}
+	return a.allocate(serverLease+kind, kind)
 }
 
 // release removes the lease on port if world still holds it under key.
@@ -250,7 +272,7 @@ func (h Home) Leases() ([]LeaseInfo, error) {
 			out = append(out, LeaseInfo{Lease: Lease{Port: port}, Stale: a.stale(port)})
 			continue
 		}
-		out = append(out, LeaseInfo{Lease: *l, Stale: !h.HasRecord(l.World)})
+		out = append(out, LeaseInfo{Lease: *l, Stale: !h.leaseOwnerExists(l.World)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
 	return out, nil

@@ -54,6 +54,9 @@ type SliceRecord struct {
 	// Address is what the adapter resolved (url, prefix, ...). It can hold
 	// the world's own credentials, which is why records are 0600.
 	Address map[string]string `json:"address,omitempty"`
+	// Ready is set once the slice is provisioned (and migrated and seeded,
+	// or cloned): migrations run once per slice, not on every up.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // ServiceState is a supervised process as the record remembers it. The pid

@@ -61,6 +61,16 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 		}
 		fmt.Fprintf(app.Out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
 		printServices(app.Out, st, w, "      ")
+		for _, sl := range w.Slices {
+			fmt.Fprintf(app.Out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
+		}
+	}
+	for _, s := range s.Servers {
+		state := "running"
+		if !s.Running {
+			state = "stopped"
+		}
+		fmt.Fprintf(app.Out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", s.Kind, s.Port, state, s.Dir)
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newConfigCmd(app),
 		newDoctorCmd(app),
 		newMetricsCmd(app),
+		newGCCmd(app),
 		newVersionCmd(app),
 	)
 	return root

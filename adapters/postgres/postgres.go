@@ -1,0 +1,289 @@
+// Package postgres is the Postgres adapter: a database and a login role of
+// its own per world, carved from one shared server. It is the only importer
+// of pgx. Every identifier is quoted with pgx.Identifier; the only literals
+// written into statements are binky's own (hex passwords and marks).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// Postgres implements adapters.Adapter, Cloner and Lister.
+type Postgres struct{}
+
+// New returns the adapter.
+func New() *Postgres { return &Postgres{} }
+
+func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// literal quotes a string literal; used only for binky-made values (hex
+// passwords, marks), which cannot hold a quote, and checked anyway.
+func literal(s string) (string, error) {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == ':' || r == '=' || r == '_' || r == '-') {
+			return "", fmt.Errorf("refusing to write %q into SQL", s)
+		}
+	}
+	return "'" + s + "'", nil
+}
+
+func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
+	}
+	if db != "" {
+		cfg.Database = db
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres at %s: %w", adapters.Redact(adminURL), err)
+	}
+	return c, nil
+}
+
+// owner returns the world id marked on database name, whether it exists.
+func owner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
+	var comment *string
+	err := c.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name).Scan(&comment)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if comment == nil {
+		return "", true, nil
+	}
+	return adapters.ParseMark(*comment), true, nil
+}
+
+func roleOwner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
+	var comment *string
+	err := c.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name).Scan(&comment)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if comment == nil {
+		return "", true, nil
+	}
+	return adapters.ParseMark(*comment), true, nil
+}
+
+// Provision creates the world's role and database, marks both, and shuts
+// every other role (PUBLIC) out of the database.
+func (p *Postgres) Provision(ctx context.Context, s adapters.Slice) error {
+	return p.create(ctx, s, "")
+}
+
+// Clone creates the world's database as a copy of template.
+func (p *Postgres) Clone(ctx context.Context, template string, s adapters.Slice) error {
+	return p.create(ctx, s, template)
+}
+
+func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string) error {
+	c, err := connect(ctx, s.AdminURL, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	pw, err := literal(s.Password)
+	if err != nil {
+		return err
+	}
+	mark, err := literal(adapters.Mark(s.World))
+	if err != nil {
+		return err
+	}
+	if w, exists, err := roleOwner(ctx, c, s.Name); err != nil {
+		return err
+	} else if exists && w != s.World {
+		return fmt.Errorf("postgres role %s: %w", s.Name, adapters.ErrTaken)
+	} else if !exists {
+		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
+			return fmt.Errorf("create role %s: %w", s.Name, err)
+		}
+		if _, err := c.Exec(ctx, "COMMENT ON ROLE "+ident(s.Name)+" IS "+mark); err != nil {
+			return err
+		}
+	} else if _, err := c.Exec(ctx, "ALTER ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
+		return err
+	}
+	w, exists, err := owner(ctx, c, s.Name)
+	if err != nil {
+		return err
+	}
+	if exists && w != s.World {
+		return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
+	}
+	if !exists {
+		stmt := "CREATE DATABASE " + ident(s.Name) + " OWNER " + ident(s.Name)
+		if template != "" {
+			// The template database itself must not belong to its role, or
+			// handing the role's objects to this world would hand it the
+			// template too.
+			if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(template)+" OWNER TO CURRENT_USER"); err != nil {
+				return fmt.Errorf("template %s: %w", template, err)
+			}
+			// A template cannot be copied while anyone is connected to it.
+			if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, template); err != nil {
+				return err
+			}
+			stmt += " TEMPLATE " + ident(template)
+		}
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("create database %s: %w", s.Name, err)
+		}
+		if _, err := c.Exec(ctx, "COMMENT ON DATABASE "+ident(s.Name)+" IS "+mark); err != nil {
+			return err
+		}
+	}
+	for _, stmt := range []string{
+		"REVOKE CONNECT, TEMPORARY ON DATABASE " + ident(s.Name) + " FROM PUBLIC",
+		"GRANT CONNECT, TEMPORARY ON DATABASE " + ident(s.Name) + " TO " + ident(s.Name),
+	} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	if template != "" {
+		// The copy's objects belong to the template's role; hand them to
+		// this world's role, inside the copy only.
+		dc, err := connect(ctx, s.AdminURL, s.Name)
+		if err != nil {
+			return err
+		}
+		defer dc.Close(ctx)
+		if _, exists, _ := roleOwner(ctx, dc, template); exists {
+			if _, err := dc.Exec(ctx, "REASSIGN OWNED BY "+ident(template)+" TO "+ident(s.Name)); err != nil {
+				return fmt.Errorf("reassign objects of %s in %s: %w", template, s.Name, err)
+			}
+		}
+		if _, err := dc.Exec(ctx, "ALTER SCHEMA public OWNER TO "+ident(s.Name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resolve returns the world's URL: its own role, never the admin's.
+func (p *Postgres) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address, error) {
+	admin, err := url.Parse(s.AdminURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres admin_url: %w", err)
+	}
+	host, port := admin.Hostname(), admin.Port()
+	if port == "" {
+		port = "5432"
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(s.Name, s.Password), Host: net.JoinHostPort(host, port), Path: "/" + s.Name}
+	q := url.Values{}
+	if mode := admin.Query().Get("sslmode"); mode != "" {
+		q.Set("sslmode", mode)
+	}
+	u.RawQuery = q.Encode()
+	return adapters.Address{"url": u.String(), "host": host, "port": port, "name": s.Name, "database": s.Name,
+		"user": s.Name, "password": s.Password}, nil
+}
+
+// Teardown ends the slice's sessions and drops its database and role, each
+// only if marked for s.World.
+func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
+	c, err := connect(ctx, s.AdminURL, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var errs []error
+	w, exists, err := owner(ctx, c, s.Name)
+	switch {
+	case err != nil:
+		return err
+	case exists && w != s.World:
+		errs = append(errs, fmt.Errorf("database %s: %w", s.Name, adapters.ErrNotOurs))
+	case exists:
+		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.Name); err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(s.Name)+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", s.Name, err)
+		}
+	}
+	rw, rexists, err := roleOwner(ctx, c, s.Name)
+	switch {
+	case err != nil:
+		return err
+	case rexists && rw != s.World:
+		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
+	case rexists:
+		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(s.Name)); err != nil {
+			return fmt.Errorf("drop role %s: %w", s.Name, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// List returns the databases binky marked on the server: name → world.
+func (p *Postgres) List(ctx context.Context, adminURL string) (map[string]string, error) {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE NOT datistemplate`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name string
+		var comment *string
+		if err := rows.Scan(&name, &comment); err != nil {
+			return nil, err
+		}
+		if comment != nil {
+			if w := adapters.ParseMark(*comment); w != "" {
+				out[name] = w
+			}
+		}
+	}
+	return out, rows.Err()
+}
+
+// Capabilities says Postgres clones server-side and lists its slices.
+func (p *Postgres) Capabilities() adapters.Capabilities {
+	return adapters.Capabilities{Clone: true, List: true}
+}
+
+// Exists reports whether a database of that name exists (for golden
+// templates).
+func (p *Postgres) Exists(ctx context.Context, adminURL, name string) (bool, error) {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return false, err
+	}
+	defer c.Close(ctx)
+	_, exists, err := owner(ctx, c, name)
+	return exists, err
+}
+
+var (
+	_ adapters.Adapter = (*Postgres)(nil)
+	_ adapters.Cloner  = (*Postgres)(nil)
+	_ adapters.Lister  = (*Postgres)(nil)
+)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+func newGCCmd(app *App) *cobra.Command {
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run]",
+		Short: "Drop adapter slices marked as binky's whose world no longer exists",
+		Long: `Sweep what a crash left half-made: slices (databases, key prefixes) that
+binky marked as its own on the managed servers and on the servers your worlds
+use, whose world has no record any more. A slice binky did not mark is never
+touched; golden templates are kept.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			var res api.GC
+			if err := c.Call(cmd.Context(), api.Request{Op: api.OpGC, Dir: app.Dir, DryRun: dryRun, Env: c.Env}, nil, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(app.Out, res)
+			}
+			for _, e := range res.Errors {
+				fmt.Fprintln(app.Err, "git-binky: gc:", e)
+			}
+			if len(res.Orphans) == 0 {
+				fmt.Fprintln(app.Out, "no orphaned slices")
+				return nil
+			}
+			for _, o := range res.Orphans {
+				switch {
+				case res.DryRun:
+					fmt.Fprintf(app.Out, "would drop %s %s (world %s is gone) on %s\n", o.Adapter, o.Name, o.World, o.Server)
+				case o.Dropped:
+					fmt.Fprintf(app.Out, "dropped %s %s (world %s was gone)\n", o.Adapter, o.Name, o.World)
+				default:
+					fmt.Fprintf(app.Out, "could not drop %s %s: %s\n", o.Adapter, o.Name, o.Error)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be dropped")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

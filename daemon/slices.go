@@ -1,0 +1,411 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/builtin"
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/logfile"
+	"github.com/git-binky/git-binky/world"
+)
+
+// goldenWorld marks golden templates: they belong to no world, and gc
+// leaves them alone.
+const goldenWorld = "golden"
+
+// adminURL resolves where a slice's server is: the service's admin_url
+// (interpolated with env), or, when it has none, binky's managed server for
+// the kind, started if needed. ref is what teardown needs to find it again.
+func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env map[string]string) (url, ref string, err error) {
+	svc := w.Config.Services[name]
+	raw := world.Interpolate(svc.AdminURL, w.Lookup(world.Coordinates{}, "", env))
+	if raw != "" && !strings.Contains(raw, "${") {
+		return raw, raw, nil
+	}
+	kind, ok := builtin.ManagedKind(svc.Adapter)
+	if !ok {
+		if raw != "" {
+			return "", "", fmt.Errorf("service %s: admin_url %q has a variable that is not set: export it before 'git binky up'", name, svc.AdminURL)
+		}
+		return "", "", fmt.Errorf("service %s: adapter %q needs admin_url (binky cannot run that server itself)", name, svc.Adapter)
+	}
+	u, err := d.servers.AdminURL(ctx, kind)
+	if err != nil {
+		return "", "", fmt.Errorf("service %s: %w", name, err)
+	}
+	return u, "managed:" + kind, nil
+}
+
+// adminFromRef turns a stored reference back into an admin URL.
+func (d *Daemon) adminFromRef(ctx context.Context, ref string) (string, error) {
+	if kind, ok := strings.CutPrefix(ref, "managed:"); ok {
+		return d.servers.AdminURL(ctx, kind)
+	}
+	return ref, nil
+}
+
+// provisionSlices gives the world every adapter slice its config declares,
+// before any of its processes starts: provisioned (then migrated and
+// seeded), or cloned from the golden template. Each slice is saved to the
+// record as soon as it exists, so teardown and gc always know of it.
+func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world.Record, callerEnv []string, emit func(api.Event)) (*world.Record, error) {
+	var names []string
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter != "" {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return rec, nil
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return rec, err
+	}
+	env, err := w.ProcessEnv(rec, callerEnv, "")
+	if err != nil {
+		return rec, err
+	}
+	for _, n := range names {
+		svc := w.Config.Services[n]
+		a, err := builtin.Lookup(svc.Adapter)
+		if err != nil {
+			return rec, fmt.Errorf("service %s: %w", n, err)
+		}
+		admin, ref, err := d.adminURL(ctx, w, n, env)
+		if err != nil {
+			return rec, err
+		}
+		kind := adapters.Canonical(svc.Adapter)
+		existing := findSlice(rec, n)
+		name := adapters.SliceName(w.Project, w.Name, w.ID, 0)
+		if existing != nil {
+			name = existing.Name
+		}
+		s := adapters.Slice{Name: name, World: w.ID, AdminURL: admin, Config: svc.Options}
+		ready := existing != nil && existing.Ready && existing.Config["admin"] == ref
+		if ready {
+			// Cheap and idempotent: brings back what a server restart lost
+			// (a Redis ACL user) without touching the data.
+			s.Password = adapters.Password(secret, kind, s.Name)
+			if err := a.Provision(ctx, s); err != nil {
+				return rec, fmt.Errorf("service %s: %w", n, err)
+			}
+		} else {
+			if s, err = d.createSlice(ctx, w, rec, n, a, s, secret, callerEnv, emit); err != nil {
+				return rec, err
+			}
+		}
+		addr, err := a.Resolve(ctx, s)
+		if err != nil {
+			return rec, fmt.Errorf("service %s: %w", n, err)
+		}
+		sl := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: map[string]any{"admin": ref}, Address: addr, Ready: true}
+		if rec, err = d.saveSlice(ctx, w, sl); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+func findSlice(rec *world.Record, service string) *world.SliceRecord {
+	for i := range rec.Slices {
+		if rec.Slices[i].Service == service {
+			return &rec.Slices[i]
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRecord) (*world.Record, error) {
+	return w.Update(ctx, func(r *world.Record) error {
+		if cur := findSlice(r, sl.Service); cur != nil {
+			*cur = sl
+		} else {
+			r.Slices = append(r.Slices, sl)
+		}
+		return nil
+	})
+}
+
+// createSlice makes a new slice: a clone of the golden template where the
+// config asks and the adapter can, else provision + migrate + seed. Any
+// clone failure falls back to the latter: correctness never depends on
+// cloning, only speed does.
+func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
+	secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, error) {
+	svc := w.Config.Services[n]
+	kind := adapters.Canonical(svc.Adapter)
+	for salt := 0; ; salt++ {
+		if salt > 0 {
+			s.Name = adapters.SliceName(w.Project, w.Name, w.ID, salt)
+		}
+		s.Password = adapters.Password(secret, kind, s.Name)
+		// Record the slice before it exists: a crash from here on leaves a
+		// record that teardown acts on, or a marked slice that gc drops.
+		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: map[string]any{"admin": refOf(s.AdminURL, d)}}
+		if _, err := d.saveSlice(ctx, w, pending); err != nil {
+			return s, err
+		}
+		cloner, canClone := a.(adapters.Cloner)
+		if svc.CloneFrom == "golden" && canClone {
+			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, secret, callerEnv, emit)
+			if err == nil {
+				emit(api.Event{World: w.Name, Service: n, State: "cloning", Message: "cloning " + tmpl})
+				start := time.Now()
+				if err = cloner.Clone(ctx, tmpl, s); err == nil {
+					d.log.Info("slice cloned", "world", w.Name, "service", n, "slice", s.Name, "template", tmpl, "took_ms", time.Since(start).Milliseconds())
+					return s, nil
+				}
+			}
+			if errors.Is(err, adapters.ErrTaken) {
+				continue
+			}
+			d.log.Warn("clone_fallback", "world", w.Name, "service", n, "slice", s.Name, "err", err)
+			emit(api.Event{World: w.Name, Service: n, State: "clone_fallback", Message: "clone failed (" + err.Error() + "); provisioning, migrating and seeding instead"})
+			// The failed clone may have left a half-made slice of ours.
+			_ = a.Teardown(ctx, s)
+		}
+		err := a.Provision(ctx, s)
+		if errors.Is(err, adapters.ErrTaken) && salt < 3 {
+			continue
+		}
+		if err != nil {
+			return s, fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
+		}
+		addr, err := a.Resolve(ctx, s)
+		if err != nil {
+			return s, err
+		}
+		if err := d.migrate(ctx, w, rec, n, addr, callerEnv, emit); err != nil {
+			return s, err
+		}
+		return s, nil
+	}
+}
+
+func refOf(admin string, d *Daemon) string {
+	for _, srv := range d.servers.Status() {
+		if strings.Contains(admin, fmt.Sprintf("127.0.0.1:%d", srv.Port)) && srv.Port != 0 {
+			return "managed:" + srv.Kind
+		}
+	}
+	return admin
+}
+
+// migrate runs the service's migrate and seed commands in the worktree,
+// with the world's environment in which this slice resolves to addr.
+func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record, n string, addr adapters.Address, callerEnv []string, emit func(api.Event)) error {
+	svc := w.Config.Services[n]
+	if svc.Migrate == "" && svc.Seed == "" {
+		return nil
+	}
+	tmp := *rec
+	tmp.Slices = append([]world.SliceRecord(nil), rec.Slices...)
+	if cur := findSlice(&tmp, n); cur != nil {
+		cur.Address = addr
+	} else {
+		tmp.Slices = append(tmp.Slices, world.SliceRecord{Service: n, Address: addr})
+	}
+	env, err := w.ProcessEnv(&tmp, callerEnv, "")
+	if err != nil {
+		return err
+	}
+	lookup := w.Lookup(w.Coordinates(&tmp), "", env)
+	logPath := filepath.Join(world.LogDir(w.Worktree.AdminDir), n+".log")
+	for _, step := range []struct{ what, cmd string }{{"migrate", svc.Migrate}, {"seed", svc.Seed}} {
+		if step.cmd == "" {
+			continue
+		}
+		cmdline := world.Interpolate(step.cmd, lookup)
+		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + cmdline})
+		if err := runStep(ctx, w.Worktree.Path, world.EnvList(env), cmdline, logPath); err != nil {
+			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, cmdline, err)
+		}
+	}
+	return nil
+}
+
+// runStep runs one migrate or seed command, its output appended to the
+// service's log, and says how it ended with its last lines.
+func runStep(ctx context.Context, dir string, env []string, cmdline, logPath string) error {
+	f, err := logfile.Open(logPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), cmdline)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Run(); err != nil {
+		var tail []string
+		for _, l := range logfile.Tail(logPath, 5) {
+			if !strings.HasPrefix(l, "=== binky ") {
+				tail = append(tail, l)
+			}
+		}
+		return fmt.Errorf("%v; last output:\n    %s", err, strings.Join(tail, "\n    "))
+	}
+	return nil
+}
+
+// golden returns the golden template for the service, building it once:
+// provision, migrate, seed. It is named from a hash of the migrate and seed
+// commands, so changing either builds a new one; a file lock makes
+// parallel ups (in any process) build it once and wait for it.
+func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, admin string,
+	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
+	svc := w.Config.Services[n]
+	kind := adapters.Canonical(svc.Adapter)
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + refOf(admin, d)))
+	key := hex.EncodeToString(sum[:5])
+	proj := adapters.SliceName(w.Project, "", "", 0)
+	if len(proj) > 30 {
+		proj = proj[:30]
+	}
+	name := "binky_golden_" + strings.Trim(proj, "_") + "_" + key
+	if err := os.MkdirAll(d.home.GoldenDir(), 0o700); err != nil {
+		return "", err
+	}
+	marker := filepath.Join(d.home.GoldenDir(), name+".json")
+	unlock, err := world.Lock(ctx, filepath.Join(d.home.GoldenDir(), name+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	gs := adapters.Slice{Name: name, World: goldenWorld, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: svc.Options}
+	type exister interface {
+		Exists(ctx context.Context, adminURL, name string) (bool, error)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		if ex, ok := a.(exister); !ok {
+			return name, nil
+		} else if there, err := ex.Exists(ctx, admin, name); err == nil && there {
+			return name, nil
+		}
+	}
+	// Absent, or left half-built by a crash: build it (again).
+	_ = a.Teardown(ctx, gs)
+	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("building golden template %s (migrate + seed once; later worlds copy it)", name)})
+	start := time.Now()
+	if err := a.Provision(ctx, gs); err != nil {
+		return "", fmt.Errorf("golden template %s: %w", name, err)
+	}
+	addr, err := a.Resolve(ctx, gs)
+	if err != nil {
+		return "", err
+	}
+	if err := d.migrate(ctx, w, rec, n, addr, callerEnv, emit); err != nil {
+		_ = a.Teardown(ctx, gs)
+		return "", fmt.Errorf("golden template %s: %w", name, err)
+	}
+	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project})
+	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
+		return "", err
+	}
+	d.log.Info("golden template built", "name", name, "took_ms", time.Since(start).Milliseconds())
+	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
+	return name, nil
+}
+
+// teardownSlices drops every slice of a world, each only if marked as the
+// world's. A server that cannot be reached leaves its slice for gc.
+func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
+	for _, sl := range rec.Slices {
+		a, err := builtin.Lookup(sl.Adapter)
+		if err != nil {
+			d.log.Error("teardown slice", "slice", sl.Name, "err", err)
+			continue
+		}
+		ref, _ := sl.Config["admin"].(string)
+		admin, err := d.adminFromRef(ctx, ref)
+		if err != nil {
+			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+			continue
+		}
+		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, AdminURL: admin})
+		switch {
+		case errors.Is(err, adapters.ErrNotOurs):
+			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
+		case err != nil:
+			d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+		default:
+			d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
+		}
+	}
+}
+
+// GC lists (and unless dryRun, drops) slices marked as binky's whose world
+// no longer exists: what a crash between provision and record left.
+func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
+	servers := map[string]string{} // admin URL → adapter
+	for _, s := range d.servers.Status() {
+		if u, err := d.servers.AdminURL(ctx, s.Kind); err == nil {
+			servers[u] = s.Kind
+		}
+	}
+	recs, _ := d.home.Records()
+	for _, r := range recs {
+		for _, sl := range r.Slices {
+			if ref, _ := sl.Config["admin"].(string); ref != "" {
+				if u, err := d.adminFromRef(ctx, ref); err == nil {
+					servers[u] = sl.Adapter
+				}
+			}
+		}
+	}
+	out := api.GC{DryRun: req.DryRun, Orphans: []api.Orphan{}}
+	urls := make([]string, 0, len(servers))
+	for u := range servers {
+		urls = append(urls, u)
+	}
+	sort.Strings(urls)
+	for _, u := range urls {
+		a, err := builtin.Lookup(servers[u])
+		if err != nil {
+			continue
+		}
+		lister, ok := a.(adapters.Lister)
+		if !ok {
+			continue
+		}
+		found, err := lister.List(ctx, u)
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("%s at %s: %v", servers[u], adapters.Redact(u), err))
+			continue
+		}
+		for name, owner := range found {
+			if owner == goldenWorld || d.home.HasRecord(owner) {
+				continue
+			}
+			o := api.Orphan{Adapter: servers[u], Name: name, World: owner, Server: adapters.Redact(u)}
+			if !out.DryRun {
+				if err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner, AdminURL: u}); err != nil {
+					o.Error = err.Error()
+				} else {
+					o.Dropped = true
+					d.log.Info("gc dropped an orphaned slice", "slice", name, "adapter", servers[u], "world", owner)
+				}
+			}
+			out.Orphans = append(out.Orphans, o)
+		}
+	}
+	sort.Slice(out.Orphans, func(i, j int) bool { return out.Orphans[i].Name < out.Orphans[j].Name })
+	return out, nil
+}
