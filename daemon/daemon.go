@@ -47,8 +47,9 @@ type Daemon struct {
 	// daemon restart) get as their base environment.
 	env []string
 
-	mu     sync.Mutex
-	worlds map[string]*worldRun
+	mu        sync.Mutex
+	worlds    map[string]*worldRun
+	repoLocks map[string]*sync.Mutex
 
 	watch   *watcher
 	adopted chan struct{} // closed once services left running are adopted

@@ -36,6 +36,9 @@ func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env 
 		return raw, raw, nil
 	}
 	kind, ok := builtin.ManagedKind(svc.Adapter)
+	if !ok && builtin.External(svc.Adapter) {
+		return "", "", nil // an external adapter owns its configuration
+	}
 	if !ok {
 		if raw != "" {
 			return "", "", fmt.Errorf("service %s: admin_url %q has a variable that is not set: export it before 'git binky up'", name, svc.AdminURL)
@@ -113,12 +116,22 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if err != nil {
 			return rec, fmt.Errorf("service %s: %w", n, err)
 		}
-		sl := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: map[string]any{"admin": ref}, Address: addr, Ready: true}
+		sl := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options), Address: addr, Ready: true}
 		if rec, err = d.saveSlice(ctx, w, sl); err != nil {
 			return rec, err
 		}
 	}
 	return rec, nil
+}
+
+// sliceConfig is what teardown needs of a slice after its worktree (and
+// binky.toml) is gone: where its server is, and the adapter's options.
+func sliceConfig(adminRef string, options map[string]any) map[string]any {
+	c := map[string]any{"admin": adminRef}
+	if len(options) > 0 {
+		c["options"] = options
+	}
+	return c
 }
 
 func findSlice(rec *world.Record, service string) *world.SliceRecord {
@@ -156,7 +169,7 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		s.Password = adapters.Password(secret, kind, s.Name)
 		// Record the slice before it exists: a crash from here on leaves a
 		// record that teardown acts on, or a marked slice that gc drops.
-		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: map[string]any{"admin": refOf(s.AdminURL, d)}}
+		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(refOf(s.AdminURL, d), svc.Options)}
 		if _, err := d.saveSlice(ctx, w, pending); err != nil {
 			return s, err
 		}
@@ -166,7 +179,10 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 			if err == nil {
 				emit(api.Event{World: w.Name, Service: n, State: "cloning", Message: "cloning " + tmpl})
 				start := time.Now()
-				if err = cloner.Clone(ctx, tmpl, s); err == nil {
+				if os.Getenv("BINKY_TEST_FAIL_CLONE") != "" {
+					// A failure on demand, to exercise the fallback for real.
+					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
+				} else if err = cloner.Clone(ctx, tmpl, s); err == nil {
 					d.log.Info("slice cloned", "world", w.Name, "service", n, "slice", s.Name, "template", tmpl, "took_ms", time.Since(start).Milliseconds())
 					return s, nil
 				}
@@ -339,7 +355,8 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
 			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
 			continue
 		}
-		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, AdminURL: admin})
+		options, _ := sl.Config["options"].(map[string]any)
+		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, AdminURL: admin, Config: options})
 		switch {
 		case errors.Is(err, adapters.ErrNotOurs):
 			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)

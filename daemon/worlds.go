@@ -27,6 +27,22 @@ type worldRun struct {
 	env   []string // the environment of the last explicit up, for restarts
 }
 
+// repoLock serialises git operations on one repository.
+func (d *Daemon) repoLock(common string) func() {
+	d.mu.Lock()
+	if d.repoLocks == nil {
+		d.repoLocks = map[string]*sync.Mutex{}
+	}
+	m, ok := d.repoLocks[common]
+	if !ok {
+		m = &sync.Mutex{}
+		d.repoLocks[common] = m
+	}
+	d.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
 func (d *Daemon) run(id string) *worldRun {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -80,6 +96,13 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	}
 	if _, err := os.Stat(path); err == nil {
 		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
+	}
+	// git takes locks of its own (refs, the index): one worktree add at a
+	// time per repository, however many ups arrive together.
+	unlock := d.repoLock(repo.CommonDir)
+	defer unlock()
+	if w, err := world.Open(d.home, req.Dir, req.Name); err == nil {
+		return w, nil // made by an up that held the lock before us
 	}
 	emit(api.Event{Message: fmt.Sprintf("creating worktree %s at %s", req.Name, path)})
 	wt, err := repo.AddWorktree(ctx, path, req.Name)

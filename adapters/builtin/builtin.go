@@ -34,3 +34,12 @@ func ManagedKind(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// External reports whether name is driven by a binky-adapter-<name>.
+func External(name string) bool {
+	switch adapters.Canonical(name) {
+	case "postgres", "redis":
+		return false
+	}
+	return true
+}

@@ -9,6 +9,7 @@ package managed
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ type Server struct {
 	Dir     string `json:"dir"`
 	Message string `json:"message,omitempty"`
 }
+
+// rootDataDir is where a root-run binky keeps the shared postgres's files.
+const rootDataDir = "/var/lib/git-binky"
 
 // Servers starts and finds the managed servers of one BINKY_HOME.
 type Servers struct {
@@ -197,8 +201,7 @@ func (m *Servers) postgres(ctx context.Context) (string, error) {
 		return "", err
 	}
 	dir := m.dir(Postgres)
-	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
-	if err := os.MkdirAll(sock, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	pw, err := secret(dir)
@@ -214,18 +217,35 @@ func (m *Servers) postgres(ctx context.Context) (string, error) {
 	if listening(port) {
 		return admin, nil
 	}
+	// The server's files live where its user can reach them: under
+	// BINKY_HOME normally; as root, whose home the postgres user cannot
+	// enter, under /var/lib/git-binky (linked from servers/postgres/data).
+	pgdir := dir
 	if cred != nil {
-		// The server's user must reach its folder: let it traverse (not
-		// read) the folders above, which are binky's 0700 ones.
-		for d := dir; d != filepath.Dir(m.Home.Dir); d = filepath.Dir(d) {
-			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
-				_ = os.Chmod(d, fi.Mode().Perm()|0o001)
+		sum := sha256.Sum256([]byte(m.Home.Dir))
+		pgdir = filepath.Join(rootDataDir, hex.EncodeToString(sum[:6]), "postgres")
+		if err := os.MkdirAll(pgdir, 0o700); err != nil {
+			return "", fmt.Errorf("create %s for the shared postgres: %w", pgdir, err)
+		}
+		// The folders above it only need to be traversed, not read.
+		for _, d := range []string{rootDataDir, filepath.Dir(pgdir)} {
+			_ = os.Chmod(d, 0o711)
+		}
+		link := filepath.Join(dir, "data")
+		if target, err := os.Readlink(link); err != nil || target != filepath.Join(pgdir, "data") {
+			os.Remove(link)
+			if err := os.Symlink(filepath.Join(pgdir, "data"), link); err != nil {
+				return "", err
 			}
 		}
 	}
+	data, sock, logf := filepath.Join(pgdir, "data"), filepath.Join(pgdir, "sock"), filepath.Join(pgdir, "postgres.log")
+	if err := os.MkdirAll(sock, 0o700); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
 		os.RemoveAll(data)
-		pwfile := filepath.Join(dir, "initdb.pw")
+		pwfile := filepath.Join(pgdir, "initdb.pw")
 		if err := os.WriteFile(pwfile, []byte(pw+"\n"), 0o600); err != nil {
 			return "", err
 		}
@@ -233,7 +253,7 @@ func (m *Servers) postgres(ctx context.Context) (string, error) {
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			return "", err
 		}
-		if err := chownTree(dir, cred); err != nil {
+		if err := chownTree(pgdir, cred); err != nil {
 			return "", err
 		}
 		if err := run(ctx, cred, initdb, "-D", data, "-U", "binky", "--pwfile", pwfile, "--auth", "scram-sha-256",
@@ -241,15 +261,11 @@ func (m *Servers) postgres(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("create the shared postgres: %w", err)
 		}
 	}
-	if err := chownTree(sock, cred); err != nil {
-		return "", err
-	}
-	logf := filepath.Join(dir, "postgres.log")
 	if f, err := os.OpenFile(logf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		f.Close()
-		if cred != nil {
-			os.Chown(logf, int(cred.Uid), int(cred.Gid))
-		}
+	}
+	if err := chownTree(pgdir, cred); err != nil {
+		return "", err
 	}
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=300 -c synchronous_commit=off", port, sock)
 	if err := run(ctx, cred, pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"); err != nil {

@@ -114,6 +114,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
 			return fmt.Errorf("create role %s: %w", s.Name, err)
 		}
+		// An admin that is not a superuser (CREATEROLE, CREATEDB) must be
+		// a member of a role to create a database owned by it.
+		if _, err := c.Exec(ctx, "GRANT "+ident(s.Name)+" TO CURRENT_USER"); err != nil {
+			return fmt.Errorf("grant role %s to the admin: %w", s.Name, err)
+		}
 		if _, err := c.Exec(ctx, "COMMENT ON ROLE "+ident(s.Name)+" IS "+mark); err != nil {
 			return err
 		}

@@ -42,11 +42,13 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building git-binky for the end-to-end tests:", err)
 		return 1
 	}
-	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "testsvc"), "./testdata/testsvc")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building testsvc:", err)
-		return 1
+	for out, pkg := range map[string]string{"testsvc": "./testdata/testsvc", "binky-adapter-filestore": "../../examples/adapters/filestore"} {
+		cmd = exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", out+":", err)
+			return 1
+		}
 	}
 	code := m.Run()
 	stopDaemons()
@@ -111,6 +113,35 @@ func stopDaemon(home string) {
 	cmd.Env = append(os.Environ(), "BINKY_HOME="+home)
 	cmd.Run()
 	killRecorded(home)
+	stopManagedServers(home)
+}
+
+// stopManagedServers ends the shared servers a test's daemon started.
+func stopManagedServers(home string) {
+	for _, pidfile := range []string{
+		filepath.Join(home, "servers", "postgres", "data", "postmaster.pid"),
+		filepath.Join(home, "servers", "redis", "redis.pid"),
+	} {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			continue
+		}
+		var pid int
+		fmt.Sscanf(string(b), "%d", &pid)
+		if pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	// As root, the shared postgres keeps its files outside BINKY_HOME.
+	if target, err := os.Readlink(filepath.Join(home, "servers", "postgres", "data")); err == nil {
+		for i := 0; i < 100; i++ {
+			if _, err := os.Stat(filepath.Join(target, "postmaster.pid")); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+	}
 }
 
 func stopDaemons() {

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/postgres"
+)
+
+func needServers(t *testing.T) (pg, rd string) {
+	t.Helper()
+	pg, rd = os.Getenv("BINKY_TEST_PG"), os.Getenv("BINKY_TEST_REDIS")
+	if pg == "" {
+		t.Skip("BINKY_TEST_PG is not set (make test starts a throwaway Postgres and sets it)")
+	}
+	if rd == "" {
+		t.Skip("BINKY_TEST_REDIS is not set (make test starts a throwaway Redis and sets it)")
+	}
+	return pg, rd
+}
+
+// sliceConfig is a project on the test servers; migrate and seed count
+// their runs in $GC_DIR/seeded.
+const sliceConfig = `[project]
+name = "shop"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE items (id int)'"
+seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO items SELECT generate_series(1, 100)' && echo seeded >> $GC_DIR/seeded"
+clone_from = "golden"
+[services.cache]
+adapter = "valkey"
+admin_url = "${env.BINKY_TEST_REDIS}"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["db", "cache"]
+env = { DATABASE_URL = "${db.url}", REDIS_URL = "${cache.url}", REDIS_PREFIX = "${cache.prefix}" }
+`
+
+func (f *fixture) envOf(name string) map[string]string {
+	f.t.Helper()
+	var doc struct {
+		Env map[string]string `json:"env"`
+	}
+	if err := json.Unmarshal([]byte(f.mustBinky(f.repo, "env", name, "--json")), &doc); err != nil {
+		f.t.Fatal(err)
+	}
+	return doc.Env
+}
+
+func count(t *testing.T, dbURL, query string) int {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect %s: %v", adapters.Redact(dbURL), err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func databases(t *testing.T, admin, like string) []string {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, _ := c.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY 1", like)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+func seeded(f *fixture) int {
+	b, _ := os.ReadFile(filepath.Join(f.gcDir, "seeded"))
+	return strings.Count(string(b), "seeded")
+}
+
+func TestEightParallelUpsShareOneGoldenTemplateAndRemoveDropsOnlyTheirOwn(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, sliceConfig)
+	names := []string{"w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"}
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, stderr, err := f.binky(f.repo, "up", n); err != nil {
+				errs[i] = fmt.Errorf("up %s: %v: %s", n, err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			f.binky(f.repo, "remove", n, "--force")
+		}
+	})
+	if n := seeded(f); n != 1 {
+		t.Errorf("migrate+seed ran %d times for 8 worlds, want once (the golden template)", n)
+	}
+	urls := map[string]bool{}
+	prefixes := map[string]bool{}
+	for _, n := range names {
+		env := f.envOf(n)
+		if got := count(t, env["DB_URL"], "SELECT count(*) FROM items"); got != 100 {
+			t.Errorf("%s has %d seeded rows, want 100", n, got)
+		}
+		urls[env["DB_URL"]] = true
+		prefixes[env["CACHE_PREFIX"]] = true
+		if strings.Contains(env["DB_URL"], "binky:binky-test") {
+			t.Errorf("%s's url carries the admin credentials", n)
+		}
+	}
+	if len(urls) != 8 || len(prefixes) != 8 {
+		t.Fatalf("%d distinct databases and %d prefixes for 8 worlds", len(urls), len(prefixes))
+	}
+	// A database binky did not make, named like one it did, survives.
+	ctx := context.Background()
+	admin, _ := pgx.Connect(ctx, pg)
+	defer admin.Close(ctx)
+	admin.Exec(ctx, "DROP DATABASE IF EXISTS shop_w1_backup")
+	admin.Exec(ctx, "CREATE DATABASE shop_w1_backup")
+	defer admin.Exec(context.Background(), "DROP DATABASE IF EXISTS shop_w1_backup")
+
+	w1 := f.envOf("w1")
+	f.mustBinky(f.repo, "remove", "w1")
+	left := databases(t, pg, "shop_w%")
+	if strings.Contains(strings.Join(left, ","), "shop_w1,") || contains(left, "shop_w1") {
+		t.Errorf("w1's database survived remove: %v", left)
+	}
+	if !contains(left, "shop_w1_backup") || !contains(left, "shop_w2") {
+		t.Errorf("remove of w1 dropped more than w1's slice: %v", left)
+	}
+	if _, err := pgx.Connect(ctx, w1["DB_URL"]); err == nil {
+		t.Error("w1's role still logs in after remove")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAFailedCloneFallsBackToMigrateAndSeed(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, strings.Replace(sliceConfig, `name = "shop"`, `name = "fallback"`, 1))
+	f.extraEnv = []string{"BINKY_TEST_FAIL_CLONE=1"}
+	_, stderr, err := f.binky(f.repo, "up", "fb")
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, stderr)
+	}
+	t.Cleanup(func() { f.binky(f.repo, "remove", "fb", "--force") })
+	if got := count(t, f.envOf("fb")["DB_URL"], "SELECT count(*) FROM items"); got != 100 {
+		t.Errorf("fallback world has %d rows", got)
+	}
+	if n := seeded(f); n != 2 {
+		t.Errorf("seed ran %d times, want 2 (the template, then the fallback)", n)
+	}
+	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+	if !strings.Contains(string(log), `"msg":"clone_fallback"`) {
+		t.Error("the daemon log has no clone_fallback")
+	}
+}
+
+func TestGCDropsWhatACrashLeftAndNothingElse(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, strings.Replace(sliceConfig, `name = "shop"`, `name = "gcp"`, 1))
+	f.mustBinky(f.repo, "up", "live")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "live", "--force") })
+	// A crash between provision and record: a marked slice, no world.
+	ctx := context.Background()
+	orphan := adapters.Slice{Name: "gcp_crashed", World: "00deadbeef00", AdminURL: pg, Password: "abc123"}
+	if err := postgres.New().Provision(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	out := f.mustBinky(f.repo, "gc", "--dry-run")
+	if !strings.Contains(out, "would drop postgres gcp_crashed") || strings.Contains(out, "gcp_live") || strings.Contains(out, "golden") {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	if !contains(databases(t, pg, "gcp_%"), "gcp_crashed") {
+		t.Fatal("--dry-run dropped something")
+	}
+	out = f.mustBinky(f.repo, "gc")
+	if !strings.Contains(out, "dropped postgres gcp_crashed") {
+		t.Errorf("gc:\n%s", out)
+	}
+	left := databases(t, pg, "%gcp%")
+	if contains(left, "gcp_crashed") || !contains(left, "gcp_live") {
+		t.Errorf("after gc: %v", left)
+	}
+}
+
+func TestFilestoreExternalAdapterThroughBinky(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "files"
+[services.store]
+adapter = "filestore"
+options = { root = "`+filepath.Join(t.TempDir(), "root")+`" }
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["store"]
+env = { STORE_DIR = "${store.path}" }
+`)
+	f.mustBinky(f.repo, "up", "ext")
+	env := f.envOf("ext")
+	dir := env["STORE_PATH"]
+	if !strings.HasPrefix(env["STORE_URL"], "file://") || dir == "" {
+		t.Fatalf("env: %v", env)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".binky-world")); err != nil || len(b) == 0 {
+		t.Fatalf("the slice folder is not there or not marked: %v", err)
+	}
+	f.mustBinky(f.repo, "remove", "ext")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("remove left the slice folder: %v", err)
+	}
+}
+
+func TestManagedPostgresAndRedisStartFromNothing(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL server binaries (make test installs them)")
+	}
+	f := newFixture(t, `[project]
+name = "managed"
+[services.db]
+adapter = "postgres"
+[services.cache]
+adapter = "redis"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["db", "cache"]
+`)
+	start := time.Now()
+	if _, stderr, err := f.binky(f.repo, "up"); err != nil {
+		t.Fatalf("up with managed servers: %v\n%s", err, stderr)
+	}
+	t.Logf("first up, creating both servers: %s", time.Since(start).Round(time.Millisecond))
+	st := f.status()
+	if len(st.Servers) != 2 || !st.Servers[0].Running || !st.Servers[1].Running {
+		t.Fatalf("servers: %+v", st.Servers)
+	}
+	env := f.envOf("acme")
+	if got := count(t, env["DB_URL"], "SELECT 1"); got != 1 {
+		t.Fatal("cannot query the world's managed database")
+	}
+	// The servers outlive the daemon, and a new daemon uses them again.
+	f.mustBinky(f.repo, "daemon", "stop")
+	if got := count(t, env["DB_URL"], "SELECT 1"); got != 1 {
+		t.Fatal("the managed postgres stopped with the daemon")
+	}
+	f.mustBinky(f.repo, "down")
+	f.mustBinky(f.repo, "up")
+	if again := f.envOf("acme"); again["DB_URL"] != env["DB_URL"] || again["CACHE_URL"] != env["CACHE_URL"] {
+		t.Error("the world's slices changed across a daemon restart")
+	}
+	pw, err := os.ReadFile(filepath.Join(f.home, "servers", "postgres", "admin.password"))
+	if fi, _ := os.Stat(filepath.Join(f.home, "servers", "postgres", "admin.password")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin password file: %v %v", fi, err)
+	}
+	if out := f.mustBinky(f.repo, "status"); strings.Contains(out, strings.TrimSpace(string(pw))) {
+		t.Error("status prints the admin password")
+	}
+}
