@@ -24,6 +24,7 @@ var sections = []section{
 	{"up", benchUp},
 	{"hooks", benchHooks},
 	{"proxy", benchProxy},
+	{"worlds", benchWorlds},
 }
 
 type bench struct {

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchWorlds reproduces the seed README's table on this machine, side by
+// side in one run: N worlds of Postgres with 200,000 rows each, as a server
+// per world (initdb + start + load, per world) against binky (one shared
+// server, a golden template, a clone per world, through `git binky up`).
+func benchWorlds(b *bench) error {
+	initdb, pgctl, psql := findPG("initdb"), findPG("pg_ctl"), findPG("psql")
+	if initdb == "" || pgctl == "" || psql == "" {
+		fmt.Println("skipped: PostgreSQL server binaries not found (apt-get install postgresql)")
+		return nil
+	}
+	cred, err := pgUser()
+	if err != nil {
+		return err
+	}
+	rows := 200000
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && v > 0 {
+		rows = v
+	}
+	sweep := []int{1, 2, 4, 8}
+	dir := filepath.Join(b.tmp, "worlds")
+	os.MkdirAll(dir, 0o711)
+	os.Chmod(b.tmp, 0o711)
+	load := fmt.Sprintf("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric); INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, %d) i;", rows)
+
+	type result struct {
+		n                  int
+		perRAM, binkyRAM   uint64
+		perPSS, binkyPSS   uint64
+		perTime, binkyTime time.Duration
+		clone              time.Duration
+		disk               int64
+	}
+	var results []result
+	for _, n := range sweep {
+		r := result{n: n}
+		// A server per world.
+		start := time.Now()
+		var datas []string
+		for i := 0; i < n; i++ {
+			data := filepath.Join(dir, fmt.Sprintf("per-%d-%d", n, i))
+			port := freePort()
+			if err := os.MkdirAll(data, 0o700); err != nil {
+				return err
+			}
+			chown(data, cred)
+			if err := runAs(cred, initdb, "-D", data, "-U", "bench", "--auth", "trust", "--no-instructions"); err != nil {
+				return err
+			}
+			if err := runAs(cred, pgctl, "-D", data, "-l", filepath.Join(data, "log"), "-w", "-o",
+				fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s", port, data), "start"); err != nil {
+				return err
+			}
+			datas = append(datas, data)
+			if err := runAs(cred, psql, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "bench", "-d", "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-c", load); err != nil {
+				return err
+			}
+		}
+		r.perTime = time.Since(start)
+		for _, d := range datas {
+			rss, pss := clusterMemory(d)
+			r.perRAM += rss
+			r.perPSS += pss
+		}
+		for _, d := range datas {
+			runAs(cred, pgctl, "-D", d, "-m", "fast", "stop")
+			os.RemoveAll(d)
+		}
+
+		// binky: a fresh machine state, one shared server, golden + clones.
+		home := filepath.Join(dir, fmt.Sprintf("binky-%d", n))
+		repo := filepath.Join(dir, fmt.Sprintf("repo-%d", n))
+		os.MkdirAll(repo, 0o755)
+		cfg := fmt.Sprintf(`[project]
+name = "bench"
+[services.db]
+adapter = "postgres"
+migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
+clone_from = "golden"
+`, load)
+		os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
+		env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
+		os.MkdirAll(home, 0o700)
+		os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
+		run := func(d string, args ...string) error {
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Dir, cmd.Env = d, env
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out.String())
+			}
+			return nil
+		}
+		for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
+			if err := run(repo, args...); err != nil {
+				return err
+			}
+		}
+		gb := filepath.Join(b.bin, "git-binky")
+		start = time.Now()
+		for i := 0; i < n; i++ {
+			if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
+				return err
+			}
+		}
+		r.binkyTime = time.Since(start)
+		data := filepath.Join(home, "servers", "postgres", "data")
+		if target, err := os.Readlink(data); err == nil {
+			data = target
+		}
+		r.binkyRAM, r.binkyPSS = clusterMemory(data)
+		r.clone = cloneTime(filepath.Join(home, "daemon.log"))
+		r.disk = worldDisk(cred, psql, home)
+		for i := 0; i < n; i++ {
+			run(repo, gb, "remove", fmt.Sprintf("w%d", i), "--force")
+		}
+		run(repo, gb, "daemon", "stop")
+		runAs(cred, pgctl, "-D", data, "-m", "fast", "stop")
+		if target, err := os.Readlink(filepath.Join(home, "servers", "postgres", "data")); err == nil {
+			os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+		}
+		results = append(results, r)
+	}
+	mib := func(v uint64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+	var rowsOut [][]string
+	for _, r := range results {
+		rowsOut = append(rowsOut, []string{fmt.Sprint(r.n), mib(r.perRAM), mib(r.binkyRAM), mib(r.perPSS), mib(r.binkyPSS),
+			sec(r.perTime), sec(r.binkyTime), fmt.Sprintf("%.0f ms", float64(r.clone)/float64(time.Millisecond)), fmt.Sprintf("%.1f MiB", float64(r.disk)/(1<<20))})
+	}
+	fmt.Printf("PostgreSQL, %d rows per world; RSS double-counts shared memory, PSS shares it out\n\n", rows)
+	table([]string{"worlds", "RSS: a server each", "RSS: binky", "PSS: a server each", "PSS: binky", "time: a server each", "time: binky", "clone per world", "disk per world"}, rowsOut)
+	if len(results) >= 2 {
+		last, prev := results[len(results)-1], results[len(results)-2]
+		perWorld := func(a, b uint64, na, nb int) float64 {
+			return float64(a-b) / float64(na-nb) / (1 << 20)
+		}
+		fmt.Printf("\nat %d worlds binky needs %.0f%% of the RAM (RSS) and %.0f%% of the time of a server per world;\n",
+			last.n, 100*float64(last.binkyRAM)/float64(last.perRAM), 100*last.binkyTime.Seconds()/last.perTime.Seconds())
+		fmt.Printf("each world past %d adds %.1f MiB and %.2fs under binky, %.1f MiB and %.2fs as its own server\n",
+			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
+			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))
+	}
+	return nil
+}
+
+func findPG(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(m) > 0 {
+		return m[len(m)-1]
+	}
+	return ""
+}
+
+// pgUser is who runs the servers: us, or postgres when we are root.
+func pgUser() (*syscall.Credential, error) {
+	if os.Getuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs a postgres user to run PostgreSQL")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func chown(p string, cred *syscall.Credential) {
+	if cred != nil {
+		os.Chown(p, int(cred.Uid), int(cred.Gid))
+	}
+}
+
+func runAs(cred *syscall.Credential, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// clusterMemory sums RSS and PSS of a cluster's postmaster and children.
+func clusterMemory(data string) (rss, pss uint64) {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0, 0
+	}
+	master, _ := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pid != master && parent(pid) != master {
+			continue
+		}
+		r, p := memOf(pid)
+		rss += r
+		pss += p
+	}
+	return rss, pss
+}
+
+func parent(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+func memOf(pid int) (rss, pss uint64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "Rss:":
+			rss = v * 1024
+		case "Pss:":
+			pss = v * 1024
+		}
+	}
+	return rss, pss
+}
+
+var tookRE = regexp.MustCompile(`"msg":"slice cloned".*"took_ms":(\d+)`)
+
+// cloneTime is the median clone time the daemon logged.
+func cloneTime(log string) time.Duration {
+	b, _ := os.ReadFile(log)
+	var ds []time.Duration
+	for _, m := range tookRE.FindAllStringSubmatch(string(b), -1) {
+		v, _ := strconv.Atoi(m[1])
+		ds = append(ds, time.Duration(v)*time.Millisecond)
+	}
+	return summarise(ds).p50
+}
+
+// worldDisk is the size of one world's database on the shared server.
+func worldDisk(cred *syscall.Credential, psql, home string) int64 {
+	pw, _ := os.ReadFile(filepath.Join(home, "servers", "postgres", "admin.password"))
+	port, _ := os.ReadFile(filepath.Join(home, "servers", "postgres", "port"))
+	cmd := exec.Command(psql, "-h", "127.0.0.1", "-p", strings.TrimSpace(string(port)), "-U", "binky", "-d", "postgres", "-At", "-c",
+		"SELECT pg_database_size('bench_w0')")
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+strings.TrimSpace(string(pw)))
+	out, err := cmd.Output()
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	return v
+}
