@@ -83,6 +83,15 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 
 	if err == nil {
+		if st, serr := probe.Status(ctx, dir, false); serr == nil {
+			for _, srv := range st.Servers {
+				if srv.Running {
+					add("server", OK, fmt.Sprintf("shared %s on 127.0.0.1:%d (%s)", srv.Kind, srv.Port, srv.Dir), "")
+				} else {
+					add("server", Warning, fmt.Sprintf("shared %s is stopped (%s)", srv.Kind, srv.Dir), "none needed: it starts again when a world needs it")
+				}
+			}
+		}
 		if conn, derr := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), time.Second); derr != nil {
 			add("proxy", Problem, fmt.Sprintf("nothing answers on 127.0.0.1:%d", settings.ProxyPort), "git binky port --proxy N picks another port")
 		} else {
