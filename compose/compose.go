@@ -70,7 +70,7 @@ func ConvertBytes(path string, src []byte, dotenv map[string]string, project str
 	c := &converter{path: path, dotenv: dotenv, setEnv: map[string]bool{}}
 	raw, _ := doc["services"].(map[string]any)
 	if len(raw) == 0 {
-		return Result{}, fmt.Errorf("%s: no services: a compose file lists them under services:", path)
+		return Result{}, fmt.Errorf("%s: no services (a compose file lists them under a services key)", path)
 	}
 	if n, ok := doc["name"].(string); ok && n != "" {
 		project = n

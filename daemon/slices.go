@@ -246,10 +246,11 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 		if step.cmd == "" {
 			continue
 		}
-		cmdline := world.Interpolate(step.cmd, lookup)
-		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + cmdline})
-		if err := runStep(ctx, w.Worktree.Path, world.EnvList(env), cmdline, logPath); err != nil {
-			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, cmdline, err)
+		// Messages show the command as written: interpolated, it can hold
+		// the slice's password (${db.url}).
+		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + step.cmd})
+		if err := runStep(ctx, w.Worktree.Path, world.EnvList(env), world.Interpolate(step.cmd, lookup), step.cmd, logPath); err != nil {
+			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
 		}
 	}
 	return nil
@@ -257,13 +258,13 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 
 // runStep runs one migrate or seed command, its output appended to the
 // service's log, and says how it ended with its last lines.
-func runStep(ctx context.Context, dir string, env []string, cmdline, logPath string) error {
+func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logPath string) error {
 	f, err := logfile.Open(logPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), cmdline)
+	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), shown)
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = f, f

@@ -58,6 +58,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		spec := supervisor.Spec{
 			Name:        name,
 			Cmd:         world.Interpolate(s.Cmd, lookup),
+			Shown:       s.Cmd,
 			Dir:         dir,
 			Env:         world.EnvList(env),
 			Restart:     supervisor.Policy(s.Restart),

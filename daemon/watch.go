@@ -380,14 +380,9 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		if wt.Main && req.Event == api.EventBorn {
 			return
 		}
-		if d.watch != nil {
-			defer d.watch.lockRepo(repo.CommonDir)()
-		}
-		reg := d.repoRecord(repo.CommonDir)
-		if !slices.Contains(reg.Seen, wt.Name) && !wt.Main {
-			reg.Seen = append(reg.Seen, wt.Name)
-			_ = d.home.SaveRepo(reg)
-		}
+		// Seen is updated under the repository's lock; starting the world
+		// happens outside it, so a slow start holds up no removal.
+		d.markSeen(repo.CommonDir, wt)
 		d.auto(ctx, repo, wt)
 	case api.EventCheckout:
 		w, err := world.FromWorktree(d.home, repo, wt)

@@ -486,7 +486,11 @@ func (p *proc) spawn() (func() *int, error) {
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	fmt.Fprintf(logf, "=== binky %s: starting %s: %s\n", time.Now().Format(time.RFC3339), s.Name, s.Cmd)
+	shown := s.Shown
+	if shown == "" {
+		shown = s.Cmd
+	}
+	fmt.Fprintf(logf, "=== binky %s: starting %s: %s\n", time.Now().Format(time.RFC3339), s.Name, shown)
 
 	p.g.pubMu.Lock()
 	defer p.g.pubMu.Unlock()
@@ -498,7 +502,7 @@ func (p *proc) spawn() (func() *int, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, s.Cmd, err)
+		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, shown, err)
 	}
 	pid := cmd.Process.Pid
 	p.pgid = pid

@@ -8,7 +8,10 @@ import (
 type Spec struct {
 	Name string
 	// Cmd is run with /bin/sh -c, in Dir, with exactly Env.
-	Cmd       string
+	Cmd string
+	// Shown is Cmd as logs and messages show it (as written, before
+	// interpolation put secrets in it); Cmd when empty.
+	Shown     string
 	Dir       string
 	Env       []string
 	DependsOn []string

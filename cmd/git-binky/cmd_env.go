@@ -65,8 +65,14 @@ func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
 		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})
 	case opts.Shell:
 		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + shellQuote(v) })
-	default:
+	case opts.Dotenv || !IsTTY(app.Out):
 		return printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(v) })
+	default:
+		// A person at a terminal sees where things are, not the passwords;
+		// files, eval and tools get them with --dotenv, --shell or --json.
+		err := printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(redact(k, v)) })
+		fmt.Fprintln(app.Err, "(passwords hidden on a terminal: --dotenv, --shell or --json print them)")
+		return err
 	}
 }
 
@@ -100,4 +106,21 @@ func dotenvQuote(v string) string {
 	}
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
 	return `"` + r.Replace(v) + `"`
+}
+
+// redact hides a credential in an env value: a *_PASSWORD variable, or the
+// password of a URL.
+func redact(k, v string) string {
+	if strings.HasSuffix(k, "_PASSWORD") && v != "" {
+		return "xxxxx"
+	}
+	if i := strings.Index(v, "://"); i >= 0 {
+		rest := v[i+3:]
+		if at := strings.IndexByte(rest, '@'); at >= 0 {
+			if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
+				return v[:i+3] + rest[:colon+1] + "xxxxx" + rest[at:]
+			}
+		}
+	}
+	return v
 }
