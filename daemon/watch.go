@@ -36,8 +36,6 @@ type watcher struct {
 	mu      sync.Mutex
 	pending map[string]*time.Timer // common dir → debounce timer
 	watched map[string]bool
-	// repoMu serialises reconciliation per repository.
-	repoMu map[string]*sync.Mutex
 }
 
 func (d *Daemon) startWatcher(ctx context.Context) error {
@@ -45,7 +43,7 @@ func (d *Daemon) startWatcher(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &watcher{d: d, fs: fw, pending: map[string]*time.Timer{}, watched: map[string]bool{}, repoMu: map[string]*sync.Mutex{}}
+	w := &watcher{d: d, fs: fw, pending: map[string]*time.Timer{}, watched: map[string]bool{}}
 	d.watch = w
 	w.refresh()
 	go w.loop(ctx)
@@ -164,18 +162,6 @@ func (w *watcher) reconcileAll(ctx context.Context) {
 	w.refresh()
 }
 
-func (w *watcher) lockRepo(common string) func() {
-	w.mu.Lock()
-	m, ok := w.repoMu[common]
-	if !ok {
-		m = &sync.Mutex{}
-		w.repoMu[common] = m
-	}
-	w.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
 // reconcileRepo makes the worlds of one repository match git's worktrees:
 // a worktree born since we last looked is provisioned per [project] auto; a
 // world whose admin folder is gone is torn down from its machine record; a
@@ -193,9 +179,7 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 // reconcileRecords tears down and moves worlds to match git, under the
 // repository's lock, and returns the worktrees born since the last look.
 func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Repo, []gitx.Worktree) {
-	if d.watch != nil {
-		defer d.watch.lockRepo(common)()
-	}
+	defer d.repoLock(common)()
 	repo, err := gitx.Open(common)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || !exists(common) {
@@ -414,9 +398,7 @@ func (d *Daemon) markSeen(common string, wt *gitx.Worktree) {
 	if wt.Main {
 		return
 	}
-	if d.watch != nil {
-		defer d.watch.lockRepo(common)()
-	}
+	defer d.repoLock(common)()
 	reg := d.repoRecord(common)
 	if !slices.Contains(reg.Seen, wt.Name) {
 		reg.Seen = append(reg.Seen, wt.Name)

@@ -27,7 +27,8 @@ type worldRun struct {
 	env   []string // the environment of the last explicit up, for restarts
 }
 
-// repoLock serialises git operations on one repository.
+// repoLock serialises what touches one repository's worktrees: worktree
+// creation (git's own locks make parallel adds fail) and reconciliation.
 func (d *Daemon) repoLock(common string) func() {
 	d.mu.Lock()
 	if d.repoLocks == nil {

@@ -113,20 +113,12 @@ func (w *World) PortKeys() []string {
 // asks for one, and returns the record. It is cheap when nothing changed: no
 // write happens then, which matters because `env` runs on every shell prompt.
 func (w *World) Ensure(ctx context.Context) (*Record, error) {
-	settings, err := w.Home.LoadSettings()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := w.Home.LockWorld(ctx, w.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return w.ensureLocked(ctx, settings)
+	return w.Update(ctx, nil)
 }
 
 // Update runs fn on the world's record under the world lock and saves it.
-// Ports are ensured first, so fn always sees a complete port map.
+// Ports are ensured first, so fn always sees a complete port map. A nil fn
+// changes nothing, and nothing is written unless the ports changed.
 func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, error) {
 	settings, err := w.Home.LoadSettings()
 	if err != nil {
@@ -138,8 +130,8 @@ func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, er
 	}
 	defer unlock()
 	rec, err := w.ensureLocked(ctx, settings)
-	if err != nil {
-		return nil, err
+	if err != nil || fn == nil {
+		return rec, err
 	}
 	if err := fn(rec); err != nil {
 		return rec, err

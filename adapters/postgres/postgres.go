@@ -52,23 +52,18 @@ func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
 
 // owner returns the world id marked on database name, whether it exists.
 func owner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
-	var comment *string
-	err := c.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name).Scan(&comment)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if comment == nil {
-		return "", true, nil
-	}
-	return adapters.ParseMark(*comment), true, nil
+	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name)
 }
 
+// roleOwner is owner for roles.
 func roleOwner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
+	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name)
+}
+
+// marked runs a query for one object's comment and reads binky's mark in it.
+func marked(ctx context.Context, c *pgx.Conn, query, name string) (string, bool, error) {
 	var comment *string
-	err := c.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name).Scan(&comment)
+	err := c.QueryRow(ctx, query, name).Scan(&comment)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
