@@ -134,6 +134,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
 
 	d.startProxy(ctx)
+	if err := d.newWatcher(); err != nil {
+		d.log.Error("watcher not started: worktrees added or removed will be noticed only by the next daemon", "err", err)
+	}
 	go d.admission.Watch(ctx, 2*time.Second)
 
 	// Serve at once (a hook must not wait for a daemon to finish starting);
@@ -141,11 +144,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() {
 		d.adoptAll(ctx)
 		close(d.adopted)
-		if err := d.startWatcher(ctx); err != nil {
-			d.log.Error("start watcher", "err", err)
-			return
+		if d.watch != nil {
+			d.watch.start(ctx)
 		}
-		d.watch.reconcileAll(ctx)
 	}()
 
 	go func() {

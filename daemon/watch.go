@@ -38,16 +38,23 @@ type watcher struct {
 	watched map[string]bool
 }
 
-func (d *Daemon) startWatcher(ctx context.Context) error {
+// newWatcher makes the watcher; it is set on the daemon before any request
+// is served, so requests never race its creation.
+func (d *Daemon) newWatcher() error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
-	w := &watcher{d: d, fs: fw, pending: map[string]*time.Timer{}, watched: map[string]bool{}}
-	d.watch = w
+	d.watch = &watcher{d: d, fs: fw, pending: map[string]*time.Timer{}, watched: map[string]bool{}}
+	return nil
+}
+
+// start watches the registered repositories and reconciles them, from now
+// on and every reconcileEvery.
+func (w *watcher) start(ctx context.Context) {
 	w.refresh()
 	go w.loop(ctx)
-	return nil
+	w.reconcileAll(ctx)
 }
 
 // refresh adds watches for every registered repository and its worktrees.

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/api"
 )
 
 type statusOptions struct {
@@ -44,33 +47,36 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 	if opts.JSON {
 		return writeJSON(app.Out, s)
 	}
+	renderStatus(app.Out, s, style{Color(app.Out)})
+	return nil
+}
+
+// renderStatus writes the worlds grouped by project, then the shared servers.
+func renderStatus(out io.Writer, s api.Status, st style) {
 	if len(s.Worlds) == 0 {
-		fmt.Fprintln(app.Out, "no worlds yet: 'git binky up' (or 'git binky env') in a worktree with a binky.toml makes one")
-		return nil
+		fmt.Fprintln(out, "no worlds yet: 'git binky up' (or 'git binky env') in a worktree with a binky.toml makes one")
 	}
-	st := style{Color(app.Out)}
 	project := ""
 	for _, w := range s.Worlds {
 		if w.Project != project {
 			project = w.Project
-			fmt.Fprintln(app.Out, st.bold(project))
+			fmt.Fprintln(out, st.bold(project))
 		}
 		state := w.State
 		if w.Missing {
 			state += ", worktree missing"
 		}
-		fmt.Fprintf(app.Out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
-		printServices(app.Out, st, w, "      ")
+		fmt.Fprintf(out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
+		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
-			fmt.Fprintf(app.Out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
+			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
 		}
 	}
-	for _, s := range s.Servers {
+	for _, srv := range s.Servers {
 		state := "running"
-		if !s.Running {
+		if !srv.Running {
 			state = "stopped"
 		}
-		fmt.Fprintf(app.Out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", s.Kind, s.Port, state, s.Dir)
+		fmt.Fprintf(out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", srv.Kind, srv.Port, state, srv.Dir)
 	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -87,6 +88,11 @@ func scriptEnv(e *testscript.Env) error {
 }
 
 func TestScripts(t *testing.T) {
+	t.Cleanup(func() {
+		for _, r := range scriptRaces.reports {
+			t.Errorf("a daemon reported a data race:\n%s", r)
+		}
+	})
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
@@ -94,10 +100,22 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			home := filepath.Join(e.WorkDir, ".binky-home")
-			e.Defer(func() { stopDaemon(home) })
+			e.Defer(func() {
+				if r := stopDaemon(home); r != "" {
+					scriptRaces.Lock()
+					scriptRaces.reports = append(scriptRaces.reports, r)
+					scriptRaces.Unlock()
+				}
+			})
 			return nil
 		},
 	})
+}
+
+// scriptRaces collects race reports from the scripts' daemons.
+var scriptRaces struct {
+	sync.Mutex
+	reports []string
 }
 
 // daemonHomes are the BINKY_HOMEs whose daemons the tests started.
@@ -108,12 +126,24 @@ var (
 
 // stopDaemon stops the daemon of home and every service it still runs, so
 // no test leaves processes behind.
-func stopDaemon(home string) {
+func stopDaemon(home string) string {
 	cmd := exec.Command(filepath.Join(binDir, "git-binky"), "daemon", "stop")
 	cmd.Env = append(os.Environ(), "BINKY_HOME="+home)
 	cmd.Run()
 	killRecorded(home)
 	stopManagedServers(home)
+	return raceReport(home)
+}
+
+// raceReport returns what the race detector said in the daemon's log (the
+// test binaries' daemon is built with -race when the tests are).
+func raceReport(home string) string {
+	b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
+	if i := bytes.Index(b, []byte("WARNING: DATA RACE")); i >= 0 {
+		end := min(len(b), i+4000)
+		return string(b[i:end])
+	}
+	return ""
 }
 
 // stopManagedServers ends the shared servers a test's daemon started.

@@ -48,6 +48,7 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newDoctorCmd(app),
 		newMetricsCmd(app),
 		newGCCmd(app),
+		newDashboardCmd(app),
 		newVersionCmd(app),
 	)
 	return root

@@ -70,7 +70,11 @@ func newFixture(t *testing.T, config string) *fixture {
 	daemonMu.Lock()
 	daemonHomes[f.home] = true
 	daemonMu.Unlock()
-	t.Cleanup(func() { stopDaemon(f.home) })
+	t.Cleanup(func() {
+		if r := stopDaemon(f.home); r != "" {
+			t.Errorf("the daemon reported a data race:\n%s", r)
+		}
+	})
 	return f
 }
 
@@ -95,7 +99,11 @@ func (f *fixture) mustBinky(dir string, args ...string) string {
 	f.t.Helper()
 	out, errs, err := f.binky(dir, args...)
 	if err != nil {
-		f.t.Fatalf("git-binky %s: %v\n%s%s", strings.Join(args, " "), err, out, errs)
+		log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+		if len(log) > 6000 {
+			log = log[len(log)-6000:]
+		}
+		f.t.Fatalf("git-binky %s: %v\n%s%s\ndaemon log (tail):\n%s", strings.Join(args, " "), err, out, errs, log)
 	}
 	return out
 }
