@@ -22,6 +22,11 @@ http_get() {
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
+# A proxy port of the demo's own, so a daemon you already run is left alone.
+if port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null); then
+  git binky port --proxy "$port" >/dev/null
+fi
+
 cp -R "$root/examples/hello" "$scratch/hello"
 cd "$scratch/hello"
 git init -q && git add -A && git commit -qm "hello"
@@ -51,6 +56,10 @@ done
 echo
 echo "Two worktrees, two worlds, ports nobody chose by hand:"
 paste <(cd ../login-fix && git binky env | grep -v PATH) <(cd ../checkout-v2 && git binky env | grep -v PATH) | column -t -s $'\t'
+
+echo
+echo "And by name, through the proxy (the Host header filled in):"
+step git binky curl checkout-v2 web /
 
 step git binky logs login-fix --service web -n 3
 step git binky remove login-fix
