@@ -21,14 +21,8 @@ func benchHooks(b *bench) error {
 	dir := filepath.Join(b.tmp, "hooks")
 	home := filepath.Join(dir, "home")
 	bins := filepath.Join(dir, "bin")
-	root, err := repoRoot()
-	if err != nil {
+	if err := buildHello(bins, "api"); err != nil {
 		return err
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bins, "api"), "./api")
-	build.Dir = filepath.Join(root, "examples", "hello")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build examples/hello/api: %v: %s", err, out)
 	}
 	env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid",

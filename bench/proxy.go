@@ -22,14 +22,8 @@ func benchProxy(b *bench) error {
 	dir := filepath.Join(b.tmp, "proxy")
 	home := filepath.Join(dir, "home")
 	bins := filepath.Join(dir, "bin")
-	root, err := repoRoot()
-	if err != nil {
+	if err := buildHello(bins, "api"); err != nil {
 		return err
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bins, "api"), "./api")
-	build.Dir = filepath.Join(root, "examples", "hello")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build examples/hello/api: %v: %s", err, out)
 	}
 	proxyPort := freePort()
 	os.MkdirAll(home, 0o700)

@@ -18,18 +18,10 @@ import (
 // answer when run by hand), 8 worlds at once against one after another, and
 // the daemon's memory with 8 worlds up.
 func benchUp(b *bench) error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
 	dir := filepath.Join(b.tmp, "up")
 	bins := filepath.Join(dir, "bin")
-	for _, svc := range []string{"api", "web"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bins, svc), "./"+svc)
-		cmd.Dir = filepath.Join(root, "examples", "hello")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build examples/hello/%s: %v: %s", svc, err, out)
-		}
+	if err := buildHello(bins, "api", "web"); err != nil {
+		return err
 	}
 	// The services run as built binaries, so what is timed is binky, not
 	// the Go compiler behind `go run`.
@@ -171,6 +163,23 @@ health = { http = "/healthz" }
 	})
 	fmt.Println()
 	table([]string{"daemon", "resident memory"}, [][]string{{"with 8 worlds (16 services) up", rss}})
+	return nil
+}
+
+// buildHello builds examples/hello's services into bins, so that what is
+// timed is binky, not the Go compiler behind `go run`.
+func buildHello(bins string, services ...string) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	for _, svc := range services {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bins, svc), "./"+svc)
+		cmd.Dir = filepath.Join(root, "examples", "hello")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build examples/hello/%s: %v: %s", svc, err, out)
+		}
+	}
 	return nil
 }
 
