@@ -47,6 +47,7 @@ func New(home world.Home, version string) *Client {
 // the daemon.
 func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Event), result any) error {
 	req.Version = c.Version
+	replaced := false
 	for attempt := 0; ; attempt++ {
 		conn, err := c.dial(ctx)
 		if err != nil {
@@ -54,11 +55,20 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 		}
 		err = c.roundTrip(ctx, conn, req, onEvent, result)
 		var ae *api.Error
-		if errors.As(err, &ae) && ae.Code == api.CodeVersion && attempt == 0 {
+		switch {
+		case errors.As(err, &ae) && ae.Code == api.CodeVersion && !replaced:
 			// A daemon of another version: ask it to go (its services
 			// keep running) and start ours, which adopts them.
+			replaced = true
 			if err := c.Shutdown(ctx); err != nil {
 				return fmt.Errorf("replace daemon of another version: %w", err)
+			}
+			continue
+		case errors.Is(err, errHungUp) && attempt < 2 && ctx.Err() == nil:
+			// The daemon died with our request unread (a crash, or a kill
+			// while its last thread was exiting): a new one takes it.
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return err
 			}
 			continue
 		}
@@ -66,7 +76,11 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 	}
 }
 
+// errHungUp marks a connection the daemon closed before it answered anything.
+var errHungUp = errors.New("the daemon hung up before answering")
+
 func (c *Client) roundTrip(ctx context.Context, conn net.Conn, req api.Request, onEvent func(api.Event), result any) error {
+	got := false
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
@@ -75,7 +89,10 @@ func (c *Client) roundTrip(ctx context.Context, conn net.Conn, req api.Request, 
 		return err
 	}
 	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return c.connErr(ctx, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w (see %s): %v", errHungUp, c.Home.LogPath(), err)
 	}
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
@@ -84,6 +101,7 @@ func (c *Client) roundTrip(ctx context.Context, conn net.Conn, req api.Request, 
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			return fmt.Errorf("daemon sent a bad message: %w", err)
 		}
+		got = true
 		switch {
 		case m.Event != nil:
 			if onEvent != nil {
@@ -98,7 +116,11 @@ func (c *Client) roundTrip(ctx context.Context, conn net.Conn, req api.Request, 
 			return json.Unmarshal(m.Result, result)
 		}
 	}
-	return c.connErr(ctx, sc.Err())
+	err = c.connErr(ctx, sc.Err())
+	if !got && ctx.Err() == nil {
+		return fmt.Errorf("%w (see %s): %v", errHungUp, c.Home.LogPath(), err)
+	}
+	return err
 }
 
 func (c *Client) connErr(ctx context.Context, err error) error {
@@ -108,7 +130,7 @@ func (c *Client) connErr(ctx context.Context, err error) error {
 	if err == nil {
 		err = errors.New("connection closed")
 	}
-	return fmt.Errorf("the daemon hung up before answering (see %s): %w", c.Home.LogPath(), err)
+	return fmt.Errorf("the daemon hung up (see %s): %w", c.Home.LogPath(), err)
 }
 
 // dial connects to the daemon, starting one if none answers.

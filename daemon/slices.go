@@ -310,11 +310,21 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	type exister interface {
 		Exists(ctx context.Context, adminURL, name string) (bool, error)
 	}
+	type templater interface {
+		PrepareTemplate(ctx context.Context, adminURL, name string) error
+	}
+	// Under the golden lock: preparing a template twice at once conflicts.
+	prepare := func() error {
+		if tp, ok := a.(templater); ok {
+			return tp.PrepareTemplate(ctx, admin, name)
+		}
+		return nil
+	}
 	if _, err := os.Stat(marker); err == nil {
 		if ex, ok := a.(exister); !ok {
-			return name, nil
+			return name, prepare()
 		} else if there, err := ex.Exists(ctx, admin, name); err == nil && there {
-			return name, nil
+			return name, prepare()
 		}
 	}
 	// Absent, or left half-built by a crash: build it (again).
@@ -331,6 +341,10 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := d.migrate(ctx, w, rec, n, addr, callerEnv, emit); err != nil {
 		_ = a.Teardown(ctx, gs)
 		return "", fmt.Errorf("golden template %s: %w", name, err)
+	}
+	if err := prepare(); err != nil {
+		_ = a.Teardown(ctx, gs)
+		return "", err
 	}
 	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project})
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {

@@ -130,12 +130,6 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if !exists {
 		stmt := "CREATE DATABASE " + ident(s.Name) + " OWNER " + ident(s.Name)
 		if template != "" {
-			// The template database itself must not belong to its role, or
-			// handing the role's objects to this world would hand it the
-			// template too.
-			if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(template)+" OWNER TO CURRENT_USER"); err != nil {
-				return fmt.Errorf("template %s: %w", template, err)
-			}
 			// A template cannot be copied while anyone is connected to it.
 			if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, template); err != nil {
 				return err
@@ -179,6 +173,22 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 		if _, err := dc.Exec(ctx, "ALTER SCHEMA public OWNER TO "+ident(s.Name)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// PrepareTemplate makes a built golden database ready to be copied: it
+// must not belong to its own role, or handing that role's objects to each
+// world (REASSIGN OWNED) would hand it the template too. Callers serialise
+// it (the golden lock): two first ALTERs at once conflict.
+func (p *Postgres) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER"); err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
 	}
 	return nil
 }

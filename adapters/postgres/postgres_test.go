@@ -107,6 +107,9 @@ func TestCloneCopiesTheTemplateAndHandsItsObjectsToTheWorld(t *testing.T) {
 	}
 	gc.Exec(ctx, "CREATE TABLE items (id int); INSERT INTO items VALUES (1), (2), (3)")
 	gc.Close(ctx)
+	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Clone(ctx, gold.Name, world); err != nil {
 		t.Fatal(err)
 	}
