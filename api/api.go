@@ -151,18 +151,17 @@ type Hello struct {
 
 // World is one world as status, up and down report it.
 type World struct {
-	ID       string            `json:"id"`
-	Project  string            `json:"project"`
-	Worktree string            `json:"worktree"`
-	Path     string            `json:"path"`
-	Branch   string            `json:"branch,omitempty"`
-	State    string            `json:"state"`
-	Missing  bool              `json:"missing,omitempty"` // the worktree folder is gone
-	Ports    map[string]int    `json:"ports"`
-	Services []Service         `json:"services"`
-	Slices   []Slice           `json:"slices,omitempty"`
-	Message  string            `json:"message,omitempty"`
-	Env      map[string]string `json:"-"`
+	ID       string         `json:"id"`
+	Project  string         `json:"project"`
+	Worktree string         `json:"worktree"`
+	Path     string         `json:"path"`
+	Branch   string         `json:"branch,omitempty"`
+	State    string         `json:"state"`
+	Missing  bool           `json:"missing,omitempty"` // the worktree folder is gone
+	Ports    map[string]int `json:"ports"`
+	Services []Service      `json:"services"`
+	Slices   []Slice        `json:"slices,omitempty"`
+	Message  string         `json:"message,omitempty"`
 }
 
 // Service is one supervised process of a world.

@@ -81,16 +81,6 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 // InfoPath is where a running daemon describes itself.
 func InfoPath(h world.Home) string { return filepath.Join(h.Dir, "daemon.json") }
 
-// ReadInfo reads daemon.json.
-func ReadInfo(h world.Home) (Info, error) {
-	var i Info
-	b, err := os.ReadFile(InfoPath(h))
-	if err != nil {
-		return i, err
-	}
-	return i, json.Unmarshal(b, &i)
-}
-
 // Run serves until ctx is done or a client asks it to shut down. Services
 // keep running when it returns; the next daemon adopts them.
 func (d *Daemon) Run(ctx context.Context) error {

@@ -86,9 +86,3 @@ func (d *Daemon) startHTTPS(ctx context.Context, s world.Settings) {
 		}
 	}()
 }
-
-// CARoot is the root certificate of Caddy's local CA, for clients (and
-// `doctor`) that want to trust binky's https.
-func CARoot(h world.Home) string {
-	return filepath.Join(CaddyDir(h), "data", "caddy", "pki", "authorities", "local", "root.crt")
-}

@@ -60,7 +60,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			Cmd:         world.Interpolate(s.Cmd, lookup),
 			Shown:       s.Cmd,
 			Dir:         dir,
-			Env:         world.EnvList(env),
+			Env:         world.SortedEnv(env),
 			Restart:     supervisor.Policy(s.Restart),
 			StopTimeout: s.StopTimeout.Duration,
 			LogPath:     filepath.Join(world.LogDir(w.Worktree.AdminDir), name+".log"),

@@ -53,7 +53,7 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 	for _, raw := range w.Config.Agents.Verify {
 		c := Check{Cmd: world.Interpolate(raw, lookup)}
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.Cmd)
-		cmd.Dir, cmd.Env = w.Worktree.Path, world.EnvList(env)
+		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		tail := &tailBuffer{max: keep}

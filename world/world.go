@@ -448,9 +448,6 @@ func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[stri
 	return env, nil
 }
 
-// EnvList turns an environment map into sorted KEY=value pairs.
-func EnvList(env map[string]string) []string { return SortedEnv(env) }
-
 // OpenCoordinates is `git binky env`: the coordinates of the world named
 // name (or around dir), allocating its ports on first use.
 func OpenCoordinates(ctx context.Context, home Home, dir, name string) (Coordinates, error) {
