@@ -14,11 +14,14 @@ import (
 // Slice is one world's share of a server: a database, a key prefix, ...
 type Slice struct {
 	// Name is the slice's identifier on the server: lowercase letters,
-	// digits and '_', at most 63 bytes (SliceName makes one).
+	// digits and '_', at most 63 bytes (SliceName makes one). Adapters with
+	// stricter rules (S3 buckets, MySQL users) fold it further themselves.
 	Name string
-	// World is the id of the world it belongs to; it is written into the
-	// ownership mark, and only a slice marked with it is ever dropped.
+	// World is the id of the world it belongs to, and Home the stable id
+	// of the BINKY_HOME that made it (world.Home.ID). Both are written into
+	// the ownership mark; only a slice marked with both is ever dropped.
 	World string
+	Home  string
 	// AdminURL reaches the server with rights to create and drop slices.
 	AdminURL string
 	// Password is the slice's own credential, derived by binky from a
@@ -27,6 +30,9 @@ type Slice struct {
 	// Config is the service's [options] table, for the adapter.
 	Config map[string]any
 }
+
+// Owner returns who the slice's mark must name.
+func (s Slice) Owner() Owner { return Owner{World: s.World, Home: s.Home} }
 
 // Address is how a world reaches its slice: url, host, port, name, user,
 // password, prefix... whichever the adapter has. It becomes ${svc.url} etc.
@@ -39,14 +45,20 @@ type Capabilities struct {
 }
 
 // Adapter carves slices out of one kind of server.
+//
+// Every object an adapter creates (database, role, user, bucket, vhost,
+// ACL...) carries an ownership mark naming the world and the home, kept
+// where the world's own credentials cannot rewrite it; Lister finds every
+// one of them, so that gc can drop what a crash left.
 type Adapter interface {
 	// Provision creates the slice. It is idempotent for a slice that is
 	// already the world's; it fails with ErrTaken for a name that exists
-	// and is not.
+	// and is not marked as this world's of this home (an object binky did
+	// not create is never taken over).
 	Provision(ctx context.Context, s Slice) error
 	Resolve(ctx context.Context, s Slice) (Address, error)
-	// Teardown destroys the slice, only if its mark says binky made it for
-	// s.World; an unmarked slice is left alone (ErrNotOurs).
+	// Teardown destroys the slice, only if its mark names s.World and
+	// s.Home; an unmarked slice, or another's, is left alone (ErrNotOurs).
 	Teardown(ctx context.Context, s Slice) error
 	Capabilities() Capabilities
 }
@@ -57,28 +69,67 @@ type Cloner interface {
 	Clone(ctx context.Context, template string, s Slice) error
 }
 
-// Lister is an adapter that can list the slices binky marked on a server,
-// for gc: name → world id.
+// Owned is one object an adapter made on a server, as List finds it.
+type Owned struct {
+	// Slice is the slice the object belongs to: what Teardown is called
+	// with to drop it.
+	Slice string `json:"slice"`
+	// Kind and Name say what the object is: "database" "acme_x", "role"
+	// "acme_x", "user" ..., for messages.
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Owner Owner  `json:"owner"`
+}
+
+// Lister is an adapter that can list every object binky marked on a
+// server, databases and the roles or users beside them, for gc.
 type Lister interface {
-	List(ctx context.Context, adminURL string) (map[string]string, error)
+	List(ctx context.Context, adminURL string) ([]Owned, error)
 }
 
 // Sentinel errors.
 var (
 	ErrTaken   = errors.New("a slice of that name exists and belongs to another world")
-	ErrNotOurs = errors.New("not marked as binky's: left alone")
+	ErrNotOurs = errors.New("not marked as this world's: left alone")
 )
 
-// Mark is what an ownership mark holds.
-func Mark(world string) string { return "binky:world=" + world }
+// Owner is who an ownership mark names: a world of one home. A mark written
+// before homes were recorded has an empty Home (Legacy).
+type Owner struct {
+	World string `json:"world"`
+	Home  string `json:"home,omitempty"`
+}
 
-// ParseMark returns the world id of a mark, or "" if it is not binky's.
-func ParseMark(s string) string {
-	w, ok := strings.CutPrefix(strings.TrimSpace(s), "binky:world=")
-	if !ok {
-		return ""
+// Legacy reports a mark that names no home: written by an older binky.
+func (o Owner) Legacy() bool { return o.Home == "" }
+
+// Is reports whether o is exactly the owner want: same world, same home.
+func (o Owner) Is(want Owner) bool { return o.World == want.World && o.Home == want.Home }
+
+const markPrefix = "binky:world="
+
+// Mark is the text of an ownership mark: "binky:world=<world>;home=<home>".
+// World and home ids are hex (or "golden"), so a mark holds only
+// [a-z0-9:=;_-].
+func Mark(o Owner) string {
+	if o.Home == "" {
+		return markPrefix + o.World
 	}
-	return w
+	return markPrefix + o.World + ";home=" + o.Home
+}
+
+// ParseMark reads a mark; ok is false if the text is not binky's. The older
+// form "binky:world=<world>" reads with an empty Home.
+func ParseMark(s string) (o Owner, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(s), markPrefix)
+	if !found || rest == "" {
+		return Owner{}, false
+	}
+	w, h, _ := strings.Cut(rest, ";home=")
+	if w == "" {
+		return Owner{}, false
+	}
+	return Owner{World: w, Home: h}, true
 }
 
 // SliceName makes the slice name of a world: <project>_<worktree>, folded to
@@ -86,8 +137,16 @@ func ParseMark(s string) string {
 // hash of the world, so two long names with one prefix stay apart; salt > 0
 // (after ErrTaken: another world's name folded to the same) adds it too.
 func SliceName(project, worktree, world string, salt int) string {
+	return FoldName(project+"_"+worktree, world, salt, 63)
+}
+
+// FoldName folds s to [a-z0-9_], at most max bytes, not starting with a
+// digit; a name that had to be cut, or salt > 0, gets a short hash of key
+// and salt. Adapters with shorter limits (a MySQL user: 32) use it with
+// their own max.
+func FoldName(s, key string, salt, max int) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(project + "_" + worktree) {
+	for _, r := range strings.ToLower(s) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 			b.WriteRune(r)
@@ -102,11 +161,11 @@ func SliceName(project, worktree, world string, salt int) string {
 	if name == "" || (name[0] >= '0' && name[0] <= '9') {
 		name = "w_" + name
 	}
-	if len(name) > 63 || salt > 0 {
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", world, salt)))
+	if len(name) > max || salt > 0 {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", key, salt)))
 		suffix := "_" + hex.EncodeToString(sum[:4])
-		if len(name) > 63-len(suffix) {
-			name = strings.TrimRight(name[:63-len(suffix)], "_")
+		if len(name) > max-len(suffix) {
+			name = strings.TrimRight(name[:max-len(suffix)], "_")
 		}
 		name += suffix
 	}

@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/git-binky/git-binky/adapters"
 )
 
 // Files is where Convert looks, first found wins.
@@ -128,21 +130,12 @@ type converter struct {
 	setEnv   map[string]bool
 }
 
-// adapterImages maps image names to the adapter that replaces them.
-var adapterImages = map[string]string{
-	"postgres": "postgres", "postgis/postgis": "postgres", "timescale/timescaledb": "postgres", "bitnami/postgresql": "postgres",
-	"redis": "redis", "bitnami/redis": "redis", "redis/redis-stack": "redis", "valkey/valkey": "valkey",
-	"mysql": "mysql", "mariadb": "mariadb", "percona": "percona", "mongo": "mongodb", "bitnami/mongodb": "mongodb",
-}
-
-// managedAdapters are the kinds binky can run a shared server for itself.
-var managedAdapters = map[string]bool{"postgres": true, "redis": true, "valkey": true}
-
 func (c *converter) read(name string, m map[string]any) *service {
 	s := &service{name: label(name), composeName: name}
 	s.image = c.expand(str(m["image"]))
-	if img := imageName(s.image); img != "" {
-		s.adapter = adapterImages[img]
+	var kind adapters.Kind
+	if k, ok := adapters.ForImage(s.image); ok {
+		kind, s.adapter = k, k.Name
 	}
 	switch b := m["build"].(type) {
 	case string:
@@ -153,7 +146,7 @@ func (c *converter) read(name string, m map[string]any) *service {
 			s.build = "."
 		}
 	}
-	if s.adapter != "" && !managedAdapters[s.adapter] {
+	if s.adapter != "" && kind.Server == nil {
 		s.adminEnv = strings.ToUpper(s.adapter) + "_ADMIN_URL"
 		c.setEnv[s.adminEnv] = true
 	}
@@ -448,22 +441,6 @@ func containerPort(v any) string {
 		}
 	}
 	return ""
-}
-
-func imageName(image string) string {
-	if image == "" {
-		return ""
-	}
-	name := image
-	if i := strings.LastIndexByte(name, '@'); i >= 0 {
-		name = name[:i]
-	}
-	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-		name = name[:i]
-	}
-	name = strings.TrimPrefix(name, "docker.io/")
-	name = strings.TrimPrefix(name, "library/")
-	return name
 }
 
 func str(v any) string {

@@ -35,7 +35,7 @@ func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env 
 	if raw != "" && !strings.Contains(raw, "${") {
 		return raw, raw, nil
 	}
-	kind, ok := builtin.ManagedKind(svc.Adapter)
+	kind, ok := builtin.Managed(svc.Adapter)
 	if !ok && builtin.External(svc.Adapter) {
 		return "", "", nil // an external adapter owns its configuration
 	}
@@ -78,6 +78,10 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 	if err != nil {
 		return rec, err
 	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return rec, err
+	}
 	env, err := w.ProcessEnv(rec, callerEnv, "")
 	if err != nil {
 		return rec, err
@@ -98,7 +102,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if existing != nil {
 			name = existing.Name
 		}
-		s := adapters.Slice{Name: name, World: w.ID, AdminURL: admin, Config: svc.Options}
+		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: svc.Options}
 		ready := existing != nil && existing.Ready && existing.Config["admin"] == ref
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost
@@ -108,7 +112,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
 		} else {
-			if s, err = d.createSlice(ctx, w, rec, n, a, s, secret, callerEnv, emit); err != nil {
+			if s, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, callerEnv, emit); err != nil {
 				return rec, err
 			}
 		}
@@ -159,7 +163,7 @@ func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRe
 // clone failure falls back to the latter: correctness never depends on
 // cloning, only speed does.
 func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, error) {
+	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
 	for salt := 0; ; salt++ {
@@ -169,13 +173,13 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		s.Password = adapters.Password(secret, kind, s.Name)
 		// Record the slice before it exists: a crash from here on leaves a
 		// record that teardown acts on, or a marked slice that gc drops.
-		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(refOf(s.AdminURL, d), svc.Options)}
+		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options)}
 		if _, err := d.saveSlice(ctx, w, pending); err != nil {
 			return s, err
 		}
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
-			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, secret, callerEnv, emit)
+			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
 			if err == nil {
 				emit(api.Event{World: w.Name, Service: n, State: "cloning", Message: "cloning " + tmpl})
 				start := time.Now()
@@ -211,15 +215,6 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		}
 		return s, nil
 	}
-}
-
-func refOf(admin string, d *Daemon) string {
-	for _, srv := range d.servers.Status() {
-		if strings.Contains(admin, fmt.Sprintf("127.0.0.1:%d", srv.Port)) && srv.Port != 0 {
-			return "managed:" + srv.Kind
-		}
-	}
-	return admin
 }
 
 // migrate runs the service's migrate and seed commands in the worktree,
@@ -286,11 +281,11 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 // provision, migrate, seed. It is named from a hash of the migrate and seed
 // commands, so changing either builds a new one; a file lock makes
 // parallel ups (in any process) build it once and wait for it.
-func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, admin string,
+func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, admin, ref, homeID string,
 	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
-	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + refOf(admin, d)))
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref))
 	key := hex.EncodeToString(sum[:5])
 	proj := adapters.SliceName(w.Project, "", "", 0)
 	if len(proj) > 30 {
@@ -306,7 +301,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		return "", err
 	}
 	defer unlock()
-	gs := adapters.Slice{Name: name, World: goldenWorld, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: svc.Options}
+	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: svc.Options}
 	type exister interface {
 		Exists(ctx context.Context, adminURL, name string) (bool, error)
 	}
@@ -358,6 +353,11 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 // teardownSlices drops every slice of a world, each only if marked as the
 // world's. A server that cannot be reached leaves its slice for gc.
 func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
+	homeID, err := d.home.ID()
+	if err != nil {
+		d.log.Error("teardown slices: home id", "err", err)
+		return
+	}
 	for _, sl := range rec.Slices {
 		a, err := builtin.Lookup(sl.Adapter)
 		if err != nil {
@@ -371,7 +371,7 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
 			continue
 		}
 		options, _ := sl.Config["options"].(map[string]any)
-		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, AdminURL: admin, Config: options})
+		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin, Config: options})
 		switch {
 		case errors.Is(err, adapters.ErrNotOurs):
 			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
@@ -402,6 +402,10 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			}
 		}
 	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return api.GC{}, err
+	}
 	out := api.GC{DryRun: req.DryRun, Orphans: []api.Orphan{}}
 	urls := make([]string, 0, len(servers))
 	for u := range servers {
@@ -422,17 +426,24 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			out.Errors = append(out.Errors, fmt.Sprintf("%s at %s: %v", servers[u], adapters.Redact(u), err))
 			continue
 		}
-		for name, owner := range found {
-			if owner == goldenWorld || d.home.HasRecord(owner) {
+		// One teardown per slice, however many objects (database, role...)
+		// it has; only this home's, since another home's worlds are not in
+		// this home's records.
+		slices := map[string]adapters.Owner{}
+		for _, obj := range found {
+			if obj.Owner.Home != homeID || obj.Owner.World == goldenWorld || d.home.HasRecord(obj.Owner.World) {
 				continue
 			}
-			o := api.Orphan{Adapter: servers[u], Name: name, World: owner, Server: adapters.Redact(u)}
+			slices[obj.Slice] = obj.Owner
+		}
+		for name, owner := range slices {
+			o := api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u)}
 			if !out.DryRun {
-				if err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner, AdminURL: u}); err != nil {
+				if err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner.World, Home: owner.Home, AdminURL: u}); err != nil {
 					o.Error = err.Error()
 				} else {
 					o.Dropped = true
-					d.log.Info("gc dropped an orphaned slice", "slice", name, "adapter", servers[u], "world", owner)
+					d.log.Info("gc dropped an orphaned slice", "slice", name, "adapter", servers[u], "world", owner.World)
 				}
 			}
 			out.Orphans = append(out.Orphans, o)

@@ -3,6 +3,7 @@ package world
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -107,22 +108,49 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
 
+// ID is the home's stable identity: 16 hex digits, random, made once and
+// kept in $BINKY_HOME/home-id. Ownership marks carry it, so that two homes
+// sharing one server (two users, a laptop and CI, two BINKY_HOMEs) never
+// drop each other's slices.
+func (h Home) ID() (string, error) {
+	b, err := h.once("home-id", func() ([]byte, error) {
+		raw := make([]byte, 8)
+		if _, err := rand.Read(raw); err != nil {
+			return nil, err
+		}
+		return []byte(hex.EncodeToString(raw)), nil
+	}, func(b []byte) bool { return len(b) == 16 })
+	return string(b), err
+}
+
 // Secret is the machine's secret (32 random bytes in $BINKY_HOME/secret,
 // 0600, made once) from which slice passwords are derived. It is linked
 // into place complete, so a concurrent reader never sees half of it.
 func (h Home) Secret() ([]byte, error) {
-	p := filepath.Join(h.Dir, "secret")
-	if b, err := os.ReadFile(p); err == nil && len(b) == 32 {
+	return h.once("secret", func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	}, func(b []byte) bool { return len(b) == 32 })
+}
+
+// once returns the content of the file name in the home, making it with
+// create the first time. The file is linked into place complete, so a
+// concurrent reader never sees half of it, and the first of two racing
+// makers wins.
+func (h Home) once(name string, create func() ([]byte, error), valid func([]byte) bool) ([]byte, error) {
+	p := filepath.Join(h.Dir, name)
+	if b, err := os.ReadFile(p); err == nil && valid(b) {
 		return b, nil
 	}
 	if err := h.Ensure(); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	b, err := create()
+	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(h.Dir, ".secret*")
+	tmp, err := os.CreateTemp(h.Dir, "."+name+"*")
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
 // Package adapterstest is the conformance suite every adapter passes
 // against its real server: provision is idempotent, worlds get distinct
-// slices, teardown drops exactly the world's own slice and never another's
-// or an unmarked one, hostile names are safe, and listing finds marked
-// slices.
+// slices, teardown drops exactly the world's own slice and never another
+// world's, another home's or an unmarked one, an object binky did not make
+// is never taken over, hostile names are safe, and listing finds every
+// marked object with its owner.
 package adapterstest
 
 import (
@@ -16,15 +17,34 @@ import (
 	"github.com/git-binky/git-binky/adapters"
 )
 
+// Server is the real server an adapter is tested against.
+type Server struct {
+	AdminURL string
+	// Foreign, when set, creates what an admin could make by hand under a
+	// slice's name without binky (a database, a user, a key under the
+	// prefix, a bucket...), and Intact reports whether it is still there
+	// untouched. The suite then checks that binky refuses the name and
+	// never drops or changes what it did not make.
+	Foreign func(ctx context.Context, slice string) error
+	Intact  func(ctx context.Context, slice string) (bool, error)
+}
+
 // Run runs the suite against adminURL.
 func Run(t *testing.T, a adapters.Adapter, adminURL string) {
+	RunServer(t, a, Server{AdminURL: adminURL})
+}
+
+// RunServer runs the suite against srv.
+func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
+	adminURL := srv.AdminURL
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	secret := []byte("conformance-secret-0123456789abcdef")
 	run := fmt.Sprintf("%x", time.Now().UnixNano())[6:]
+	home := "home" + run
 	slice := func(project, worktree, world string) adapters.Slice {
 		name := adapters.SliceName(project, worktree, world, 0)
-		return adapters.Slice{Name: name, World: world, AdminURL: adminURL, Password: adapters.Password(secret, "test", name)}
+		return adapters.Slice{Name: name, World: world, Home: home, AdminURL: adminURL, Password: adapters.Password(secret, "test", name)}
 	}
 
 	t.Run("provision is idempotent and resolve gives an address", func(t *testing.T) {
@@ -74,14 +94,63 @@ func Run(t *testing.T, a adapters.Adapter, adminURL string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, still := found[sa.Name]; still {
-				t.Errorf("%s still listed after teardown", sa.Name)
+			var ofB int
+			for _, o := range found {
+				if o.Slice == sa.Name {
+					t.Errorf("%s %s of %s still listed after teardown", o.Kind, o.Name, sa.Name)
+				}
+				if o.Slice == sb.Name {
+					ofB++
+					if !o.Owner.Is(sb.Owner()) {
+						t.Errorf("%s %s listed as %+v's, want %+v", o.Kind, o.Name, o.Owner, sb.Owner())
+					}
+				}
 			}
-			if found[sb.Name] != sb.World {
-				t.Errorf("%s not listed as %s's: %v", sb.Name, sb.World, found)
+			if ofB == 0 {
+				t.Errorf("%s not listed: %v", sb.Name, found)
 			}
 		}
 	})
+
+	t.Run("another home's slice of the same world is neither taken nor dropped", func(t *testing.T) {
+		s := slice("conf"+run, "homes", "w-homes-"+run)
+		t.Cleanup(func() { a.Teardown(context.Background(), s) })
+		if err := a.Provision(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		other := s
+		other.Home = "otherhome" + run
+		if err := a.Provision(ctx, other); !errors.Is(err, adapters.ErrTaken) {
+			t.Errorf("provision from another home: %v, want ErrTaken", err)
+		}
+		if err := a.Teardown(ctx, other); !errors.Is(err, adapters.ErrNotOurs) {
+			t.Errorf("teardown from another home: %v, want ErrNotOurs", err)
+		}
+		if _, err := a.Resolve(ctx, s); err != nil {
+			t.Errorf("the slice is gone after another home's teardown: %v", err)
+		}
+		if err := a.Provision(ctx, s); err != nil {
+			t.Errorf("the owner cannot provision its slice again: %v", err)
+		}
+	})
+
+	if srv.Foreign != nil {
+		t.Run("what binky did not make is never taken over or dropped", func(t *testing.T) {
+			s := slice("conf"+run, "foreign", "w-foreign-"+run)
+			if err := srv.Foreign(ctx, s.Name); err != nil {
+				t.Fatalf("make the foreign object: %v", err)
+			}
+			if err := a.Provision(ctx, s); !errors.Is(err, adapters.ErrTaken) {
+				t.Errorf("provision over an object binky did not make: %v, want ErrTaken", err)
+			}
+			if err := a.Teardown(ctx, s); !errors.Is(err, adapters.ErrNotOurs) {
+				t.Errorf("teardown of an object binky did not make: %v, want ErrNotOurs", err)
+			}
+			if ok, err := srv.Intact(ctx, s.Name); err != nil || !ok {
+				t.Errorf("the foreign object was changed or dropped (intact=%v, err=%v)", ok, err)
+			}
+		})
+	}
 
 	t.Run("a name taken by another world is refused", func(t *testing.T) {
 		s := slice("conf"+run, "taken", "w-owner-"+run)

@@ -1,45 +1,51 @@
-// Package builtin is the table of adapters binky can drive: the ones
-// compiled in (postgres, redis and their aliases) and, for any other name,
-// the external binky-adapter-<name> on PATH. It is an explicit table, not
-// init() registration.
+// Package builtin maps the adapter table's names (adapters.Kinds) to the
+// code that drives them: a constructor per built-in kind and, for any other
+// name, the external binky-adapter-<name> on PATH. It is an explicit table,
+// not init() registration; a test fails when a row of adapters.Kinds has no
+// constructor here, or a constructor no row.
 package builtin
 
 import (
+	"fmt"
+
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/external"
-	"github.com/git-binky/git-binky/adapters/managed"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/redis"
 )
 
-// Lookup returns the adapter for a name from binky.toml.
-func Lookup(name string) (adapters.Adapter, error) {
-	switch adapters.Canonical(name) {
-	case "postgres":
-		return postgres.New(), nil
-	case "redis":
-		return redis.New(), nil
-	}
-	return external.Find(name)
+// constructors builds the adapter of each built-in kind, by canonical name.
+var constructors = map[string]func() adapters.Adapter{
+	"postgres": func() adapters.Adapter { return postgres.New() },
+	"redis":    func() adapters.Adapter { return redis.New() },
 }
 
-// ManagedKind is the managed server that can stand in for a missing
-// admin_url, if binky runs one for this adapter.
-func ManagedKind(name string) (string, bool) {
-	switch adapters.Canonical(name) {
-	case "postgres":
-		return managed.Postgres, true
-	case "redis":
-		return managed.Redis, true
+// Lookup returns the adapter for a name from binky.toml: built in, or an
+// external binky-adapter-<name>.
+func Lookup(name string) (adapters.Adapter, error) {
+	k, ok := adapters.Lookup(name)
+	if !ok {
+		return external.Find(name)
 	}
-	return "", false
+	c, ok := constructors[k.Name]
+	if !ok {
+		return nil, fmt.Errorf("adapter %q is in the table but not built into this binary (a bug: add it to adapters/builtin)", name)
+	}
+	return c(), nil
+}
+
+// Managed reports whether binky runs a shared server for the kind itself
+// when a service gives no admin_url, and the kind's canonical name.
+func Managed(name string) (kind string, ok bool) {
+	k, found := adapters.Lookup(name)
+	if !found || k.Server == nil {
+		return "", false
+	}
+	return k.Name, true
 }
 
 // External reports whether name is driven by a binky-adapter-<name>.
 func External(name string) bool {
-	switch adapters.Canonical(name) {
-	case "postgres", "redis":
-		return false
-	}
-	return true
+	_, ok := adapters.Lookup(name)
+	return !ok
 }

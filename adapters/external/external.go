@@ -38,6 +38,7 @@ func Find(name string) (*External, error) {
 type request struct {
 	Slice    string         `json:"slice"`
 	World    string         `json:"world"`
+	Home     string         `json:"home,omitempty"`
 	Password string         `json:"password,omitempty"`
 	AdminURL string         `json:"admin_url,omitempty"`
 	Config   map[string]any `json:"config"`
@@ -49,7 +50,9 @@ type response struct {
 	Error        string                `json:"error"`
 	Address      json.RawMessage       `json:"address"`
 	Capabilities adapters.Capabilities `json:"capabilities"`
-	Slices       map[string]string     `json:"slices"`
+	// Slices (from list) maps each slice to its owner: {"world": ...,
+	// "home": ...}, or, as older adapters answer, the world id alone.
+	Slices map[string]json.RawMessage `json:"slices"`
 }
 
 func (e *External) call(ctx context.Context, verb string, req request) (response, error) {
@@ -86,7 +89,7 @@ func (e *External) call(ctx context.Context, verb string, req request) (response
 }
 
 func toRequest(s adapters.Slice) request {
-	return request{Slice: s.Name, World: s.World, Password: s.Password, AdminURL: s.AdminURL, Config: s.Config}
+	return request{Slice: s.Name, World: s.World, Home: s.Home, Password: s.Password, AdminURL: s.AdminURL, Config: s.Config}
 }
 
 // Provision runs `<adapter> provision`.
@@ -130,12 +133,22 @@ func (e *External) Capabilities() adapters.Capabilities {
 }
 
 // List runs `<adapter> list` (for adapters with the List capability).
-func (e *External) List(ctx context.Context, adminURL string) (map[string]string, error) {
+func (e *External) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	resp, err := e.call(ctx, "list", request{AdminURL: adminURL})
 	if err != nil {
 		return nil, err
 	}
-	return resp.Slices, nil
+	out := make([]adapters.Owned, 0, len(resp.Slices))
+	for name, raw := range resp.Slices {
+		var o adapters.Owner
+		if json.Unmarshal(raw, &o.World) != nil {
+			if err := json.Unmarshal(raw, &o); err != nil || o.World == "" {
+				return nil, fmt.Errorf("adapter %s list: slice %s: owner must be {\"world\": ..., \"home\": ...}", e.Name, name)
+			}
+		}
+		out = append(out, adapters.Owned{Slice: name, Kind: e.Name, Name: name, Owner: o})
+	}
+	return out, nil
 }
 
 var (

@@ -9,31 +9,48 @@ package managed
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/world"
 )
 
-// Kinds binky can run itself.
-const (
-	Postgres = "postgres"
-	Redis    = "redis"
-)
+// starter starts (or finds running) the shared server of one kind, its
+// files under dir, and returns its admin URL. It runs with the kind's lock
+// held, in this process and across processes.
+type starter func(ctx context.Context, m *Servers, dir string) (adminURL string, err error)
+
+// starters are the kinds binky can run itself, keyed by the adapter
+// table's names (adapters.Kinds rows with a Server); one file per kind.
+var starters = map[string]starter{
+	"postgres": startPostgres,
+	"redis":    startRedis,
+}
+
+// Runs reports whether binky can run the shared server of kind.
+func Runs(kind string) bool { _, ok := starters[kind]; return ok }
+
+// Kinds lists the kinds binky can run, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(starters))
+	for k := range starters {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // Server is a managed server as status and doctor show it.
 type Server struct {
@@ -43,9 +60,6 @@ type Server struct {
 	Dir     string `json:"dir"`
 	Message string `json:"message,omitempty"`
 }
-
-// rootDataDir is where a root-run binky keeps the shared postgres's files.
-const rootDataDir = "/var/lib/git-binky"
 
 // Servers starts and finds the managed servers of one BINKY_HOME.
 type Servers struct {
@@ -71,19 +85,17 @@ func (m *Servers) AdminURL(ctx context.Context, kind string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	switch kind {
-	case Postgres:
-		return m.postgres(ctx)
-	case Redis:
-		return m.redis(ctx)
+	start, ok := starters[kind]
+	if !ok {
+		return "", fmt.Errorf("binky cannot run a %s server itself: set admin_url for it", kind)
 	}
-	return "", fmt.Errorf("binky cannot run a %s server itself: set admin_url for it", kind)
+	return start(ctx, m, m.dir(kind))
 }
 
 // Status describes every managed server that exists.
 func (m *Servers) Status() []Server {
 	var out []Server
-	for _, kind := range []string{Postgres, Redis} {
+	for _, kind := range Kinds() {
 		d := m.dir(kind)
 		if _, err := os.Stat(d); err != nil {
 			continue
@@ -189,136 +201,4 @@ func run(ctx context.Context, cred *syscall.Credential, name string, args ...str
 		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-func (m *Servers) postgres(ctx context.Context) (string, error) {
-	initdb, pgctl := adapters.FindServerBinary("initdb"), adapters.FindServerBinary("pg_ctl")
-	if initdb == "" || pgctl == "" {
-		return "", missing("PostgreSQL server binaries (initdb, pg_ctl)", "postgresql")
-	}
-	cred, err := runAs()
-	if err != nil {
-		return "", err
-	}
-	dir := m.dir(Postgres)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	pw, err := secret(dir)
-	if err != nil {
-		return "", err
-	}
-	port, err := m.port(Postgres, dir)
-	if err != nil {
-		return "", err
-	}
-	admin := (&url.URL{Scheme: "postgres", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(port),
-		Path: "/postgres", RawQuery: "sslmode=disable"}).String()
-	if listening(port) {
-		return admin, nil
-	}
-	// The server's files live where its user can reach them: under
-	// BINKY_HOME normally; as root, whose home the postgres user cannot
-	// enter, under /var/lib/git-binky (linked from servers/postgres/data).
-	pgdir := dir
-	if cred != nil {
-		sum := sha256.Sum256([]byte(m.Home.Dir))
-		pgdir = filepath.Join(rootDataDir, hex.EncodeToString(sum[:6]), "postgres")
-		if err := os.MkdirAll(pgdir, 0o700); err != nil {
-			return "", fmt.Errorf("create %s for the shared postgres: %w", pgdir, err)
-		}
-		// The folders above it only need to be traversed, not read.
-		for _, d := range []string{rootDataDir, filepath.Dir(pgdir)} {
-			_ = os.Chmod(d, 0o711)
-		}
-		link := filepath.Join(dir, "data")
-		if target, err := os.Readlink(link); err != nil || target != filepath.Join(pgdir, "data") {
-			os.Remove(link)
-			if err := os.Symlink(filepath.Join(pgdir, "data"), link); err != nil {
-				return "", err
-			}
-		}
-	}
-	data, sock, logf := filepath.Join(pgdir, "data"), filepath.Join(pgdir, "sock"), filepath.Join(pgdir, "postgres.log")
-	if err := os.MkdirAll(sock, 0o700); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
-		os.RemoveAll(data)
-		pwfile := filepath.Join(pgdir, "initdb.pw")
-		if err := os.WriteFile(pwfile, []byte(pw+"\n"), 0o600); err != nil {
-			return "", err
-		}
-		defer os.Remove(pwfile)
-		if err := os.MkdirAll(data, 0o700); err != nil {
-			return "", err
-		}
-		if err := chownTree(pgdir, cred); err != nil {
-			return "", err
-		}
-		if err := run(ctx, cred, initdb, "-D", data, "-U", "binky", "--pwfile", pwfile, "--auth", "scram-sha-256",
-			"-E", "UTF8", "--no-instructions"); err != nil {
-			return "", fmt.Errorf("create the shared postgres: %w", err)
-		}
-	}
-	if f, err := os.OpenFile(logf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-		f.Close()
-	}
-	if err := chownTree(pgdir, cred); err != nil {
-		return "", err
-	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=300 -c synchronous_commit=off", port, sock)
-	if err := run(ctx, cred, pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		return "", fmt.Errorf("start the shared postgres (log: %s): %w", logf, err)
-	}
-	return admin, nil
-}
-
-func (m *Servers) redis(ctx context.Context) (string, error) {
-	server := adapters.FindServerBinary("redis-server")
-	if server == "" {
-		return "", missing("redis-server", "redis-server")
-	}
-	dir := m.dir(Redis)
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return "", err
-	}
-	pw, err := secret(dir)
-	if err != nil {
-		return "", err
-	}
-	port, err := m.port(Redis, dir)
-	if err != nil {
-		return "", err
-	}
-	admin := (&url.URL{Scheme: "redis", User: url.UserPassword("default", pw), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/0"}).String()
-	if listening(port) {
-		return admin, nil
-	}
-	conf := fmt.Sprintf(`# Written by git-binky: the shared Redis of this machine's worlds.
-bind 127.0.0.1
-protected-mode yes
-port %d
-daemonize yes
-pidfile %s
-logfile %s
-dir %s
-user default on >%s ~* &* +@all
-`, port, filepath.Join(dir, "redis.pid"), filepath.Join(dir, "redis.log"), data, pw)
-	confPath := filepath.Join(dir, "redis.conf")
-	if err := world.WriteFileAtomic(confPath, []byte(conf), 0o600); err != nil {
-		return "", err
-	}
-	if err := run(ctx, nil, server, confPath); err != nil {
-		return "", fmt.Errorf("start the shared redis (log: %s): %w", filepath.Join(dir, "redis.log"), err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !listening(port) {
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("the shared redis did not start listening on 127.0.0.1:%d (log: %s)", port, filepath.Join(dir, "redis.log"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return admin, nil
 }

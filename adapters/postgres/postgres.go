@@ -28,7 +28,7 @@ func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 // passwords, marks), which cannot hold a quote, and checked anyway.
 func literal(s string) (string, error) {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == ':' || r == '=' || r == '_' || r == '-') {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == ':' || r == '=' || r == ';' || r == '_' || r == '-') {
 			return "", fmt.Errorf("refusing to write %q into SQL", s)
 		}
 	}
@@ -50,30 +50,31 @@ func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
 	return c, nil
 }
 
-// owner returns the world id marked on database name, whether it exists.
-func owner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
+// owner returns the owner marked on database name, whether it exists.
+func owner(ctx context.Context, c *pgx.Conn, name string) (adapters.Owner, bool, error) {
 	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name)
 }
 
 // roleOwner is owner for roles.
-func roleOwner(ctx context.Context, c *pgx.Conn, name string) (string, bool, error) {
+func roleOwner(ctx context.Context, c *pgx.Conn, name string) (adapters.Owner, bool, error) {
 	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name)
 }
 
 // marked runs a query for one object's comment and reads binky's mark in it.
-func marked(ctx context.Context, c *pgx.Conn, query, name string) (string, bool, error) {
+func marked(ctx context.Context, c *pgx.Conn, query, name string) (adapters.Owner, bool, error) {
 	var comment *string
 	err := c.QueryRow(ctx, query, name).Scan(&comment)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
+		return adapters.Owner{}, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return adapters.Owner{}, false, err
 	}
 	if comment == nil {
-		return "", true, nil
+		return adapters.Owner{}, true, nil
 	}
-	return adapters.ParseMark(*comment), true, nil
+	o, _ := adapters.ParseMark(*comment)
+	return o, true, nil
 }
 
 // Provision creates the world's role and database, marks both, and shuts
@@ -97,13 +98,13 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
-	mark, err := literal(adapters.Mark(s.World))
+	mark, err := literal(adapters.Mark(s.Owner()))
 	if err != nil {
 		return err
 	}
 	if w, exists, err := roleOwner(ctx, c, s.Name); err != nil {
 		return err
-	} else if exists && w != s.World {
+	} else if exists && !w.Is(s.Owner()) {
 		return fmt.Errorf("postgres role %s: %w", s.Name, adapters.ErrTaken)
 	} else if !exists {
 		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
@@ -124,7 +125,7 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
-	if exists && w != s.World {
+	if exists && !w.Is(s.Owner()) {
 		return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
 	}
 	if !exists {
@@ -229,7 +230,7 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	switch {
 	case err != nil:
 		return err
-	case exists && w != s.World:
+	case exists && !w.Is(s.Owner()):
 		errs = append(errs, fmt.Errorf("database %s: %w", s.Name, adapters.ErrNotOurs))
 	case exists:
 		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.Name); err != nil {
@@ -243,7 +244,7 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	switch {
 	case err != nil:
 		return err
-	case rexists && rw != s.World:
+	case rexists && !rw.Is(s.Owner()):
 		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
 	case rexists:
 		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(s.Name)); err != nil {
@@ -253,28 +254,29 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	return errors.Join(errs...)
 }
 
-// List returns the databases binky marked on the server: name → world.
-func (p *Postgres) List(ctx context.Context, adminURL string) (map[string]string, error) {
+// List returns the databases and roles binky marked on the server.
+func (p *Postgres) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := connect(ctx, adminURL, "")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE NOT datistemplate`)
+	rows, err := c.Query(ctx, `SELECT 'database', datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE NOT datistemplate
+		UNION ALL SELECT 'role', rolname, shobj_description(oid, 'pg_authid') FROM pg_roles`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	var out []adapters.Owned
 	for rows.Next() {
-		var name string
+		var kind, name string
 		var comment *string
-		if err := rows.Scan(&name, &comment); err != nil {
+		if err := rows.Scan(&kind, &name, &comment); err != nil {
 			return nil, err
 		}
 		if comment != nil {
-			if w := adapters.ParseMark(*comment); w != "" {
-				out[name] = w
+			if o, ok := adapters.ParseMark(*comment); ok {
+				out = append(out, adapters.Owned{Slice: name, Kind: kind, Name: name, Owner: o})
 			}
 		}
 	}

@@ -64,16 +64,16 @@ func (r *Redis) Provision(ctx context.Context, s adapters.Slice) error {
 	}
 	defer c.Close()
 	marker := markerPrefix + s.Name
-	ok, err := c.SetNX(ctx, marker, s.World, 0).Result()
+	ok, err := c.SetNX(ctx, marker, adapters.Mark(s.Owner()), 0).Result()
 	if err != nil {
 		return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
 	}
 	if !ok {
-		owner, err := c.Get(ctx, marker).Result()
+		mark, err := c.Get(ctx, marker).Result()
 		if err != nil {
 			return err
 		}
-		if owner != s.World {
+		if !ownerOf(mark).Is(s.Owner()) {
 			return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrTaken)
 		}
 	}
@@ -130,14 +130,14 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	}
 	defer c.Close()
 	marker := markerPrefix + s.Name
-	owner, err := c.Get(ctx, marker).Result()
+	mark, err := c.Get(ctx, marker).Result()
 	if errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	if err != nil {
 		return err
 	}
-	if owner != s.World {
+	if !ownerOf(mark).Is(s.Owner()) {
 		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	if hasACL(ctx, c) {
@@ -174,19 +174,29 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	return c.Del(ctx, marker).Err()
 }
 
-// List returns the slices binky marked on the server: name → world.
-func (r *Redis) List(ctx context.Context, adminURL string) (map[string]string, error) {
+// ownerOf reads a marker key's value: a mark, or (as binky wrote it
+// before homes) the bare world id.
+func ownerOf(v string) adapters.Owner {
+	if o, ok := adapters.ParseMark(v); ok {
+		return o
+	}
+	return adapters.Owner{World: v}
+}
+
+// List returns the slices binky marked on the server.
+func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := client(adminURL)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	out := map[string]string{}
+	var out []adapters.Owned
 	iter := c.Scan(ctx, 0, markerPrefix+"*", 500).Iterator()
 	for iter.Next(ctx) {
-		w, err := c.Get(ctx, iter.Val()).Result()
+		v, err := c.Get(ctx, iter.Val()).Result()
 		if err == nil {
-			out[strings.TrimPrefix(iter.Val(), markerPrefix)] = w
+			name := strings.TrimPrefix(iter.Val(), markerPrefix)
+			out = append(out, adapters.Owned{Slice: name, Kind: "prefix", Name: Prefix(name), Owner: ownerOf(v)})
 		}
 	}
 	return out, iter.Err()

@@ -1,0 +1,210 @@
+package adapters
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Kind is one row of the adapter table: everything binky knows about an
+// adapter built into it, read by check, init, the daemon, status, doctor
+// and gc. Adding an adapter is its package, one row here, and its
+// constructor in adapters/builtin (a test there fails when the two
+// disagree). The table lives here, apart from the constructors, so that the
+// light CLI can read it without linking any database driver.
+type Kind struct {
+	// Name is the canonical name in binky.toml: adapter = "postgres".
+	Name string
+	// Aliases are protocol-compatible names served by the same code
+	// (valkey → redis).
+	Aliases []string
+	// Slice says what a world gets, for check, status and the README.
+	Slice string
+	// Fields are the address fields a slice resolves to: ${svc.<field>}
+	// and <SVC>_<FIELD> in the environment.
+	Fields []string
+	// Env are the environment names apps and their tools read for this
+	// kind (DATABASE_URL for a SQL database), with the field each carries:
+	// migrate and seed see them, and init wires a dependent's variables of
+	// those names to the slice.
+	Env []EnvName
+	// Server is how binky runs the kind's shared server itself when a
+	// service gives no admin_url; nil when it cannot.
+	Server *Server
+	// Images are the compose images the kind replaces, as repository paths
+	// without registry or tag ("postgres", "bitnami/postgresql").
+	Images []string
+	// Enforced says what isolation the server enforces between worlds.
+	Enforced string
+	// Tested says what this adapter's tests ran against on binky's CI.
+	Tested string
+}
+
+// EnvName is an environment variable an app reads for a kind, and the
+// slice field that fills it.
+type EnvName struct {
+	Name  string
+	Field string
+}
+
+// Server is the managed shared server of a kind.
+type Server struct {
+	// Binaries are the programs binky needs to run it, looked up with
+	// FindServerBinary.
+	Binaries []string
+	// Install says how to get them: "apt-get install postgresql".
+	Install string
+}
+
+// Kinds is the adapter table.
+var Kinds = []Kind{
+	{
+		Name: "postgres", Aliases: []string{"postgresql"},
+		Slice:  "a database and a login role",
+		Fields: []string{"url", "host", "port", "user", "password", "name"},
+		Env:    []EnvName{{"DATABASE_URL", "url"}, {"POSTGRES_URL", "url"}, {"PGHOST", "host"}, {"PGPORT", "port"}, {"PGUSER", "user"}, {"PGPASSWORD", "password"}, {"PGDATABASE", "name"}},
+		Server: &Server{Binaries: []string{"initdb", "pg_ctl"}, Install: "apt-get install postgresql"},
+		Images: []string{"postgres", "postgis/postgis", "timescale/timescaledb", "timescale/timescaledb-ha", "bitnami/postgresql",
+			"pgvector/pgvector", "supabase/postgres", "ankane/pgvector", "cimg/postgres", "circleci/postgres"},
+		Enforced: "a role per world owns its database; CONNECT is revoked from PUBLIC",
+		Tested:   "PostgreSQL 15 (Debian)",
+	},
+	{
+		Name: "redis", Aliases: []string{"valkey"},
+		Slice:  "a key prefix and an ACL user",
+		Fields: []string{"url", "host", "port", "user", "password", "prefix"},
+		Env:    []EnvName{{"REDIS_URL", "url"}},
+		Server: &Server{Binaries: []string{"redis-server"}, Install: "apt-get install redis-server"},
+		Images: []string{"redis", "bitnami/redis", "redis/redis-stack", "redis/redis-stack-server", "redislabs/redismod",
+			"redislabs/redisearch", "redislabs/rejson", "valkey/valkey", "bitnami/valkey", "eqalpha/keydb", "docker.dragonflydb.io/dragonflydb/dragonfly"},
+		Enforced: "an ACL user per world limited to its key and channel prefix (Redis 6+)",
+		Tested:   "Redis 7.0 (Debian)",
+	},
+}
+
+// Lookup finds the table row for a name or alias.
+func Lookup(name string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, true
+		}
+		for _, a := range k.Aliases {
+			if a == name {
+				return k, true
+			}
+		}
+	}
+	return Kind{}, false
+}
+
+// Canonical returns the implementation name behind name (valkey → redis);
+// a name not in the table is returned as it is.
+func Canonical(name string) string {
+	if k, ok := Lookup(name); ok {
+		return k.Name
+	}
+	return name
+}
+
+// ForImage returns the kind that replaces a compose image, if any. The
+// registry host, tag and digest are ignored, as are Docker Hub's "library/"
+// paths; an image of another owner whose last path element is an official
+// name ("myorg/postgres") is taken for that kind too.
+func ForImage(image string) (Kind, bool) {
+	repo := ImageRepo(image)
+	if repo == "" {
+		return Kind{}, false
+	}
+	for _, k := range Kinds {
+		for _, img := range k.Images {
+			if img == repo {
+				return k, true
+			}
+		}
+	}
+	last := repo[strings.LastIndex(repo, "/")+1:]
+	for _, k := range Kinds {
+		for _, img := range k.Images {
+			if !strings.Contains(img, "/") && img == last {
+				return k, true
+			}
+		}
+	}
+	return Kind{}, false
+}
+
+// ImageRepo is an image reference's repository path, lowercased, without
+// registry host, tag or digest: "docker.io/library/postgres:16" → "postgres".
+func ImageRepo(image string) string {
+	s := strings.ToLower(strings.TrimSpace(image))
+	if i := strings.Index(s, "@"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
+		s = s[:i]
+	}
+	if first, rest, ok := strings.Cut(s, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		s = rest
+	}
+	for _, p := range []string{"docker/library/", "library/"} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
+}
+
+// ExternalCommand is the executable an adapter name not built in is driven
+// through.
+func ExternalCommand(name string) string { return "binky-adapter-" + name }
+
+// Describe tells `check` whether binky can drive the adapter name, and
+// whether a service using it can leave admin_url out: true for built-in
+// kinds whose server binky can start (the binaries are installed) and for
+// external adapters, which own their configuration.
+func Describe(name string) (known, adminOptional bool) {
+	if k, ok := Lookup(name); ok {
+		return true, k.Server.Installed()
+	}
+	if _, err := exec.LookPath(ExternalCommand(name)); err == nil {
+		return true, true
+	}
+	return false, false
+}
+
+// Installed reports whether every binary the server needs is found.
+func (s *Server) Installed() bool {
+	if s == nil {
+		return false
+	}
+	for _, b := range s.Binaries {
+		if FindServerBinary(b) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// FindServerBinary finds a server program on PATH or where distributions
+// install it off PATH (Debian keeps initdb under /usr/lib/postgresql/<v>/bin,
+// mariadbd under /usr/sbin), or BINKY_SERVER_BIN (a folder binky's own
+// builds of server programs are kept in, as make test does).
+func FindServerBinary(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	var dirs []string
+	if d := os.Getenv("BINKY_SERVER_BIN"); d != "" {
+		dirs = append(dirs, filepath.SplitList(d)...)
+	}
+	dirs = append(dirs, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/usr/sbin", "/usr/local/sbin",
+		"/opt/homebrew/bin", "/usr/local/bin")
+	for _, dir := range dirs {
+		matches, _ := filepath.Glob(filepath.Join(dir, name))
+		for i := len(matches) - 1; i >= 0; i-- { // newest version sorts last
+			if fi, err := os.Stat(matches[i]); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return matches[i]
+			}
+		}
+	}
+	return ""
+}
