@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/postgres"
+	"github.com/git-binky/git-binky/world"
 )
 
 func needServers(t *testing.T) (pg, rd string) {
@@ -200,9 +201,14 @@ func TestGCDropsWhatACrashLeftAndNothingElse(t *testing.T) {
 	f := newFixture(t, strings.Replace(sliceConfig, `name = "shop"`, `name = "gcp"`, 1))
 	f.mustBinky(f.repo, "up", "live")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "live", "--force") })
-	// A crash between provision and record: a marked slice, no world.
+	// A crash between provision and record: a slice marked by this home,
+	// no world.
 	ctx := context.Background()
-	orphan := adapters.Slice{Name: "gcp_crashed", World: "00deadbeef00", AdminURL: pg, Password: "abc123"}
+	homeID, err := world.Home{Dir: f.home}.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := adapters.Slice{Name: "gcp_crashed", World: "00deadbeef00", Home: homeID, AdminURL: pg, Password: "abc123"}
 	if err := postgres.New().Provision(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}
