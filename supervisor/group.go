@@ -647,11 +647,15 @@ func (p *proc) signal(sig syscall.Signal) error {
 // logTail returns the last lines of the service's log, for errors that
 // should say what the process printed before it died.
 func (p *proc) logTail() string {
+	// Only this run's output: what follows the last start marker, not the
+	// lines an earlier run left above it.
 	var lines []string
 	for _, l := range logfile.Tail(p.spec.LogPath, 20) {
-		if !strings.HasPrefix(l, "=== binky ") {
-			lines = append(lines, l)
+		if strings.HasPrefix(l, "=== binky ") {
+			lines = lines[:0]
+			continue
 		}
+		lines = append(lines, l)
 	}
 	if len(lines) == 0 {
 		return ""

@@ -117,6 +117,9 @@ func runCurl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r.Headers = hs
+	// Credentials come through the environment, which other users cannot
+	// read, never argv, which ps shows to everyone.
+	r.User = os.Getenv("BINKY_CURL_USER")
 	code, err := proxy.Curl(ctx, r, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "git-binky: curl:", err)
