@@ -212,7 +212,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	events, unsubscribe := g.Subscribe()
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		for ev := range events {
 			emit(api.Event{World: w.Name, Service: ev.Status.Name, State: string(ev.Status.State), Message: ev.Status.Message})
 		}
@@ -220,6 +222,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	started := time.Now()
 	err = g.Start(ctx)
 	unsubscribe()
+	<-drained // every event before the result, never after it
 	if err != nil {
 		g.Close()
 		d.setState(w.ID, "failed", err.Error())

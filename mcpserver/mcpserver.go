@@ -14,6 +14,7 @@ package mcpserver
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -31,6 +32,9 @@ type Server struct {
 	Version string
 	// Env is the environment verify checks start from.
 	Env []string
+	// Heartbeat is how often long calls report progress when nothing else
+	// happens (DefaultHeartbeat when zero).
+	Heartbeat time.Duration
 }
 
 // Instructions is what the server tells a client at initialize: what a

@@ -14,10 +14,10 @@ import (
 	"github.com/git-binky/git-binky/api"
 )
 
-// heartbeat is how often a long call reports that it is still working when
-// nothing else happened: clients (the TypeScript SDK's among them) give up
-// on a request after 60 s without a response or progress.
-var heartbeat = 10 * time.Second
+// DefaultHeartbeat is how often a long call reports that it is still
+// working when nothing else happened: clients (the TypeScript SDK's among
+// them) give up on a request after 60 s without a response or progress.
+const DefaultHeartbeat = 10 * time.Second
 
 // progress sends notifications/progress for one tool call whose request
 // carried a progressToken; without one it does nothing.
@@ -30,11 +30,15 @@ type progress struct {
 	n     int
 	last  string
 	start time.Time
+	every time.Duration
 	stop  chan struct{}
 }
 
-func newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
-	p := &progress{ctx: ctx, start: time.Now()}
+func (s *Server) newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
+	p := &progress{ctx: ctx, start: time.Now(), every: s.Heartbeat}
+	if p.every <= 0 {
+		p.every = DefaultHeartbeat
+	}
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return p
 	}
@@ -50,7 +54,7 @@ func newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
 
 // beat repeats the last message every heartbeat until the call ends.
 func (p *progress) beat() {
-	t := time.NewTicker(heartbeat)
+	t := time.NewTicker(p.every)
 	defer t.Stop()
 	for {
 		select {

@@ -127,7 +127,7 @@ func TestMCPServerDrivesARealDaemon(t *testing.T) {
 			t.Errorf("%s: no input schema", tool.Name)
 		}
 	}
-	if got := strings.Join(names, ","); !strings.Contains(got, "up") || len(names) != 6 {
+	if got := strings.Join(names, ","); !strings.Contains(got, "up") || len(names) != 14 {
 		t.Errorf("tools = %s", got)
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -170,10 +170,12 @@ func TestMCPServerDrivesARealDaemon(t *testing.T) {
 		t.Errorf("env API_PORT=%q, up said %d", coords.Env["API_PORT"], w.Services[0].Port)
 	}
 	var logs struct {
-		Services map[string][]string `json:"services"`
+		Services map[string]struct {
+			Lines []string `json:"lines"`
+		} `json:"services"`
 	}
 	structured(call("logs", map[string]any{"dir": f.repo, "name": "agent-1"}), &logs)
-	if len(logs.Services["api"]) == 0 {
+	if len(logs.Services["api"].Lines) == 0 {
 		t.Errorf("logs: %+v", logs)
 	}
 	bad := call("down", map[string]any{"dir": f.repo, "name": "no-such"})

@@ -92,7 +92,6 @@ func printEnv(w io.Writer, env map[string]string, line func(k, v string) string)
 	return nil
 }
 
-
 // dotenvQuote leaves plain values bare and double-quotes anything a dotenv
 // reader could misread.
 func dotenvQuote(v string) string {
@@ -102,4 +101,3 @@ func dotenvQuote(v string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
 	return `"` + r.Replace(v) + `"`
 }
-
