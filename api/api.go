@@ -28,6 +28,16 @@ const (
 	OpMetrics = "metrics"
 	// OpGC sweeps orphaned slices.
 	OpGC = "gc"
+	// OpService stops, starts or restarts one service (Service) of a
+	// running world; Action is one of the Service* actions.
+	OpService = "service"
+)
+
+// Actions of OpService.
+const (
+	ServiceStop    = "stop"
+	ServiceStart   = "start"
+	ServiceRestart = "restart"
 )
 
 // GC is the answer to OpGC.
@@ -103,6 +113,9 @@ type Request struct {
 	Event string `json:"event,omitempty"`
 	// DryRun makes OpGC only list.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Service and Action are OpService's: which service, and what to do.
+	Service string `json:"service,omitempty"`
+	Action  string `json:"action,omitempty"`
 }
 
 // Message is one line from the daemon.

@@ -334,3 +334,36 @@ func ExecDaemonBinary(sub string, args ...string) error {
 	}
 	return nil
 }
+
+// Service stops, starts or restarts one service of a running world.
+func (c *Client) Service(ctx context.Context, dir, name, service, action string) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpService, Dir: dir, Name: name, Service: service, Action: action}, nil, &w)
+	return w, err
+}
+
+// Trusted is what Trust approved.
+type Trusted struct {
+	File string `json:"file"`
+	Hash string `json:"sha256"`
+}
+
+// Trust approves the binky.toml at path (or the one of the worktree around
+// dir) for automatic starts on this machine, and tells the daemon, which
+// then does what [project] auto says for that worktree. A daemon that
+// cannot be reached is not an error: the approval is on disk.
+func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
+	file, err := world.FindConfig(dir, path)
+	if err != nil {
+		return Trusted{}, err
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return Trusted{}, fmt.Errorf("trust: %w", err)
+	}
+	if err := c.Home.Trust(src, file); err != nil {
+		return Trusted{}, err
+	}
+	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file)}, nil, nil)
+	return Trusted{File: file, Hash: world.TrustHash(src)}, nil
+}

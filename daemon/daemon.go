@@ -282,6 +282,8 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.Metrics(ctx)
 	case api.OpGC:
 		return d.GC(ctx, req)
+	case api.OpService:
+		return d.Service(ctx, req)
 	}
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }

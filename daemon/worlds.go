@@ -212,7 +212,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	events, unsubscribe := g.Subscribe()
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		for ev := range events {
 			emit(api.Event{World: w.Name, Service: ev.Status.Name, State: string(ev.Status.State), Message: ev.Status.Message})
 		}
@@ -220,6 +222,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	started := time.Now()
 	err = g.Start(ctx)
 	unsubscribe()
+	<-drained // every event before the result, never after it
 	if err != nil {
 		g.Close()
 		d.setState(w.ID, "failed", err.Error())
@@ -340,7 +343,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	}
 	defer r.mu.Unlock()
 	if !d.home.HasRecord(w.ID) {
-		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop ('git binky up %s' starts one)", w.Name, w.Name)}
+		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellQuote(w.Name))}
 	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err

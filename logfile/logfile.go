@@ -7,9 +7,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -59,39 +61,93 @@ func Rotate(path string, max int64) {
 	}
 }
 
+// MaxTailBytes bounds how much of a log Tail reads back: enough for any
+// number of lines a person or agent asks for, whatever their length, but
+// not the whole of a runaway log.
+const MaxTailBytes = 64 << 20
+
 // Tail returns the last n lines of the file at path (fewer if it is
-// shorter), reading only its end.
+// shorter; none for n < 1), reading back from its end in chunks until it
+// has them, however long the lines are.
 func Tail(path string, n int) []string {
+	if n < 1 {
+		return nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	const chunk = 64 << 10
 	fi, err := f.Stat()
 	if err != nil {
 		return nil
 	}
-	start := max(fi.Size()-chunk, 0)
-	buf := make([]byte, fi.Size()-start)
-	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
-		return nil
+	size := fi.Size()
+	const chunk = 64 << 10
+	var buf []byte
+	start := size
+	// Read back until the buffer holds n line breaks before its last line
+	// (n+1 counting the one that ends it), the top of the file, or the
+	// bound.
+	for start > 0 && bytes.Count(buf, []byte{'\n'}) <= n && size-start < MaxTailBytes {
+		step := min(int64(chunk), start)
+		start -= step
+		part := make([]byte, step)
+		if _, err := f.ReadAt(part, start); err != nil && err != io.EOF {
+			return nil
+		}
+		buf = append(part, buf...)
 	}
 	if start > 0 {
+		// The first line is a part: drop it.
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			buf = buf[i+1:]
 		}
 	}
-	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(buf))
-	sc.Buffer(make([]byte, 0, 64<<10), chunk)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	lines := strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// Page returns up to n complete lines of the file at path from byte offset
+// on, and the offset to ask for next: a cursor an agent can page or poll
+// with. A file that shrank below offset (rotated) is read from the top. A
+// last line still being written is left for the next call.
+func Page(path string, offset int64, n int) (lines []string, next int64, err error) {
+	if n < 1 {
+		return nil, offset, nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, offset, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, offset, err
+	}
+	if offset < 0 || fi.Size() < offset {
+		offset = 0
+	}
+	r := bufio.NewReader(io.NewSectionReader(f, offset, fi.Size()-offset))
+	next = offset
+	for len(lines) < n {
+		line, err := r.ReadString('\n')
+		if err != nil { // EOF: an unfinished line waits for the next call
+			break
+		}
+		next += int64(len(line))
+		lines = append(lines, strings.TrimSuffix(line, "\n"))
+	}
+	return lines, next, nil
 }
 
 // Follow writes each complete line appended to path from offset on to fn,

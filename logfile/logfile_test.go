@@ -1,25 +1,90 @@
 package logfile
 
 import (
-	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
 
-func TestLogRotationAndTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.log")
-	f, _ := Open(path)
-	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(f, "line %d\n", i)
+func write(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "svc.log")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	Rotate(path, 100)
-	fmt.Fprintln(f, "after rotation")
+	return p
+}
+
+func TestTailReturnsTheLinesAskedFor(t *testing.T) {
+	p := write(t, "one\ntwo\nthree\nfour\n")
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{2, []string{"three", "four"}},
+		{10, []string{"one", "two", "three", "four"}},
+		{0, nil},
+		{-5, nil},
+	} {
+		if got := Tail(p, tc.n); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := Tail(filepath.Join(t.TempDir(), "none"), 3); got != nil {
+		t.Errorf("Tail of a missing file = %q", got)
+	}
+	if got := Tail(write(t, ""), 3); got != nil {
+		t.Errorf("Tail of an empty file = %q", got)
+	}
+	if got := Tail(write(t, "no newline at the end"), 3); !reflect.DeepEqual(got, []string{"no newline at the end"}) {
+		t.Errorf("Tail of an unterminated line = %q", got)
+	}
+}
+
+func TestTailReadsPastLongLines(t *testing.T) {
+	long := strings.Repeat("x", 70_000)
+	p := write(t, "first\n"+long+"\n"+long+"\nlast\n")
+	got := Tail(p, 3)
+	if len(got) != 3 || len(got[0]) != 70_000 || len(got[1]) != 70_000 || got[2] != "last" {
+		t.Fatalf("Tail(3) after 70,000-character lines: %d lines, lengths %v", len(got), lengths(got))
+	}
+	if got := Tail(p, 4); len(got) != 4 || got[0] != "first" {
+		t.Errorf("Tail(4) = lengths %v, want first line too", lengths(got))
+	}
+}
+
+func lengths(lines []string) []int {
+	var out []int
+	for _, l := range lines {
+		out = append(out, len(l))
+	}
+	return out
+}
+
+func TestPageIsACursor(t *testing.T) {
+	p := write(t, "a\nb\nc\npartial")
+	lines, next, err := Page(p, 0, 2)
+	if err != nil || !reflect.DeepEqual(lines, []string{"a", "b"}) || next != 4 {
+		t.Fatalf("first page = %q, %d, %v", lines, next, err)
+	}
+	lines, next, _ = Page(p, next, 10)
+	if !reflect.DeepEqual(lines, []string{"c"}) || next != 6 {
+		t.Fatalf("second page = %q, %d (the unfinished line must wait)", lines, next)
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(" done\n")
 	f.Close()
-	if got := Tail(path, 5); len(got) != 1 || got[0] != "after rotation" {
-		t.Errorf("Tail after rotation = %q", got)
+	lines, next, _ = Page(p, next, 10)
+	if !reflect.DeepEqual(lines, []string{"partial done"}) {
+		t.Fatalf("after the line was finished = %q", lines)
 	}
-	if got := Tail(path+".1", 2); strings.Join(got, ",") != "line 998,line 999" {
-		t.Errorf("rotated Tail = %q", got)
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("new\n"), 0o600)
+	if lines, _, _ := Page(p, next, 10); !reflect.DeepEqual(lines, []string{"new"}) {
+		t.Errorf("after rotation = %q, want the file from its top", lines)
 	}
 }

@@ -17,14 +17,15 @@ type CurlRequest struct {
 	Path      string
 	Method    string
 	Data      string
+	User      string   // "user:password" for basic auth
 	Headers   []string // "Name: value"
 	Include   bool     // print the status line and headers
 	Fail      bool     // exit non-zero on HTTP errors
 }
 
-// Curl sends r to the proxy on loopback with the Host header filled in and
-// copies the response to out. It returns the HTTP status code.
-func Curl(ctx context.Context, r CurlRequest, out io.Writer) (int, error) {
+// Do sends r to the proxy on loopback with the Host header filled in. The
+// caller closes the response body.
+func Do(ctx context.Context, r CurlRequest) (*http.Response, error) {
 	path := r.Path
 	if path == "" {
 		path = "/"
@@ -45,23 +46,37 @@ func Curl(ctx context.Context, r CurlRequest, out io.Writer) (int, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://127.0.0.1:"+strconv.Itoa(r.ProxyPort)+path, body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req.Host = r.Host
 	if r.Data != "" {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
+	if r.User != "" {
+		user, pw, _ := strings.Cut(r.User, ":")
+		req.SetBasicAuth(user, pw)
+	}
 	for _, h := range r.Headers {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok {
-			return 0, fmt.Errorf("header %q: write it as \"Name: value\"", h)
+			return nil, fmt.Errorf("header %q: write it as \"Name: value\"", h)
 		}
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("request through the proxy on 127.0.0.1:%d: %w (is the daemon running? 'git binky daemon status')", r.ProxyPort, err)
+		return nil, fmt.Errorf("request through the proxy on 127.0.0.1:%d: %w (is the daemon running? 'git binky daemon status')", r.ProxyPort, err)
+	}
+	return resp, nil
+}
+
+// Curl sends r through the proxy (Do) and copies the response to out. It
+// returns the HTTP status code.
+func Curl(ctx context.Context, r CurlRequest, out io.Writer) (int, error) {
+	resp, err := Do(ctx, r)
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if r.Include {

@@ -543,9 +543,11 @@ func (p *proc) adoptWait(pid int, tick uint64) func() *int {
 // healthy, then every Interval, marking it unhealthy after Retries failures.
 func (p *proc) healthLoop(ctx context.Context) {
 	h := p.spec.Health
+	// Healthy is published before readiness is signalled, so whoever waits
+	// for ready (Start) has seen the event when it returns.
 	if h.none() {
-		p.markReady()
 		p.set(func(s *Status) { s.State, s.Message = Healthy, "running (no health check)" })
+		p.markReady()
 		return
 	}
 	fails := 0
@@ -567,11 +569,11 @@ func (p *proc) healthLoop(ctx context.Context) {
 		switch {
 		case ok:
 			fails = 0
-			if !ready {
-				p.markReady()
-			}
 			if state != Healthy && !paused {
 				p.set(func(s *Status) { s.State, s.Message = Healthy, "" })
+			}
+			if !ready {
+				p.markReady()
 			}
 		default:
 			fails++
@@ -647,11 +649,15 @@ func (p *proc) signal(sig syscall.Signal) error {
 // logTail returns the last lines of the service's log, for errors that
 // should say what the process printed before it died.
 func (p *proc) logTail() string {
+	// Only this run's output: what follows the last start marker, not the
+	// lines an earlier run left above it.
 	var lines []string
 	for _, l := range logfile.Tail(p.spec.LogPath, 20) {
-		if !strings.HasPrefix(l, "=== binky ") {
-			lines = append(lines, l)
+		if strings.HasPrefix(l, "=== binky ") {
+			lines = lines[:0]
+			continue
 		}
+		lines = append(lines, l)
 	}
 	if len(lines) == 0 {
 		return ""

@@ -100,3 +100,17 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return t.buf.String() }
+
+// RunWorld runs the checks of the world named name (or the one around dir):
+// what `git binky verify` and the MCP verify tool both do.
+func RunWorld(ctx context.Context, home world.Home, dir, name string, base []string, out io.Writer) (Result, error) {
+	w, err := world.Open(home, dir, name)
+	if err != nil {
+		return Result{}, err
+	}
+	rec, err := w.Ensure(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return Run(ctx, w, rec, base, out)
+}

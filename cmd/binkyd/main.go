@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/daemon"
@@ -87,6 +88,9 @@ func runMCP(ctx context.Context, home world.Home, stdin io.Reader, stdout, stder
 		dir = "/"
 	}
 	s := &mcpserver.Server{Client: client.New(home, version.String()), Home: home, Dir: dir, Version: version.String(), Env: os.Environ()}
+	if d, err := time.ParseDuration(os.Getenv("BINKY_MCP_HEARTBEAT")); err == nil && d > 0 {
+		s.Heartbeat = d // tests shorten it; agents keep the default
+	}
 	if err := s.Serve(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(stderr, "git binky mcp:", err)
 		return 1
@@ -117,6 +121,9 @@ func runCurl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r.Headers = hs
+	// Credentials come through the environment, which other users cannot
+	// read, never argv, which ps shows to everyone.
+	r.User = os.Getenv("BINKY_CURL_USER")
 	code, err := proxy.Curl(ctx, r, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "git-binky: curl:", err)

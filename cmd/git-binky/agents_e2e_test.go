@@ -127,7 +127,7 @@ func TestMCPServerDrivesARealDaemon(t *testing.T) {
 			t.Errorf("%s: no input schema", tool.Name)
 		}
 	}
-	if got := strings.Join(names, ","); !strings.Contains(got, "up") || len(names) != 6 {
+	if got := strings.Join(names, ","); !strings.Contains(got, "up") || len(names) != 14 {
 		t.Errorf("tools = %s", got)
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -170,11 +170,35 @@ func TestMCPServerDrivesARealDaemon(t *testing.T) {
 		t.Errorf("env API_PORT=%q, up said %d", coords.Env["API_PORT"], w.Services[0].Port)
 	}
 	var logs struct {
-		Services map[string][]string `json:"services"`
+		Services map[string]struct {
+			Lines []string `json:"lines"`
+		} `json:"services"`
 	}
 	structured(call("logs", map[string]any{"dir": f.repo, "name": "agent-1"}), &logs)
-	if len(logs.Services["api"]) == 0 {
+	if len(logs.Services["api"].Lines) == 0 {
 		t.Errorf("logs: %+v", logs)
+	}
+	var again api.World
+	structured(call("restart", map[string]any{"dir": f.repo, "name": "agent-1", "service": "api"}), &again)
+	if again.Services[0].PID == w.Services[0].PID || again.Services[0].State != "healthy" || again.Services[0].Port != w.Services[0].Port {
+		t.Errorf("restart: before %+v, after %+v: want a new healthy process on the same port", w.Services[0], again.Services[0])
+	}
+	w = again
+	var answer struct {
+		Status int    `json:"status"`
+		Body   string `json:"body"`
+	}
+	structured(call("curl", map[string]any{"dir": f.repo, "name": "agent-1", "service": "api", "path": "/"}), &answer)
+	if answer.Status != 200 || !strings.HasPrefix(answer.Body, "api of agent-1") {
+		t.Errorf("curl through the proxy: %+v", answer)
+	}
+	var one api.Status
+	structured(call("status", map[string]any{"dir": f.repo, "name": "agent-1"}), &one)
+	if len(one.Worlds) != 1 || one.Daemon.Home != f.home {
+		t.Errorf("status of one world: %d worlds, home %q (want %q)", len(one.Worlds), one.Daemon.Home, f.home)
+	}
+	if r := call("doctor", map[string]any{"dir": f.repo}); r.StructuredContent == nil {
+		t.Errorf("doctor: %+v", r.Content)
 	}
 	bad := call("down", map[string]any{"dir": f.repo, "name": "no-such"})
 	if !bad.IsError || !strings.Contains(fmt.Sprint(bad.Content), "no such worktree") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ See AGENTS.md for the tools.`,
 
 type curlOptions struct {
 	Method, Data  string
+	User          string
 	Headers       []string
 	Include, Fail bool
 	Name, Service string
@@ -58,16 +60,22 @@ func newCurlCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, ok := w.Config.Services[opts.Service]
-			if !ok || s.URL == "" {
-				return usageError{fmt.Errorf("service %q of %s has no url, so the proxy does not route it (give it url = \"...\")", opts.Service, w.Name)}
+			host, err := w.ServiceHost(opts.Service)
+			if err != nil {
+				return usageError{err}
 			}
-			argv := []string{"-proxy-port", strconv.Itoa(w.ProxyPort), "-host", w.Host(s.URL), "-path", opts.Path}
+			argv := []string{"-proxy-port", strconv.Itoa(w.ProxyPort), "-host", host, "-path", opts.Path}
 			if opts.Method != "" {
 				argv = append(argv, "-X", opts.Method)
 			}
 			if opts.Data != "" {
 				argv = append(argv, "-d", opts.Data)
+			}
+			if opts.User != "" {
+				// Through the environment: argv is visible in ps.
+				if err := os.Setenv("BINKY_CURL_USER", opts.User); err != nil {
+					return err
+				}
 			}
 			for _, h := range opts.Headers {
 				argv = append(argv, "-H", h)
@@ -85,6 +93,7 @@ func newCurlCmd(app *App) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&opts.Method, "request", "X", "", "HTTP method (default GET, or POST with -d)")
 	cmd.Flags().StringVarP(&opts.Data, "data", "d", "", "request body")
+	cmd.Flags().StringVarP(&opts.User, "user", "u", "", "basic auth, \"user:password\"")
 	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, "extra header, \"Name: value\" (repeatable)")
 	cmd.Flags().BoolVarP(&opts.Include, "include", "i", false, "print the status line and headers")
 	cmd.Flags().BoolVarP(&opts.Fail, "fail", "f", false, "exit 22 on an HTTP error, printing no body")
@@ -110,20 +119,12 @@ func newVerifyCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w, err := world.Open(home, app.Dir, opts.Name)
-			if err != nil {
-				return err
-			}
-			rec, err := w.Ensure(cmd.Context())
-			if err != nil {
-				return err
-			}
 			st := style{Color(app.Out)}
 			out := app.Out
 			if opts.JSON {
 				out = nil
 			}
-			res, err := verify.Run(cmd.Context(), w, rec, osEnviron(), out)
+			res, err := verify.RunWorld(cmd.Context(), home, app.Dir, opts.Name, osEnviron(), out)
 			if err != nil {
 				return err
 			}
@@ -143,9 +144,9 @@ func newVerifyCmd(app *App) *cobra.Command {
 					fmt.Fprintf(app.Out, "  %s  %s  (%.1fs, exit %d)\n", mark, c.Cmd, c.Seconds, c.ExitCode)
 				}
 				if failed == 0 {
-					fmt.Fprintln(app.Out, st.ok(fmt.Sprintf("verify: %s (%d checks passed)", w.Name, len(res.Checks))))
+					fmt.Fprintln(app.Out, st.ok(fmt.Sprintf("verify: %s (%d checks passed)", res.World, len(res.Checks))))
 				} else {
-					fmt.Fprintf(app.Out, "verify: %s: %d of %d checks failed\n", w.Name, failed, len(res.Checks))
+					fmt.Fprintf(app.Out, "verify: %s: %d of %d checks failed\n", res.World, failed, len(res.Checks))
 				}
 			}
 			if !res.Passed {

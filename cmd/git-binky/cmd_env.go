@@ -64,13 +64,13 @@ func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
 	case opts.JSON:
 		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})
 	case opts.Shell:
-		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + shellQuote(v) })
+		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) })
 	case opts.Dotenv || !IsTTY(app.Out):
 		return printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(v) })
 	default:
 		// A person at a terminal sees where things are, not the passwords;
 		// files, eval and tools get them with --dotenv, --shell or --json.
-		err := printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(redact(k, v)) })
+		err := printEnv(app.Out, world.RedactEnv(c.Env), func(k, v string) string { return k + "=" + dotenvQuote(v) })
 		fmt.Fprintln(app.Err, "(passwords hidden on a terminal: --dotenv, --shell or --json print them)")
 		return err
 	}
@@ -92,12 +92,6 @@ func printEnv(w io.Writer, env map[string]string, line func(k, v string) string)
 	return nil
 }
 
-// shellQuote quotes v for POSIX shells: single quotes, with embedded single
-// quotes closed, escaped and reopened.
-func shellQuote(v string) string {
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
-}
-
 // dotenvQuote leaves plain values bare and double-quotes anything a dotenv
 // reader could misread.
 func dotenvQuote(v string) string {
@@ -106,21 +100,4 @@ func dotenvQuote(v string) string {
 	}
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
 	return `"` + r.Replace(v) + `"`
-}
-
-// redact hides a credential in an env value: a *_PASSWORD variable, or the
-// password of a URL.
-func redact(k, v string) string {
-	if strings.HasSuffix(k, "_PASSWORD") && v != "" {
-		return "xxxxx"
-	}
-	if i := strings.Index(v, "://"); i >= 0 {
-		rest := v[i+3:]
-		if at := strings.IndexByte(rest, '@'); at >= 0 {
-			if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
-				return v[:i+3] + rest[:colon+1] + "xxxxx" + rest[at:]
-			}
-		}
-	}
-	return v
 }

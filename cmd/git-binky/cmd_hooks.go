@@ -117,7 +117,7 @@ changes binky.toml needs 'git binky trust' in its worktree. Trusting also
 does what [project] auto says for that worktree.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := app.Home()
+			c, err := app.Client()
 			if err != nil {
 				return err
 			}
@@ -125,21 +125,11 @@ does what [project] auto says for that worktree.`,
 			if len(args) == 1 {
 				p = args[0]
 			}
-			file, err := world.FindConfig(app.Dir, p)
+			t, err := c.Trust(cmd.Context(), app.Dir, p)
 			if err != nil {
 				return err
 			}
-			src, err := os.ReadFile(file)
-			if err != nil {
-				return fmt.Errorf("trust: %w", err)
-			}
-			if err := home.Trust(src, file); err != nil {
-				return err
-			}
-			fmt.Fprintln(app.Out, style{Color(app.Out)}.ok(fmt.Sprintf("trusted %s (sha256 %s)", file, world.TrustHash(src)[:12])))
-			if c, err := app.Client(); err == nil {
-				_ = c.Call(cmd.Context(), api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file)}, nil, nil)
-			}
+			fmt.Fprintln(app.Out, style{Color(app.Out)}.ok(fmt.Sprintf("trusted %s (sha256 %s)", t.File, t.Hash[:12])))
 			return nil
 		},
 	}

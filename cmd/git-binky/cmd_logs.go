@@ -39,6 +39,9 @@ func newLogsCmd(app *App) *cobra.Command {
 }
 
 func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
+	if opts.Lines < 1 {
+		return usageError{fmt.Errorf("--lines %d: give a count of 1 or more", opts.Lines)}
+	}
 	home, err := app.Home()
 	if err != nil {
 		return err

@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"time"
 )
 
 func main() {
 	exit := flag.Int("exit", -1, "exit at once with this code")
 	grandchild := flag.String("grandchild", "", "start a sleeping grandchild and write its pid to this file")
+	slow := flag.Duration("slow", 0, "wait this long before listening (a slow start)")
 	flag.Parse()
+	time.Sleep(*slow)
 	if *exit >= 0 {
 		fmt.Fprintln(os.Stderr, "testsvc: exiting with", *exit, "as asked")
 		os.Exit(*exit)

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// Service stops, starts or restarts one service of a running world, on the
+// world's ports, leaving its other services as they are.
+func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error) {
+	w, err := world.Open(d.home, req.Dir, req.Name)
+	if err != nil {
+		return api.World{}, classify(err)
+	}
+	r := d.run(w.ID)
+	if err := lockRun(ctx, r); err != nil {
+		return api.World{}, err
+	}
+	defer r.mu.Unlock()
+	if r.group == nil {
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s is not running: start it with: git binky up %s", w.Name, world.ShellQuote(w.Name))}
+	}
+	if !slices.Contains(r.names, req.Service) {
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s runs no service %q (it runs %v)", w.Name, req.Service, r.names)}
+	}
+	switch req.Action {
+	case api.ServiceStop:
+		err = r.group.StopService(ctx, req.Service)
+	case api.ServiceStart:
+		err = r.group.StartService(ctx, req.Service)
+	case api.ServiceRestart:
+		err = r.group.RestartService(ctx, req.Service)
+	default:
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown service action %q: stop, start or restart", req.Action)}
+	}
+	d.routesChanged()
+	if err != nil {
+		return api.World{}, fmt.Errorf("%s %s of %s: %w", req.Action, req.Service, w.Name, err)
+	}
+	d.log.Info("service "+req.Action, "world", w.Name, "service", req.Service)
+	return d.describe(w.ID, r)
+}

@@ -1,0 +1,333 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-binky/git-binky/client"
+	"github.com/git-binky/git-binky/gitx/gittest"
+	"github.com/git-binky/git-binky/world"
+)
+
+// session is a raw JSON-RPC client of a Server over pipes: what any MCP
+// client sends, byte for byte, including what a well-behaved SDK never
+// would (arguments as an array, a string for a number).
+type session struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	out   *bufio.Reader
+	id    int
+	lines chan string
+}
+
+func start(t *testing.T, s *Server) *session {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = s.Serve(ctx, inR, outW); outW.Close() }()
+	t.Cleanup(func() { cancel(); inW.Close() })
+	c := &session{t: t, in: inW, out: bufio.NewReader(outR), lines: make(chan string, 100)}
+	go func() {
+		for {
+			line, err := c.out.ReadString('\n')
+			if err != nil {
+				close(c.lines)
+				return
+			}
+			c.lines <- line
+		}
+	}()
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+func (c *session) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// call sends a request with raw params and returns the response's result or
+// error object.
+func (c *session) call(method, params string) map[string]any {
+	c.t.Helper()
+	c.id++
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, params))
+	return c.response(c.id, nil)
+}
+
+// response waits for the response to id; notifications seen meanwhile go
+// to onNote.
+func (c *session) response(id int, onNote func(map[string]any)) map[string]any {
+	c.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				c.t.Fatal("server closed its output")
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				c.t.Fatalf("not JSON on stdout: %q", line)
+			}
+			if _, isNote := m["method"]; isNote {
+				if onNote != nil {
+					onNote(m)
+				}
+				continue
+			}
+			if fmt.Sprint(m["id"]) != fmt.Sprint(id) {
+				c.t.Fatalf("response to %v while waiting for %d: %s", m["id"], id, line)
+			}
+			if e, ok := m["error"]; ok {
+				return map[string]any{"protocolError": e}
+			}
+			return m["result"].(map[string]any)
+		case <-deadline:
+			c.t.Fatalf("no response to %d", id)
+		}
+	}
+}
+
+func (c *session) tool(name, args string) map[string]any {
+	c.t.Helper()
+	return c.call("tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, name, args))
+}
+
+func text(r map[string]any) string {
+	var b strings.Builder
+	content, _ := r["content"].([]any)
+	for _, x := range content {
+		if m, ok := x.(map[string]any); ok {
+			b.WriteString(fmt.Sprint(m["text"]))
+		}
+	}
+	return b.String()
+}
+
+func isError(r map[string]any) bool { v, _ := r["isError"].(bool); return v }
+
+// repo makes a repository with a binky.toml and returns a server acting in
+// it, with a home of its own and no daemon (the tools tested here need none).
+func repo(t *testing.T, config string) (*Server, string) {
+	t.Helper()
+	gittest.Isolate(t)
+	dir := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{world.ConfigFile: config})
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	os.MkdirAll(home.Dir, 0o700)
+	os.WriteFile(home.SettingsPath(), []byte("port_min = 41000\nport_max = 41999\n"), 0o600)
+	return &Server{Client: client.New(home, "test"), Home: home, Dir: dir, Version: "test"}, dir
+}
+
+const dbConfig = `[project]
+name = "acme"
+[services.api]
+cmd = "echo hi >&2; sleep 60"
+url = "api"
+env = { API_TOKEN = "literal-token-value" }
+`
+
+func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
+	s, _ := repo(t, dbConfig)
+	c := start(t, s)
+	for _, tc := range []struct {
+		tool, args, want string
+	}{
+		{"env", `{"name":123}`, "name"},
+		{"env", `{"name":["repo"]}`, "name"},
+		{"env", `{"dir":5}`, "dir"},
+		{"up", `{"name":123}`, "name"},
+		{"status", `{"project":"yes"}`, "project"},
+		{"env", `{"nmae":"x"}`, "nmae"},
+		{"logs", `{"lines":-5}`, "lines"},
+		{"logs", `{"lines":0}`, "lines"},
+		{"logs", `{"lines":2.5}`, "lines"},
+		{"logs", `{"lines":99999}`, "lines"},
+		{"restart", `{}`, "service"},
+		{"curl", `{"service":"api","method":"BREW"}`, "method"},
+		{"env", `["repo"]`, "object"},
+		{"env", `"repo"`, "object"},
+	} {
+		r := c.tool(tc.tool, tc.args)
+		if pe, ok := r["protocolError"]; ok {
+			// A protocol error is acceptable for arguments that are not an
+			// object at all, as long as nothing ran.
+			if !strings.Contains(fmt.Sprint(pe), tc.want) && tc.want != "object" {
+				t.Errorf("%s %s: protocol error %v does not name %q", tc.tool, tc.args, pe, tc.want)
+			}
+			continue
+		}
+		if !isError(r) || !strings.Contains(text(r), tc.want) {
+			t.Errorf("%s %s: want a tool error naming %q, got isError=%v %q", tc.tool, tc.args, tc.want, isError(r), text(r))
+		}
+	}
+}
+
+func TestToolsAreAnnotatedForWhatTheyDo(t *testing.T) {
+	s, _ := repo(t, dbConfig)
+	c := start(t, s)
+	r := c.call("tools/list", `{}`)
+	tools, _ := r["tools"].([]any)
+	seen := map[string]map[string]any{}
+	for _, x := range tools {
+		m := x.(map[string]any)
+		seen[m["name"].(string)] = m
+	}
+	for _, name := range []string{"up", "reload", "down", "remove", "status", "env", "verify", "logs", "restart", "stop", "start", "curl", "trust", "doctor"} {
+		m, ok := seen[name]
+		if !ok {
+			t.Errorf("no tool %s", name)
+			continue
+		}
+		a, _ := m["annotations"].(map[string]any)
+		if a["title"] == nil || a["title"] == "" || m["title"] == nil {
+			t.Errorf("%s has no title: %v", name, m)
+		}
+		if a["openWorldHint"] != false {
+			t.Errorf("%s: openWorldHint %v, want false (everything is local)", name, a["openWorldHint"])
+		}
+		schema, _ := m["inputSchema"].(map[string]any)
+		if schema["additionalProperties"] != false {
+			t.Errorf("%s: input schema allows unknown keys", name)
+		}
+	}
+	for _, name := range []string{"status", "env", "logs", "doctor"} {
+		a := seen[name]["annotations"].(map[string]any)
+		if a["readOnlyHint"] != true || a["destructiveHint"] != false {
+			t.Errorf("%s: readOnly %v destructive %v", name, a["readOnlyHint"], a["destructiveHint"])
+		}
+	}
+	for _, name := range []string{"up", "down"} {
+		if a := seen[name]["annotations"].(map[string]any); a["idempotentHint"] != true || a["destructiveHint"] != false {
+			t.Errorf("%s: idempotent %v destructive %v", name, a["idempotentHint"], a["destructiveHint"])
+		}
+	}
+	if a := seen["remove"]["annotations"].(map[string]any); a["destructiveHint"] != true {
+		t.Errorf("remove is not marked destructive")
+	}
+	lines := seen["logs"]["inputSchema"].(map[string]any)["properties"].(map[string]any)["lines"].(map[string]any)
+	if lines["type"] != "integer" {
+		t.Errorf("logs.lines is %v, want integer", lines["type"])
+	}
+	init := c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	if ins, _ := init["instructions"].(string); !strings.Contains(ins, "up") || !strings.Contains(ins, "world") {
+		t.Errorf("initialize gives no instructions: %v", init["instructions"])
+	}
+}
+
+func TestEnvHidesCredentialsUnlessRevealed(t *testing.T) {
+	s, dir := repo(t, dbConfig+`[services.db]
+adapter = "postgres"
+`)
+	w, err := world.Open(s.Home, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What up records for a provisioned slice.
+	if _, err := w.Update(context.Background(), func(r *world.Record) error {
+		r.Slices = append(r.Slices, world.SliceRecord{Service: "db", Adapter: "postgres", Name: "acme_acme", Ready: true,
+			Address: map[string]string{"url": "postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme", "password": "literal-token-value", "user": "acme_acme"}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, s)
+	r := c.tool("env", fmt.Sprintf(`{"dir":%q}`, dir))
+	if isError(r) {
+		t.Fatal(text(r))
+	}
+	if strings.Contains(text(r), "literal-token-value") || strings.Contains(fmt.Sprint(r["structuredContent"]), "literal-token-value") {
+		t.Errorf("env shows a credential without reveal:\n%s", text(r))
+	}
+	if !strings.Contains(text(r), "API_PORT") || !strings.Contains(text(r), "postgres://acme_acme:xxxxx@127.0.0.1:5432/acme_acme") {
+		t.Errorf("env lost the rest:\n%s", text(r))
+	}
+	r = c.tool("env", fmt.Sprintf(`{"dir":%q,"reveal":true}`, dir))
+	if !strings.Contains(text(r), "literal-token-value") {
+		t.Errorf("env with reveal hides the credential:\n%s", text(r))
+	}
+}
+
+func TestTextIsReadableJSON(t *testing.T) {
+	s, dir := repo(t, dbConfig)
+	c := start(t, s)
+	r := c.tool("env", fmt.Sprintf(`{"dir":%q}`, dir))
+	if strings.Contains(text(r), `\u003e`) || strings.Contains(text(r), `\u0026`) {
+		t.Errorf("text escapes HTML characters: %s", text(r))
+	}
+}
+
+func TestNotFoundHintsAreQuotedForTheShell(t *testing.T) {
+	s, dir := repo(t, dbConfig)
+	c := start(t, s)
+	r := c.tool("env", fmt.Sprintf(`{"dir":%q,"name":"$(touch x)"}`, dir))
+	if !isError(r) || !strings.Contains(text(r), `git binky up '$(touch x)'`) {
+		t.Errorf("hint not quoted: %s", text(r))
+	}
+}
+
+func TestLogsPagesWithAnOffsetAndTailsLongLines(t *testing.T) {
+	s, dir := repo(t, dbConfig)
+	w, err := world.Open(s.Home, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := w.LogPaths("api")
+	os.MkdirAll(filepath.Dir(p["api"]), 0o700)
+	long := strings.Repeat("y", 70_000)
+	os.WriteFile(p["api"], []byte("one\n"+long+"\ntwo\nthree\n"), 0o600)
+	c := start(t, s)
+	var logs struct {
+		Services map[string]world.ServiceLog `json:"services"`
+	}
+	decode := func(r map[string]any) {
+		t.Helper()
+		if isError(r) {
+			t.Fatal(text(r))
+		}
+		b, _ := json.Marshal(r["structuredContent"])
+		if err := json.Unmarshal(b, &logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decode(c.tool("logs", fmt.Sprintf(`{"dir":%q,"lines":3}`, dir)))
+	if got := logs.Services["api"].Lines; len(got) != 3 || len(got[0]) != 70_000 {
+		t.Errorf("lines:3 after a 70,000-character line gave %d lines", len(got))
+	}
+	decode(c.tool("logs", fmt.Sprintf(`{"dir":%q,"lines":2,"offset":0}`, dir)))
+	first := logs.Services["api"]
+	if len(first.Lines) != 2 || first.Lines[0] != "one" {
+		t.Fatalf("first page %v", first.Lines)
+	}
+	decode(c.tool("logs", fmt.Sprintf(`{"dir":%q,"lines":10,"offset":%d}`, dir, first.Next)))
+	if got := logs.Services["api"].Lines; len(got) != 2 || got[0] != "two" {
+		t.Errorf("next page %v", got)
+	}
+}
+
+func TestCancelledRequestsGetNoResponse(t *testing.T) {
+	var out strings.Builder
+	f := newCancelFilter(&out)
+	r := f.watch(strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}` + "\n"))
+	io.Copy(io.Discard, r)
+	io.WriteString(f, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`+"\n")
+	io.WriteString(f, `{"jsonrpc":"2.0","id":8,"result":{}}`+"\n"+`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7}}`+"\n")
+	io.WriteString(f, `{"jsonrpc":"2.0","id":7,`)
+	io.WriteString(f, `"result":{}}`+"\n")
+	got := out.String()
+	if strings.Count(got, `"id":7`) != 1 || !strings.Contains(got, `"id":8`) || !strings.Contains(got, "notifications/progress") {
+		t.Errorf("after cancelling 7, the output is:\n%s\nwant the first response to 7 dropped and everything else kept", got)
+	}
+}

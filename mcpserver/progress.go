@@ -1,0 +1,141 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+// DefaultHeartbeat is how often a long call reports that it is still
+// working when nothing else happened: clients (the TypeScript SDK's among
+// them) give up on a request after 60 s without a response or progress.
+const DefaultHeartbeat = 10 * time.Second
+
+// progress sends notifications/progress for one tool call whose request
+// carried a progressToken; without one it does nothing.
+type progress struct {
+	ctx   context.Context
+	srv   *server.MCPServer
+	token mcp.ProgressToken
+
+	mu    sync.Mutex
+	n     int
+	last  string
+	start time.Time
+	every time.Duration
+	stop  chan struct{}
+}
+
+func (s *Server) newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
+	p := &progress{ctx: ctx, start: time.Now(), every: s.Heartbeat}
+	if p.every <= 0 {
+		p.every = DefaultHeartbeat
+	}
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return p
+	}
+	p.srv, p.token = server.ServerFromContext(ctx), req.Params.Meta.ProgressToken
+	if p.srv == nil {
+		return p
+	}
+	p.stop = make(chan struct{})
+	go p.beat()
+	context.AfterFunc(ctx, func() { close(p.stop) })
+	return p
+}
+
+// beat repeats the last message every heartbeat until the call ends.
+func (p *progress) beat() {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			msg := p.last
+			p.mu.Unlock()
+			if msg == "" {
+				msg = "working"
+			}
+			p.send(fmt.Sprintf("%s (%s so far)", msg, time.Since(p.start).Round(time.Second)))
+		}
+	}
+}
+
+func (p *progress) send(msg string) {
+	if p.srv == nil || p.ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	_ = p.srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), map[string]any{
+		"progressToken": p.token, "progress": n, "message": msg,
+	})
+}
+
+// event reports a daemon event of up or reload: a service starting, a
+// golden template building, a world queued.
+func (p *progress) event(e api.Event) {
+	var parts []string
+	for _, s := range []string{e.World, e.Service, e.State} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	msg := strings.Join(parts, " ")
+	if e.Message != "" {
+		if msg != "" {
+			msg += ": "
+		}
+		msg += e.Message
+	}
+	if msg == "" {
+		return
+	}
+	p.mu.Lock()
+	p.last = msg
+	p.mu.Unlock()
+	p.send(msg)
+}
+
+// lines returns a writer that reports each line written to it (verify's
+// output), or nil when there is no one to report to.
+func (p *progress) lines() io.Writer {
+	if p.srv == nil {
+		return nil
+	}
+	return &lineReporter{p: p}
+}
+
+type lineReporter struct {
+	p       *progress
+	partial []byte
+}
+
+func (l *lineReporter) Write(b []byte) (int, error) {
+	l.partial = append(l.partial, b...)
+	for {
+		i := strings.IndexByte(string(l.partial), '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSpace(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+		if line != "" {
+			l.p.event(api.Event{Message: line})
+		}
+	}
+	return len(b), nil
+}

@@ -1,0 +1,305 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/doctor"
+	"github.com/git-binky/git-binky/proxy"
+	"github.com/git-binky/git-binky/verify"
+	"github.com/git-binky/git-binky/world"
+)
+
+// Argument names shared by the tools.
+const (
+	argName    = "name"
+	argDir     = "dir"
+	argService = "service"
+)
+
+// hints are a tool's behaviour annotations. Every tool acts on this
+// machine only, so none is open-world.
+type hints struct {
+	title                             string
+	readOnly, destructive, idempotent bool
+}
+
+func (h hints) options() []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithTitleAnnotation(h.title),
+		mcp.WithReadOnlyHintAnnotation(h.readOnly),
+		mcp.WithDestructiveHintAnnotation(h.destructive),
+		mcp.WithIdempotentHintAnnotation(h.idempotent),
+		mcp.WithOpenWorldHintAnnotation(false),
+	}
+}
+
+var (
+	readOnly = hints{readOnly: true, idempotent: true}
+	writes   = hints{}
+)
+
+func (h hints) titled(t string) hints { h.title = t; return h }
+func (h hints) idempotentToo() hints  { h.idempotent = true; return h }
+func (h hints) destroys() hints       { h.destructive = true; return h }
+func newTool(name, desc string, h hints, opts ...mcp.ToolOption) mcp.Tool {
+	all := append([]mcp.ToolOption{mcp.WithDescription(desc), mcp.WithToolTitle(h.title)}, h.options()...)
+	return mcp.NewTool(name, append(all, opts...)...)
+}
+
+func worldArgs() []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithString(argName, mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
+		mcp.WithString(argDir, mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
+	}
+}
+
+func with(base []mcp.ToolOption, more ...mcp.ToolOption) []mcp.ToolOption {
+	return append(append([]mcp.ToolOption(nil), base...), more...)
+}
+
+func serviceArg(what string) mcp.ToolOption {
+	return mcp.WithString(argService, mcp.Required(), mcp.MinLength(1), mcp.Description(what))
+}
+
+// tools is the table of binky's tools.
+func (s *Server) tools() []server.ServerTool {
+	group := mcp.WithString("group", mcp.Description("Only the services of this [groups] entry (and their dependencies)."))
+	return []server.ServerTool{
+		{Tool: newTool("up", "Bring a worktree's isolated world up: allocate its ports, provision its database slices, start its services in depends_on order and wait until they are healthy. A name with no worktree creates one on that branch. Idempotent. Sends progress notifications while it works (golden template builds can take a while).",
+			writes.idempotentToo().titled("Bring a world up"), with(worldArgs(), group, mcp.WithOutputSchema[api.World]())...), Handler: s.up},
+		{Tool: newTool("reload", "Restart a world in place: stop its services, then bring them up again on the same ports and data.",
+			writes.titled("Reload a world"), with(worldArgs(), group, mcp.WithOutputSchema[api.World]())...), Handler: s.reload},
+		{Tool: newTool("down", "Stop a world's processes, keeping its ports, files and data; up again is fast.",
+			writes.idempotentToo().titled("Stop a world"), with(worldArgs(), mcp.WithOutputSchema[api.World]())...), Handler: s.down},
+		{Tool: newTool("remove", "Destroy a world: stop it, drop its database slices, release its ports and remove its worktree. Refuses a worktree with uncommitted changes unless force is true.",
+			writes.destroys().titled("Remove a world and its worktree"), with(worldArgs(),
+				mcp.WithBoolean("force", mcp.Description("Remove even with uncommitted changes (they are lost).")),
+				mcp.WithOutputSchema[api.World]())...), Handler: s.remove},
+		{Tool: newTool("status", "Every world on this machine (or only one, or this repository's) with each service's state, pid, port, restarts and exit code, and which BINKY_HOME's daemon answered.",
+			readOnly.titled("World status"), with(worldArgs(),
+				mcp.WithBoolean("project", mcp.Description("Only worlds of the repository around dir.")),
+				mcp.WithOutputSchema[api.Status]())...), Handler: s.status},
+		{Tool: newTool("env", "A world's coordinates: every service's port and URL and the environment variables that carry them (API_PORT, API_URL, DB_URL...). Works before up. Passwords are hidden unless reveal is true.",
+			readOnly.titled("World environment"), with(worldArgs(),
+				mcp.WithBoolean("reveal", mcp.Description("Include passwords and other credentials (they then appear in your transcript). Default false.")),
+				mcp.WithOutputSchema[world.Coordinates]())...), Handler: s.env},
+		{Tool: newTool("verify", "Run the project's [agents] verify checks in the worktree with the world's environment; every check runs even after a failure. A failing check makes the result a tool error.",
+			writes.titled("Verify a world"), with(worldArgs(), mcp.WithOutputSchema[verify.Result]())...), Handler: s.verify},
+		{Tool: newTool("logs", "What a world's services printed: the last lines of each log, or, with offset, the lines written from that byte offset on (pass back next_offset to page or poll).",
+			readOnly.titled("Service logs"), with(worldArgs(),
+				mcp.WithString(argService, mcp.Description("Only this service.")),
+				mcp.WithInteger("lines", mcp.Description("Lines per service (default 50)."), mcp.Min(1), mcp.Max(5000)),
+				mcp.WithInteger("offset", mcp.Description("Byte offset to read from (a next_offset from an earlier call); omit for the last lines."), mcp.Min(0)),
+				mcp.WithOutputSchema[Logs]())...), Handler: s.logs},
+		{Tool: newTool("restart", "Restart one service of a running world on its port, leaving the others running.",
+			writes.titled("Restart a service"), with(worldArgs(), serviceArg("The service to restart."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceRestart)},
+		{Tool: newTool("stop", "Stop one service of a running world, leaving the others running.",
+			writes.idempotentToo().titled("Stop a service"), with(worldArgs(), serviceArg("The service to stop."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceStop)},
+		{Tool: newTool("start", "Start one stopped service of a running world (its dependencies must be up) and wait until it is healthy.",
+			writes.idempotentToo().titled("Start a service"), with(worldArgs(), serviceArg("The service to start."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceStart)},
+		{Tool: newTool("curl", "Send an HTTP request to a world's service through binky's proxy (the Host header filled in) and return the status, headers and body.",
+			writes.destroys().titled("HTTP request to a service"), with(worldArgs(), serviceArg("The service (one with a url)."),
+				mcp.WithString("path", mcp.Description("Request path, default /.")),
+				mcp.WithString("method", mcp.Description("HTTP method, default GET (POST with a body)."), mcp.Enum("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")),
+				mcp.WithString("body", mcp.Description("Request body.")),
+				mcp.WithArray("headers", mcp.Description(`Extra headers, each "Name: value".`), mcp.WithStringItems()),
+				mcp.WithOutputSchema[CurlResult]())...), Handler: s.curl},
+		{Tool: newTool("trust", "Approve the binky.toml of a worktree for automatic starts (by the post-checkout hook and the watcher) on this machine. Read it first: it runs commands.",
+			writes.idempotentToo().titled("Trust a binky.toml"),
+			mcp.WithString(argDir, mcp.Description("A folder in the worktree whose binky.toml to approve.")),
+			mcp.WithString("path", mcp.Description("The binky.toml itself, if not the worktree's.")),
+			mcp.WithOutputSchema[Trusted]()), Handler: s.trust},
+		{Tool: newTool("doctor", "Check the git-binky install, daemon, hooks, proxy and shared servers; each finding says what to do.",
+			readOnly.titled("Diagnose git-binky"),
+			mcp.WithString(argDir, mcp.Description("A folder in the repository to check from.")),
+			mcp.WithOutputSchema[Doctor]()), Handler: s.doctor},
+	}
+}
+
+func (s *Server) dir(req mcp.CallToolRequest) string {
+	d := req.GetString(argDir, "")
+	if d == "" {
+		return s.Dir
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(s.Dir, d)
+	}
+	return d
+}
+
+// result returns v as structured content with its JSON as the text.
+func result(v any, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		// A tool error the agent can read and act on, with the same
+		// message the CLI prints; not a protocol error.
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // ">&2" stays readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	return mcp.NewToolResultStructured(v, strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+func (s *Server) up(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := s.newProgress(ctx, req)
+	return result(s.Client.Up(ctx, s.dir(req), req.GetString(argName, ""), req.GetString("group", ""), p.event))
+}
+
+func (s *Server) reload(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := s.newProgress(ctx, req)
+	return result(s.Client.Reload(ctx, s.dir(req), req.GetString(argName, ""), req.GetString("group", ""), p.event))
+}
+
+func (s *Server) down(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return result(s.Client.Down(ctx, s.dir(req), req.GetString(argName, "")))
+}
+
+func (s *Server) remove(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return result(s.Client.Remove(ctx, s.dir(req), req.GetString(argName, ""), req.GetBool("force", false)))
+}
+
+func (s *Server) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.GetString(argName, "")
+	st, err := s.Client.Status(ctx, s.dir(req), req.GetBool("project", false))
+	if err != nil || name == "" {
+		return result(st, err)
+	}
+	w, err := world.Open(s.Home, s.dir(req), name)
+	if err != nil {
+		return result(nil, err)
+	}
+	worlds := []api.World{}
+	for _, x := range st.Worlds {
+		if x.ID == w.ID {
+			worlds = append(worlds, x)
+		}
+	}
+	st.Worlds = worlds
+	return result(st, nil)
+}
+
+func (s *Server) env(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	c, err := world.OpenCoordinates(ctx, s.Home, s.dir(req), req.GetString(argName, ""))
+	if err != nil || req.GetBool("reveal", false) {
+		return result(c, err)
+	}
+	return result(c.Redacted(), nil)
+}
+
+func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := s.newProgress(ctx, req)
+	res, err := verify.RunWorld(ctx, s.Home, s.dir(req), req.GetString(argName, ""), s.Env, p.lines())
+	if err != nil {
+		return result(nil, err)
+	}
+	out, _ := result(res, nil)
+	out.IsError = !res.Passed
+	return out, nil
+}
+
+// Logs is the result of the logs tool.
+type Logs struct {
+	World    string                      `json:"world"`
+	Services map[string]world.ServiceLog `json:"services"`
+}
+
+func (s *Server) logs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	w, err := world.Open(s.Home, s.dir(req), req.GetString(argName, ""))
+	if err != nil {
+		return result(nil, err)
+	}
+	offset := int64(-1)
+	if _, ok := req.GetArguments()["offset"]; ok {
+		offset = int64(req.GetInt("offset", 0))
+	}
+	logs, err := w.Logs(req.GetString(argService, ""), req.GetInt("lines", 50), offset)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(Logs{World: w.Name, Services: logs}, nil)
+}
+
+func (s *Server) service(action string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return result(s.Client.Service(ctx, s.dir(req), req.GetString(argName, ""), req.GetString(argService, ""), action))
+	}
+}
+
+// CurlResult is an HTTP answer from a world's service.
+type CurlResult struct {
+	Status  int                 `json:"status"`
+	Headers map[string][]string `json:"headers"`
+	Body    string              `json:"body"`
+	// Truncated says the body was longer than the result keeps.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+const maxCurlBody = 256 << 10
+
+func (s *Server) curl(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	w, err := world.Open(s.Home, s.dir(req), req.GetString(argName, ""))
+	if err != nil {
+		return result(nil, err)
+	}
+	host, err := w.ServiceHost(req.GetString(argService, ""))
+	if err != nil {
+		return result(nil, err)
+	}
+	resp, err := proxy.Do(ctx, proxy.CurlRequest{ProxyPort: w.ProxyPort, Host: host, Path: req.GetString("path", "/"),
+		Method: req.GetString("method", ""), Data: req.GetString("body", ""), Headers: req.GetStringSlice("headers", nil)})
+	if err != nil {
+		return result(nil, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCurlBody+1))
+	if err != nil {
+		return result(nil, fmt.Errorf("read the answer of %s: %w", host, err))
+	}
+	out := CurlResult{Status: resp.StatusCode, Headers: resp.Header, Body: string(body)}
+	if len(body) > maxCurlBody {
+		out.Body, out.Truncated = string(body[:maxCurlBody]), true
+	}
+	return result(out, nil)
+}
+
+// Trusted is the result of the trust tool.
+type Trusted struct {
+	File string `json:"file"`
+	Hash string `json:"sha256"`
+}
+
+func (s *Server) trust(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	t, err := s.Client.Trust(ctx, s.dir(req), req.GetString("path", ""))
+	return result(Trusted{File: t.File, Hash: t.Hash}, err)
+}
+
+// Doctor is the result of the doctor tool.
+type Doctor struct {
+	OK       bool             `json:"ok"`
+	Findings []doctor.Finding `json:"findings"`
+}
+
+func (s *Server) doctor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	f := doctor.Run(ctx, s.Client, s.dir(req))
+	out := Doctor{OK: true, Findings: f}
+	for _, x := range f {
+		if x.Level == doctor.Problem {
+			out.OK = false
+		}
+	}
+	return result(out, nil)
+}

@@ -1,0 +1,125 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// cancelFilter sits between mcp-go's stdio server and the client. It notes
+// the requests the client cancelled (notifications/cancelled) as they come
+// in, and drops the responses to them on the way out: the protocol says a
+// cancelled request gets none, and mcp-go would still send the handler's.
+type cancelFilter struct {
+	out io.Writer
+
+	mu        sync.Mutex
+	cancelled map[string]bool // request ids, as their JSON text
+	pending   []byte          // an output line not finished yet
+}
+
+func newCancelFilter(out io.Writer) *cancelFilter {
+	return &cancelFilter{out: out, cancelled: map[string]bool{}}
+}
+
+// watch returns in as mcp-go should read it, noting cancellations.
+func (f *cancelFilter) watch(in io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				f.note(line)
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+func (f *cancelFilter) note(line []byte) {
+	if !bytes.Contains(line, []byte(mcp.MethodNotificationCancelled)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) == nil && n.Method == string(mcp.MethodNotificationCancelled) && len(n.Params.RequestID) > 0 {
+		f.mu.Lock()
+		f.cancelled[string(n.Params.RequestID)] = true
+		f.mu.Unlock()
+	}
+}
+
+// Write passes whole lines on, except responses to cancelled requests.
+func (f *cancelFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, p...)
+	for {
+		i := bytes.IndexByte(f.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := f.pending[:i+1]
+		if !f.dropLocked(line) {
+			if _, err := f.out.Write(line); err != nil {
+				f.pending = f.pending[i+1:]
+				return len(p), err
+			}
+		}
+		f.pending = append([]byte(nil), f.pending[i+1:]...)
+	}
+}
+
+func (f *cancelFilter) dropLocked(line []byte) bool {
+	if len(f.cancelled) == 0 {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || m.Method != "" {
+		return false // not a response
+	}
+	if f.cancelled[string(m.ID)] {
+		delete(f.cancelled, string(m.ID))
+		return true
+	}
+	return false
+}
+
+// objectArguments refuses a call whose arguments are not a JSON object (an
+// array, a string, a number): mcp-go would read them as no arguments at all
+// and act on the current world.
+func objectArguments(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		raw := bytes.TrimSpace(req.Params.RawArguments)
+		switch {
+		case len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && raw[0] != '{':
+			return mcp.NewToolResultError("invalid arguments: they must be a JSON object of named arguments, e.g. {\"name\": \"fix-login\"}"), nil
+		case len(raw) == 0 && req.Params.Arguments != nil:
+			if _, ok := req.Params.Arguments.(map[string]any); !ok {
+				return mcp.NewToolResultError("invalid arguments: they must be a JSON object of named arguments"), nil
+			}
+		}
+		return next(ctx, req)
+	}
+}

@@ -1,0 +1,53 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// StopService stops one service of the group, leaving the others (its
+// dependents too) running: an agent restarting its API must not take the
+// database down with it.
+func (g *Group) StopService(ctx context.Context, name string) error {
+	p, ok := g.procs[name]
+	if !ok {
+		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.order)
+	}
+	return p.stop(ctx)
+}
+
+// StartService starts one service of the group that is not running, once
+// its dependencies are ready, and waits until it is ready itself. A service
+// already running is left as it is.
+func (g *Group) StartService(ctx context.Context, name string) error {
+	p, ok := g.procs[name]
+	if !ok {
+		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.order)
+	}
+	var deps []*proc
+	for _, d := range p.spec.DependsOn {
+		dp := g.procs[d]
+		if st := dp.status().State; st != Healthy && st != Starting {
+			return fmt.Errorf("service %s depends on %s, which is %s: start it first", name, d, st)
+		}
+		deps = append(deps, dp)
+	}
+	g.startRotation()
+	p.mu.Lock()
+	if !p.running {
+		// This run's readiness, not the last one's: the first start closed
+		// ready, and a restarted service is not ready until probed again.
+		p.ready, p.readyOnce, p.isReady = make(chan struct{}), sync.Once{}, false
+	}
+	p.mu.Unlock()
+	return p.start(ctx, deps)
+}
+
+// RestartService stops one service and starts it again, on the same port.
+func (g *Group) RestartService(ctx context.Context, name string) error {
+	if err := g.StopService(ctx, name); err != nil {
+		return err
+	}
+	return g.StartService(ctx, name)
+}
