@@ -22,7 +22,7 @@ func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error
 	}
 	defer r.mu.Unlock()
 	if r.group == nil {
-		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s is not running: start it with: git binky up %s", w.Name, world.ShellQuote(w.Name))}
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s is not running: start it with: git binky up %s", w.Name, world.ShellArg(w.Name))}
 	}
 	if !slices.Contains(r.names, req.Service) {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s runs no service %q (it runs %v)", w.Name, req.Service, r.names)}

@@ -343,7 +343,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	}
 	defer r.mu.Unlock()
 	if !d.home.HasRecord(w.ID) {
-		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellQuote(w.Name))}
+		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellArg(w.Name))}
 	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err

@@ -161,7 +161,7 @@ func unavailable(w http.ResponseWriter, rt Route, why string) {
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: git binky up %s\n", rt.Service, rt.World, rt.Project, why, world.ShellQuote(rt.World))
+	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: git binky up %s\n", rt.Service, rt.World, rt.Project, why, world.ShellArg(rt.World))
 }
 
 // notFound lists the hosts the proxy knows, so a typo is easy to fix; it

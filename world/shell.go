@@ -2,13 +2,18 @@ package world
 
 import "strings"
 
-// ShellQuote quotes v for POSIX shells when it needs it: a plain word
-// (letters, digits, - _ . / : = @ + ,) is left as it is, anything else is
-// single-quoted with embedded single quotes closed, escaped and reopened.
-// Hints that name a worktree use it, so a pasted hint never runs a name.
+// ShellQuote single-quotes v for POSIX shells, embedded single quotes
+// closed, escaped and reopened: what `env --shell` prints for eval.
 func ShellQuote(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// ShellArg is v as a shell argument in a hint a person may paste: a plain
+// word (letters, digits, - _ . / : = @ + ,) as it is, anything else
+// quoted, so that a pasted hint never runs what a name holds.
+func ShellArg(v string) string {
 	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
 		return v
 	}
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+	return ShellQuote(v)
 }

@@ -40,7 +40,7 @@ func Open(home Home, dir, name string) (*World, error) {
 	}
 	if name != "" {
 		if wt, err = repo.Find(name); err != nil {
-			return nil, fmt.Errorf("%w (see 'git worktree list', or create it with: git binky up %s)", err, ShellQuote(name))
+			return nil, fmt.Errorf("%w (see 'git worktree list', or create it with: git binky up %s)", err, ShellArg(name))
 		}
 	}
 	return FromWorktree(home, repo, wt)
