@@ -114,7 +114,12 @@ func (v *server) mark(ctx context.Context, bucket string) (o adapters.Owner, sli
 	case "NoSuchBucket":
 		return o, "", false, false, nil
 	case "NoSuchTagSet", "NoSuchTagSetError":
-		return o, "", true, false, nil
+		// MinIO answers this for a bucket that does not exist too.
+		there, err := v.client.BucketExists(ctx, bucket)
+		if err != nil {
+			return o, "", false, false, fmt.Errorf("look up bucket %s: %w", bucket, err)
+		}
+		return o, "", there, false, nil
 	default:
 		return o, "", false, false, fmt.Errorf("read the tags of bucket %s: %w", bucket, err)
 	}
@@ -166,8 +171,8 @@ func sharedKeys(s adapters.Slice) (key, secret string, err error) {
 	key, _ = s.Config["access_key"].(string)
 	secret, _ = s.Config["secret_key"].(string)
 	if key == "" || secret == "" || strings.Contains(key+secret, "${") {
-		return "", "", fmt.Errorf("the S3 endpoint has no MinIO admin API, so binky cannot make a user per world: "+
-			"give the service options = { access_key = \"${env.NAME}\", secret_key = \"${env.NAME}\" } (keys the worlds share; "+
+		return "", "", fmt.Errorf("the S3 endpoint has no MinIO admin API, so binky cannot make a user per world: " +
+			"give the service options = { access_key = \"${env.NAME}\", secret_key = \"${env.NAME}\" } (keys the worlds share; " +
 			"isolation between worlds is then by convention only), or point admin_url at a MinIO")
 	}
 	return key, secret, nil
