@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -318,5 +319,42 @@ func TestWrongAdminKeysAreAnErrorNotAPlainEndpoint(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(err), "not-the-secret") {
 		t.Error("the error carries the secret")
+	}
+}
+
+func TestAUserOrPolicyBinkyDidNotMakeIsNeverTakenOver(t *testing.T) {
+	ctx := context.Background()
+	v := adminServer(t)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	for _, what := range []string{"user", "policy"} {
+		s := adapters.Slice{Name: "foreign_" + what + "_" + run, World: "w-f", Home: "h-test", AdminURL: adminURL(t), Password: "the-worlds-pw-1"}
+		switch what {
+		case "user":
+			if err := v.admin.addUser(ctx, AccessKey(s.Name), "someone-elses-secret"); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = v.admin.removeUser(context.Background(), AccessKey(s.Name)) })
+		case "policy":
+			if err := v.admin.addPolicy(ctx, Policy(s.Name), []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::elsewhere/*"]}]}`)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = v.admin.removePolicy(context.Background(), Policy(s.Name)) })
+		}
+		if err := New().Provision(ctx, s); !errors.Is(err, adapters.ErrTaken) {
+			t.Errorf("provision over a %s binky did not make: %v, want ErrTaken", what, err)
+		}
+		if ok, _ := v.client.BucketExists(ctx, Bucket(s.Name)); ok {
+			t.Errorf("a bucket was made beside a foreign %s", what)
+		}
+		if what == "user" {
+			// Its secret is still the one its maker set.
+			c, _ := minio.New(v.endpoint.Host, &minio.Options{Creds: credentials.NewStaticV4(AccessKey(s.Name), "someone-elses-secret", "")})
+			// It has no policy: AccessDenied says the secret was taken.
+			if _, err := c.ListBuckets(ctx); err == nil || minio.ToErrorResponse(err).Code != "AccessDenied" {
+				t.Errorf("the foreign user's own secret no longer signs in: %v", err)
+			}
+		} else if p, err := v.admin.policy(ctx, Policy(s.Name)); err != nil || !strings.Contains(string(p), "elsewhere") {
+			t.Errorf("the foreign policy changed: %s %v", p, err)
+		}
 	}
 }
