@@ -66,10 +66,18 @@ func get(ctx context.Context, c *minio.Client, bucket, key string) (string, erro
 	return string(b), err
 }
 
-func TestConformance(t *testing.T) {
-	v := adminServer(t)
+func TestConformance(t *testing.T) { conformance(t, adminURL(t), nil) }
+
+// conformance runs the suite, with a bucket made by hand as the object
+// binky did not make.
+func conformance(t *testing.T, admin string, options map[string]any) {
+	v, err := dial(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	adapterstest.RunServer(t, New(), adapterstest.Server{
-		AdminURL: adminURL(t),
+		AdminURL: admin,
+		Config:   options,
 		// A bucket an admin made by hand, with an object in it.
 		Foreign: func(ctx context.Context, slice string) error {
 			if err := v.client.MakeBucket(ctx, Bucket(slice), minio.MakeBucketOptions{}); err != nil {
@@ -356,5 +364,71 @@ func TestAUserOrPolicyBinkyDidNotMakeIsNeverTakenOver(t *testing.T) {
 		} else if p, err := v.admin.policy(ctx, Policy(s.Name)); err != nil || !strings.Contains(string(p), "elsewhere") {
 			t.Errorf("the foreign policy changed: %s %v", p, err)
 		}
+	}
+}
+
+// plainURL is an S3 endpoint without MinIO's admin API (make test runs
+// versitygw for it), and keys for the worlds to share there.
+func plainURL(t *testing.T) (string, map[string]any) {
+	u := os.Getenv("BINKY_TEST_S3_PLAIN")
+	if u == "" {
+		t.Skip("BINKY_TEST_S3_PLAIN is unset (make test builds and starts a throwaway versitygw and sets it: s3://KEY:SECRET@127.0.0.1:PORT)")
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gateway runs with one account: the worlds share it here.
+	secret, _ := p.User.Password()
+	return u, map[string]any{"access_key": p.User.Username(), "secret_key": secret}
+}
+
+func TestConformanceOnAPlainS3Endpoint(t *testing.T) {
+	admin, options := plainURL(t)
+	conformance(t, admin, options)
+}
+
+func TestAPlainS3EndpointGivesWorldsTheOptionsKeys(t *testing.T) {
+	ctx := context.Background()
+	admin, options := plainURL(t)
+	s := adapters.Slice{Name: "plain_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-plain", Home: "h-test", AdminURL: admin, Password: "unused-here"}
+	if err := New().Provision(ctx, s); err == nil || !strings.Contains(err.Error(), "by convention only") {
+		_ = New().Teardown(ctx, s)
+		t.Fatalf("provision on a plain endpoint with no keys in the options: %v, want it to say what to add", err)
+	}
+	s.Config = options
+	if err := New().Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = New().Teardown(context.Background(), s) })
+	addr, err := New().Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr["access_key"] != options["access_key"] || addr["secret_key"] != options["secret_key"] || addr["bucket"] != Bucket(s.Name) {
+		t.Fatalf("address %v: want the options' keys and the slice's bucket", addr["bucket"])
+	}
+	c := clientFor(t, addr)
+	if err := put(ctx, c, addr["bucket"], "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	found, err := New().List(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed bool
+	for _, o := range found {
+		if o.Slice == s.Name {
+			listed = o.Kind == "bucket" && o.Owner.Is(s.Owner())
+		}
+	}
+	if !listed {
+		t.Errorf("List does not find the marked bucket: %v", found)
+	}
+	if err := New().Teardown(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.BucketExists(ctx, addr["bucket"]); ok {
+		t.Error("teardown left the bucket")
 	}
 }

@@ -30,3 +30,26 @@ if [ -z "${BINKY_TEST_S3:-}" ]; then
     echo "make test: throwaway minio on 127.0.0.1:$minio_port"
   fi
 fi
+
+# A throwaway versitygw (Apache-2.0), an S3 gateway without MinIO's admin
+# API, for the adapter's plain-S3 path: BINKY_TEST_S3_PLAIN. Built once too.
+vgw_module="github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+if [ -z "${BINKY_TEST_S3_PLAIN:-}" ]; then
+  vgw_bin="$BINKY_TEST_CACHE/bin/versitygw"
+  if [ ! -x "$vgw_bin" ]; then
+    echo "make test: building versitygw ($vgw_module) into $BINKY_TEST_CACHE/bin, once"
+    GOBIN="$BINKY_TEST_CACHE/bin" GOFLAGS=-mod=mod go install "$vgw_module" >"$work/versitygw-build.log" 2>&1 \
+      || { echo "make test: could not build versitygw (log below); the plain-S3 tests will skip" >&2; tail -n 20 "$work/versitygw-build.log" >&2; }
+  fi
+  if [ -x "$vgw_bin" ]; then
+    vgw_port="$(free_port)"
+    vgw_secret="binky-test-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    mkdir -p "$work/versitygw"
+    ROOT_ACCESS_KEY=binky-plain ROOT_SECRET_KEY="$vgw_secret" \
+      "$vgw_bin" --port "127.0.0.1:$vgw_port" posix "$work/versitygw" >"$work/versitygw.log" 2>&1 &
+    on_exit "kill $!"
+    wait_port "$vgw_port" 30 || { cat "$work/versitygw.log" >&2; exit 1; }
+    export BINKY_TEST_S3_PLAIN="s3://binky-plain:$vgw_secret@127.0.0.1:$vgw_port"
+    echo "make test: throwaway versitygw on 127.0.0.1:$vgw_port"
+  fi
+fi
