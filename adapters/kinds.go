@@ -92,7 +92,7 @@ var Kinds = []Kind{
 		// none of its other services.
 		Images:   []string{"minio/minio", "bitnami/minio", "quay.io/minio/minio", "localstack/localstack"},
 		Enforced: "a MinIO user per world whose policy allows only its bucket, never the bucket's tags (the mark); on a plain S3 endpoint worlds share the options' keys: by convention only",
-		Tested:   "MinIO (go install github.com/minio/minio, 2026-02-12 snapshot)",
+		Tested:   "MinIO (github.com/minio/minio 2026-02-12 snapshot, go install); plain S3: versitygw v1.8.0",
 	},
 }
 
