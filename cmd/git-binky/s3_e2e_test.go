@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,10 +39,15 @@ func TestTwoWorldsGetTheirOwnBucketOnTheManagedMinIO(t *testing.T) {
 	if adapters.FindServerBinary("minio") == "" {
 		t.Skip("no minio binary on PATH or in BINKY_SERVER_BIN (make test builds one with go install)")
 	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl to seed the golden bucket with (apt-get install curl)")
+	}
 	f := newFixture(t, `[project]
 name = "bucketshop"
 [services.store]
 adapter = "minio"
+clone_from = "golden"
+seed = "printf seeded > $GC_DIR/seed.txt && curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user \"$STORE_ACCESS_KEY:$STORE_SECRET_KEY\" -T $GC_DIR/seed.txt \"$STORE_URL/$STORE_BUCKET/seed.txt\" && echo seeded >> $GC_DIR/seeded"
 [services.api]
 cmd = "testsvc"
 url = "api"
@@ -68,6 +74,13 @@ env = { S3_ENDPOINT = "${store.url}", S3_BUCKET = "${store.bucket}", AWS_ACCESS_
 		f.binky(f.repo, "remove", "one", "--force")
 		f.binky(f.repo, "remove", "two", "--force")
 	})
+	// Both buckets were made by server-side copy of the golden one.
+	if log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log")); strings.Count(string(log), `"msg":"slice cloned"`) != 2 {
+		t.Errorf("the daemon log does not show two clones:\n%s", log)
+	}
+	if n := seeded(f); n != 1 {
+		t.Errorf("seed ran %d times for two worlds, want once (the golden bucket)", n)
+	}
 	one, two := f.envOf("one"), f.envOf("two")
 	rootPW, err := os.ReadFile(filepath.Join(f.home, "servers", "s3", "admin.password"))
 	if fi, _ := os.Stat(filepath.Join(f.home, "servers", "s3", "admin.password")); err != nil || fi.Mode().Perm() != 0o600 {
@@ -102,6 +115,17 @@ env = { S3_ENDPOINT = "${store.url}", S3_BUCKET = "${store.bucket}", AWS_ACCESS_
 		defer o.Close()
 		got, err := io.ReadAll(o)
 		return string(got), err
+	}
+	for c, env := range map[*minio.Client]map[string]string{a: one, b: two} {
+		o, err := c.GetObject(ctx, env["STORE_BUCKET"], "seed.txt", minio.GetObjectOptions{})
+		var got []byte
+		if err == nil {
+			got, err = io.ReadAll(o)
+			o.Close()
+		}
+		if err != nil || string(got) != "seeded" {
+			t.Errorf("%s has no copy of the golden bucket's seed.txt: %q %v", env["STORE_BUCKET"], got, err)
+		}
 	}
 	if got, err := read(a, one["STORE_BUCKET"]); err != nil || got != "written by "+one["STORE_BUCKET"] {
 		t.Errorf("one reads its own object: %q %v", got, err)

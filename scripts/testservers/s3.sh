@@ -2,6 +2,8 @@
 # MinIO is built from its Go module once into $BINKY_TEST_CACHE/bin (the
 # first build takes minutes; later runs reuse it). MinIO is AGPL-3.0: the
 # tests run it as a separate program; binky never links it.
+# curl seeds the golden bucket in the end-to-end test (--aws-sigv4).
+install_pkg curl curl
 minio_module="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 if [ -z "${BINKY_TEST_S3:-}" ]; then
   minio_bin="$BINKY_TEST_CACHE/bin/minio"
