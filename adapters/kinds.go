@@ -81,6 +81,19 @@ var Kinds = []Kind{
 		Enforced: "an ACL user per world limited to its key and channel prefix (Redis 6+)",
 		Tested:   "Redis 7.0 (Debian)",
 	},
+	{
+		Name: "s3", Aliases: []string{"minio"},
+		Slice:  "a bucket and, on MinIO, a user (key pair) whose policy reaches only that bucket",
+		Fields: []string{"url", "host", "port", "bucket", "access_key", "secret_key", "user", "password", "region"},
+		Env: []EnvName{{"S3_ENDPOINT", "url"}, {"AWS_ENDPOINT_URL", "url"}, {"AWS_ENDPOINT_URL_S3", "url"}, {"S3_BUCKET", "bucket"},
+			{"AWS_ACCESS_KEY_ID", "access_key"}, {"AWS_SECRET_ACCESS_KEY", "secret_key"}, {"AWS_REGION", "region"}},
+		Server: &Server{Binaries: []string{"minio"}, Install: "GOBIN=$HOME/.local/bin go install github.com/minio/minio@latest (MinIO is AGPL-3.0; binky runs it, never links it)"},
+		// localstack is S3 only here: binky gives its worlds buckets and
+		// none of its other services.
+		Images:   []string{"minio/minio", "bitnami/minio", "quay.io/minio/minio", "localstack/localstack"},
+		Enforced: "a MinIO user per world whose policy allows only its bucket, never the bucket's tags (the mark); on a plain S3 endpoint worlds share the options' keys: by convention only",
+		Tested:   "MinIO (github.com/minio/minio 2026-02-12 snapshot, go install); plain S3: versitygw v1.8.0",
+	},
 }
 
 // Lookup finds the table row for a name or alias.

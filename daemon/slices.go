@@ -102,7 +102,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if existing != nil {
 			name = existing.Name
 		}
-		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: svc.Options}
+		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: options(w, n, env)}
 		ready := existing != nil && existing.Ready && existing.Config["admin"] == ref
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost
@@ -126,6 +126,26 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 	}
 	return rec, nil
+}
+
+// options are the service's adapter options with their ${...} tokens
+// interpolated as admin_url's are, so that keys can be named by
+// ${env.NAME} rather than written into binky.toml. The record keeps them as
+// written (sliceConfig).
+func options(w *world.World, n string, env map[string]string) map[string]any {
+	raw := w.Config.Services[n].Options
+	if len(raw) == 0 {
+		return raw
+	}
+	lookup := w.Lookup(world.Coordinates{}, "", env)
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		if str, ok := v.(string); ok {
+			v = world.Interpolate(str, lookup)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // sliceConfig is what teardown needs of a slice after its worktree (and
@@ -301,7 +321,11 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		return "", err
 	}
 	defer unlock()
-	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: svc.Options}
+	env, err := w.ProcessEnv(rec, callerEnv, "")
+	if err != nil {
+		return "", err
+	}
+	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: options(w, n, env)}
 	type exister interface {
 		Exists(ctx context.Context, adminURL, name string) (bool, error)
 	}

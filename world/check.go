@@ -305,6 +305,11 @@ func Check(c *Config, adapters AdapterInfo) []Diagnostic {
 				diags = append(diags, c.at(SeverityError, append(key, "admin_url"),
 					"adapter %q needs admin_url (binky cannot run a %s server itself): set admin_url = \"${env.NAME}\" and export NAME", s.Adapter, s.Adapter))
 			}
+			// Keys in the options are what a server that cannot make a
+			// user per world (a plain S3 endpoint) hands every world.
+			if _, shared := s.Options["access_key"]; shared {
+				warn(append(key, "options", "access_key"), "options access_key/secret_key are keys every world of %q shares: binky gives them to worlds only where the server cannot make a user per world (S3 without MinIO's admin API), and isolation between worlds is then by convention only", name)
+			}
 		}
 		for _, f := range s.fields() {
 			for _, ref := range Tokens(f.value) {
@@ -359,7 +364,8 @@ func (s *Service) fields() []field {
 
 // adapterFields are the tokens an adapter slice answers (${db.url}, ...).
 var adapterFields = map[string]bool{"url": true, "host": true, "port": true, "name": true,
-	"database": true, "user": true, "password": true, "prefix": true}
+	"database": true, "user": true, "password": true, "prefix": true,
+	"bucket": true, "access_key": true, "secret_key": true, "region": true}
 
 // tokenProblem says what is wrong with ${ref} used in service s (nil for
 // tokens outside any service), or "" when the token will resolve.

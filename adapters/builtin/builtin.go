@@ -12,12 +12,14 @@ import (
 	"github.com/git-binky/git-binky/adapters/external"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/redis"
+	"github.com/git-binky/git-binky/adapters/s3"
 )
 
 // constructors builds the adapter of each built-in kind, by canonical name.
 var constructors = map[string]func() adapters.Adapter{
 	"postgres": func() adapters.Adapter { return postgres.New() },
 	"redis":    func() adapters.Adapter { return redis.New() },
+	"s3":       func() adapters.Adapter { return s3.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

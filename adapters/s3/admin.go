@@ -1,0 +1,256 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/minio/minio-go/v7/pkg/signer"
+)
+
+// admin speaks the few calls of MinIO's admin API (/minio/admin/v3) that a
+// slice needs: users, canned policies, and attaching one to the other. It
+// is written here over HTTP, signed with SigV4, rather than linked from
+// MinIO's admin library, which is AGPL-3.0.
+type admin struct {
+	endpoint *url.URL // scheme://host:port
+	key      string
+	secret   string
+	region   string
+	http     *http.Client
+}
+
+const adminPrefix = "/minio/admin/v3"
+
+// adminError is an error the admin API answered, with MinIO's code
+// (XMinioAdminNoSuchUser, ...).
+type adminError struct {
+	Status int
+	// JSON is whether the answer was MinIO's JSON rather than an S3
+	// server's XML.
+	JSON    bool   `json:"-"`
+	Code    string `json:"Code"`
+	Message string `json:"Message"`
+}
+
+func (e *adminError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("admin API answered HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("admin API: %s: %s", e.Code, e.Message)
+}
+
+// errNoAdminAPI says the endpoint is an S3 server without MinIO's admin
+// API: it cannot make users, so worlds share the keys the options name.
+var errNoAdminAPI = errors.New("the endpoint has no MinIO admin API")
+
+func (a *admin) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	u := *a.endpoint
+	u.Path = adminPrefix + path
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = int64(len(body))
+	sum := sha256.Sum256(body)
+	req.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+	req = signer.SignV4(*req, a.key, a.secret, "", a.region)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin API at %s: %w", a.endpoint.Host, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &adminError{Status: resp.StatusCode}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			e.JSON = json.Unmarshal(out, e) == nil
+		}
+		return nil, e
+	}
+	return out, nil
+}
+
+// probe tells a MinIO (its admin API answers, in JSON) from a plain S3
+// endpoint (the path reads as an object of a bucket "minio", and the
+// answer is an S3 error in XML). MinIO refusing the admin keys is an error,
+// not a plain endpoint: falling back would hand worlds shared keys because
+// of a typo.
+func (a *admin) probe(ctx context.Context) error {
+	_, err := a.do(ctx, http.MethodGet, "/accountinfo", nil, nil)
+	var ae *adminError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae) && ae.JSON:
+		return fmt.Errorf("the admin API at %s refused the admin_url's keys (check them): %w", a.endpoint.Host, err)
+	case errors.As(err, &ae):
+		return errNoAdminAPI
+	default:
+		return err
+	}
+}
+
+// userInfo is the part of MinIO's answer to user-info that binky reads.
+type userInfo struct {
+	PolicyName string `json:"policyName"`
+	Status     string `json:"status"`
+}
+
+// user returns the user of that access key, or nil when there is none.
+func (a *admin) user(ctx context.Context, accessKey string) (*userInfo, error) {
+	out, err := a.do(ctx, http.MethodGet, "/user-info", url.Values{"accessKey": {accessKey}}, nil)
+	if isCode(err, "XMinioAdminNoSuchUser") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up user %s: %w", accessKey, err)
+	}
+	var u userInfo
+	if err := json.Unmarshal(out, &u); err != nil {
+		return nil, fmt.Errorf("look up user %s: %w", accessKey, err)
+	}
+	return &u, nil
+}
+
+// addUser creates (or updates) a user. MinIO wants the request body
+// encrypted with the admin's secret key.
+func (a *admin) addUser(ctx context.Context, accessKey, secretKey string) error {
+	body, _ := json.Marshal(map[string]string{"secretKey": secretKey, "status": "enabled"})
+	sealed, err := encryptData(a.secret, body)
+	if err != nil {
+		return err
+	}
+	if _, err := a.do(ctx, http.MethodPut, "/add-user", url.Values{"accessKey": {accessKey}}, sealed); err != nil {
+		return fmt.Errorf("create user %s: %w", accessKey, err)
+	}
+	return nil
+}
+
+func (a *admin) removeUser(ctx context.Context, accessKey string) error {
+	_, err := a.do(ctx, http.MethodDelete, "/remove-user", url.Values{"accessKey": {accessKey}}, nil)
+	if err != nil && !isCode(err, "XMinioAdminNoSuchUser") {
+		return fmt.Errorf("remove user %s: %w", accessKey, err)
+	}
+	return nil
+}
+
+// policy returns a canned policy's document, or nil when there is none.
+func (a *admin) policy(ctx context.Context, name string) ([]byte, error) {
+	out, err := a.do(ctx, http.MethodGet, "/info-canned-policy", url.Values{"name": {name}, "v": {"2"}}, nil)
+	if isCode(err, "XMinioAdminNoSuchPolicy") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up policy %s: %w", name, err)
+	}
+	return out, nil
+}
+
+func (a *admin) addPolicy(ctx context.Context, name string, doc []byte) error {
+	if _, err := a.do(ctx, http.MethodPut, "/add-canned-policy", url.Values{"name": {name}}, doc); err != nil {
+		return fmt.Errorf("create policy %s: %w", name, err)
+	}
+	return nil
+}
+
+func (a *admin) removePolicy(ctx context.Context, name string) error {
+	_, err := a.do(ctx, http.MethodDelete, "/remove-canned-policy", url.Values{"name": {name}}, nil)
+	if err != nil && !isCode(err, "XMinioAdminNoSuchPolicy") {
+		return fmt.Errorf("remove policy %s: %w", name, err)
+	}
+	return nil
+}
+
+// attach makes policy the user's only policy.
+func (a *admin) attach(ctx context.Context, policy, accessKey string) error {
+	q := url.Values{"policyName": {policy}, "userOrGroup": {accessKey}, "isGroup": {"false"}}
+	if _, err := a.do(ctx, http.MethodPut, "/set-user-or-group-policy", q, nil); err != nil {
+		return fmt.Errorf("attach policy %s to user %s: %w", policy, accessKey, err)
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool {
+	var ae *adminError
+	return errors.As(err, &ae) && ae.Code == code
+}
+
+// The admin API's encrypted bodies: salt (32) | algorithm (1) | nonce (8) |
+// ciphertext, the key derived from the admin's secret key. Of the
+// algorithms the server accepts, binky writes PBKDF2-SHA256 (8192 rounds)
+// with AES-256-GCM, the one the standard library has. The ciphertext is a
+// stream of AEAD fragments of at most 16 KiB of plaintext, each sealed
+// under the nonce with a 32-bit little-endian fragment number appended and
+// with associated data of a flag (0x80 on the last fragment) and the tag
+// of an empty fragment 0.
+const (
+	algPBKDF2AESGCM = 0x02
+	pbkdf2Rounds    = 8192
+	fragmentSize    = 1 << 14
+)
+
+func encryptData(password string, data []byte) ([]byte, error) {
+	var salt [32]byte
+	var nonce [8]byte
+	if _, err := rand.Read(salt[:]); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	aead, err := streamCipher(password, salt[:])
+	if err != nil {
+		return nil, err
+	}
+	out := append(append(append([]byte{}, salt[:]...), algPBKDF2AESGCM), nonce[:]...)
+	return append(out, sealStream(aead, nonce[:], data)...), nil
+}
+
+func streamCipher(password string, salt []byte) (cipher.AEAD, error) {
+	key, err := pbkdf2.Key(sha256.New, password, salt, pbkdf2Rounds, 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func fragmentNonce(nonce []byte, seq uint32) []byte {
+	n := make([]byte, 12)
+	copy(n, nonce)
+	binary.LittleEndian.PutUint32(n[8:], seq)
+	return n
+}
+
+func sealStream(aead cipher.AEAD, nonce, data []byte) []byte {
+	ad := append([]byte{0x00}, aead.Seal(nil, fragmentNonce(nonce, 0), nil, nil)...)
+	var out []byte
+	seq := uint32(1)
+	for len(data) > fragmentSize {
+		out = aead.Seal(out, fragmentNonce(nonce, seq), data[:fragmentSize], ad)
+		data, seq = data[fragmentSize:], seq+1
+	}
+	ad[0] = 0x80
+	return aead.Seal(out, fragmentNonce(nonce, seq), data, ad)
+}
