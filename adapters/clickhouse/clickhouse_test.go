@@ -333,7 +333,7 @@ func TestAdminURLs(t *testing.T) {
 func TestServerErrorsReadTheirCode(t *testing.T) {
 	for body, code := range map[string]int{
 		"Code: 60, e.displayText() = DB::Exception: Table system.users doesn't exist., e.what() = DB::Exception": 60,
-		"Code: 497. DB::Exception: default: Not enough privileges. (ACCESS_DENIED) (version 24.3.1.1)":            497,
+		"Code: 497. DB::Exception: default: Not enough privileges. (ACCESS_DENIED) (version 24.3.1.1)":           497,
 		"Bad Gateway": 0,
 	} {
 		err := serverError(500, []byte(body))
