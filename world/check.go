@@ -285,9 +285,14 @@ func (c *Config) Group(name string) ([]string, error) {
 // cannot import adapters (dependencies point down).
 type AdapterInfo func(name string) (known, managed bool)
 
+// AdapterCaveat returns what check should warn of for every service of an
+// adapter name (a limit of isolation that depends on the server), or "".
+type AdapterCaveat func(name string) string
+
 // Check returns every error and warning about a parsed config: the structural
 // errors ParseConfig found, adapter problems, and footguns that still load.
-func Check(c *Config, adapters AdapterInfo) []Diagnostic {
+// caveats, if given, add a warning per adapter service whose kind has one.
+func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnostic {
 	var diags []Diagnostic
 	warn := func(key []string, format string, args ...any) {
 		diags = append(diags, c.at(SeverityWarning, key, format, args...))
@@ -304,6 +309,11 @@ func Check(c *Config, adapters AdapterInfo) []Diagnostic {
 			case !managed && s.AdminURL == "":
 				diags = append(diags, c.at(SeverityError, append(key, "admin_url"),
 					"adapter %q needs admin_url (binky cannot run a %s server itself): set admin_url = \"${env.NAME}\" and export NAME", s.Adapter, s.Adapter))
+			}
+		}
+		for _, caveat := range caveats {
+			if msg := caveat(s.Adapter); s.Adapter != "" && msg != "" {
+				warn(append(key, "adapter"), "%s: %s", s.Adapter, msg)
 			}
 		}
 		for _, f := range s.fields() {
@@ -437,7 +447,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // or (when path is "") the root of the worktree dir is in. It returns the
 // file it read and every diagnostic; the error is for a file it could not
 // read at all.
-func CheckPath(dir, path string, adapters AdapterInfo) (string, []Diagnostic, error) {
+func CheckPath(dir, path string, adapters AdapterInfo, caveats ...AdapterCaveat) (string, []Diagnostic, error) {
 	file, err := FindConfig(dir, path)
 	if err != nil {
 		return file, nil, err
@@ -453,7 +463,7 @@ func CheckPath(dir, path string, adapters AdapterInfo) (string, []Diagnostic, er
 	if cfg == nil || hasErrors(diags) {
 		return file, diags, nil
 	}
-	return file, Check(cfg, adapters), nil
+	return file, Check(cfg, adapters, caveats...), nil
 }
 
 // FindConfig resolves which binky.toml a command means: path if given (a
