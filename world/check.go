@@ -369,7 +369,8 @@ func (s *Service) fields() []field {
 
 // adapterFields are the tokens an adapter slice answers (${db.url}, ...).
 var adapterFields = map[string]bool{"url": true, "host": true, "port": true, "name": true,
-	"database": true, "user": true, "password": true, "prefix": true}
+	"database": true, "user": true, "password": true, "prefix": true,
+	"api_key": true, "collection": true, "isolation": true} // qdrant, elasticsearch, clickhouse
 
 // tokenProblem says what is wrong with ${ref} used in service s (nil for
 // tokens outside any service), or "" when the token will resolve.
