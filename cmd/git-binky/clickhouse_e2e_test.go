@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/clickhouse"
 )
 
 // clickhouseConfig uses the managed ClickHouse (no admin_url): a golden
@@ -103,5 +105,24 @@ func TestClickHouseWorldsOnTheManagedServer(t *testing.T) {
 	}
 	if got, err := chQuery(t, b["OLAP_URL"], "SELECT count() FROM events"); err != nil || got != "100" {
 		t.Errorf("b's events after a's remove: %q, %v", got, err)
+	}
+
+	// A crash between provision and record: a marked database of this home
+	// with no world. gc drops it, and nothing of b's.
+	home, _ := os.ReadFile(filepath.Join(f.home, "home-id"))
+	port, _ := os.ReadFile(filepath.Join(f.home, "servers", "clickhouse", "port"))
+	admin := "clickhouse://default:" + strings.TrimSpace(string(pw)) + "@127.0.0.1:" + strings.TrimSpace(string(port))
+	orphan := adapters.Slice{Name: "olap_crashed", World: "00deadbeef00", Home: strings.TrimSpace(string(home)), AdminURL: admin}
+	if err := clickhouse.New().Provision(context.Background(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.mustBinky(f.repo, "gc"); !strings.Contains(out, "dropped clickhouse olap_crashed") || strings.Contains(out, b["OLAP_NAME"]) {
+		t.Errorf("gc:\n%s", out)
+	}
+	if there, _ := clickhouse.New().Exists(context.Background(), admin, "olap_crashed"); there {
+		t.Error("gc left the orphaned database")
+	}
+	if got, err := chQuery(t, b["OLAP_URL"], "SELECT count() FROM events"); err != nil || got != "100" {
+		t.Errorf("b's events after gc: %q, %v", got, err)
 	}
 }
