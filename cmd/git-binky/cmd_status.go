@@ -72,7 +72,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		for _, sl := range w.Slices {
 			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
 			if sl.Isolation == adapters.IsolationNone {
-				fmt.Fprintf(out, "        isolation not enforced: this %s server has no per-world users, so the world uses the admin's credentials\n", sl.Adapter)
+				fmt.Fprintf(out, "        isolation not enforced: this %s server cannot give a world credentials of its own, so it can reach every world's slice\n", sl.Adapter)
 			}
 		}
 	}

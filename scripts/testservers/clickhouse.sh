@@ -46,7 +46,9 @@ XML
 </yandex>
 XML
   "$(find_bin clickhouse-server)" --config-file="$ch_dir/config.xml" >"$ch_dir/stdout.log" 2>&1 &
-  on_exit "kill $!"
+  ch_pid=$!
+  # It takes a moment to shut down: wait, so its files go before $work does.
+  on_exit "kill $ch_pid; for _ in \$(seq 100); do kill -0 $ch_pid 2>/dev/null || break; sleep 0.05; done"
   wait_port "$ch_http" 30 || { cat "$ch_dir/stdout.log" "$ch_dir/server.err.log" >&2; exit 1; }
   export BINKY_TEST_CLICKHOUSE="clickhouse://default:binky-test@127.0.0.1:$ch_http"
   echo "make test: throwaway clickhouse on 127.0.0.1:$ch_http"
