@@ -80,7 +80,8 @@ func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
 		}
 		ra, _ := a.Resolve(ctx, sa)
 		rb, _ := a.Resolve(ctx, sb)
-		if ra["url"] == rb["url"] {
+		// One endpoint can serve both (S3: the bucket and keys differ).
+		if fmt.Sprint(ra) == fmt.Sprint(rb) {
 			t.Fatalf("both worlds resolve to %s", adapters.Redact(ra["url"]))
 		}
 		// B's slice cannot be torn down in A's name.
