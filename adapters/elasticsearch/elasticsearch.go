@@ -63,12 +63,16 @@ const markKey = "binky_mark"
 
 // Isolation values of the address's "isolation" field.
 const (
+	// IsolationUser: the world has a user of its own, limited to its prefix.
 	IsolationUser = "user"
+	// IsolationNone: no security API; every world can reach every index.
 	IsolationNone = adapters.IsolationNone
 )
 
-// Prefix is the index prefix of a slice, and Pattern its index pattern.
-func Prefix(slice string) string  { return slice + "-" }
+// Prefix is the index prefix of a slice.
+func Prefix(slice string) string { return slice + "-" }
+
+// Pattern is the index pattern of a slice's role and listings.
 func Pattern(slice string) string { return Prefix(slice) + "*" }
 
 type server struct {
