@@ -343,7 +343,9 @@ func (c *ClickHouse) provision(ctx context.Context, s *server, sl adapters.Slice
 	}
 	db, user, pw := Ident(sl.Name), Ident(sl.Name), Literal(sl.Password)
 	for _, q := range []string{
-		"CREATE USER IF NOT EXISTS " + user + " IDENTIFIED WITH sha256_password BY " + pw + " DEFAULT DATABASE " + db,
+		// No DEFAULT DATABASE clause: servers from 20.5 until it came lack
+		// it, and the world's url names its database anyway.
+		"CREATE USER IF NOT EXISTS " + user + " IDENTIFIED WITH sha256_password BY " + pw,
 		// The password is derived, and may have been derived anew.
 		"ALTER USER " + user + " IDENTIFIED WITH sha256_password BY " + pw,
 		"GRANT ALL ON " + db + ".* TO " + user,
