@@ -38,6 +38,12 @@ func (s Slice) Owner() Owner { return Owner{World: s.World, Home: s.Home} }
 // password, prefix... whichever the adapter has. It becomes ${svc.url} etc.
 type Address map[string]string
 
+// IsolationNone is the value of an address's "isolation" field when the
+// server cannot keep worlds apart (no users or access control there), so the
+// world reaches its slice with the admin's credentials: status says so, and
+// the conformance suite then allows the admin's password in the world's url.
+const IsolationNone = "none"
+
 // Capabilities are what an adapter can do beyond the four verbs.
 type Capabilities struct {
 	Clone bool `json:"clone"`

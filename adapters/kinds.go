@@ -39,6 +39,9 @@ type Kind struct {
 	Enforced string
 	// Tested says what this adapter's tests ran against on binky's CI.
 	Tested string
+	// Caveat, when set, is what check warns of for every service of the
+	// kind: a limit of isolation that depends on the server.
+	Caveat string
 }
 
 // EnvName is an environment variable an app reads for a kind, and the
@@ -94,6 +97,46 @@ var Kinds = []Kind{
 		Enforced: "a MinIO user per world whose policy allows only its bucket, never the bucket's tags (the mark); on a plain S3 endpoint worlds share the options' keys: by convention only",
 		Tested:   "MinIO (github.com/minio/minio 2026-02-12 snapshot, go install); plain S3: versitygw v1.8.0",
 	},
+	{
+		Name:   "clickhouse",
+		Slice:  "a database, and a user limited to it where the server has SQL users",
+		Fields: []string{"url", "host", "port", "user", "password", "name", "database", "isolation"},
+		Env: []EnvName{{"CLICKHOUSE_URL", "url"}, {"CLICKHOUSE_HOST", "host"}, {"CLICKHOUSE_PORT", "port"}, {"CLICKHOUSE_USER", "user"},
+			{"CLICKHOUSE_PASSWORD", "password"}, {"CLICKHOUSE_DB", "name"}},
+		Server:   &Server{Binaries: []string{"clickhouse-server"}, Install: "apt-get install clickhouse-server"},
+		Images:   []string{"clickhouse/clickhouse-server", "yandex/clickhouse-server", "clickhouse", "bitnami/clickhouse"},
+		Enforced: "a user per world with all rights on its database only (servers with SQL users, ClickHouse 20.5+); none on older servers such as Debian's 18.16",
+		Tested:   "ClickHouse 18.16 (Debian): the database path; the per-world user path was not run here",
+		Caveat: "on a server without SQL users (ClickHouse before 20.5, such as Debian's 18.16, which the managed default runs) " +
+			"every world uses the admin's credentials and can reach every other world's database: isolation is not enforced",
+	},
+	{
+		Name:     "qdrant",
+		Slice:    "a collection-name prefix, and a token limited to its collections where the server has jwt_rbac",
+		Fields:   []string{"url", "host", "port", "prefix", "collection", "api_key", "isolation"},
+		Env:      []EnvName{{"QDRANT_URL", "url"}, {"QDRANT_API_KEY", "api_key"}},
+		Images:   []string{"qdrant/qdrant"},
+		Enforced: "a JWT per world naming its collections (Qdrant 1.9+ with an API key and jwt_rbac); none otherwise",
+		Tested:   "not tested against a real server here (unit tests of the requests it sends only)",
+		Caveat:   "isolation needs a Qdrant 1.9+ with service.api_key and service.jwt_rbac = true; without them every world can reach every collection",
+	},
+	{
+		Name: "elasticsearch", Aliases: []string{"opensearch"},
+		Slice:    "an index prefix, and a role and user limited to it where security is on",
+		Fields:   []string{"url", "host", "port", "user", "password", "prefix", "isolation"},
+		Env:      []EnvName{{"ELASTICSEARCH_URL", "url"}, {"OPENSEARCH_URL", "url"}},
+		Images:   []string{"elasticsearch", "elasticsearch/elasticsearch", "opensearchproject/opensearch", "bitnami/elasticsearch", "bitnami/opensearch"},
+		Enforced: "a role limited to <slice>-* and a user per world, where the security API is on (Elasticsearch security, OpenSearch security plugin); none otherwise",
+		Tested:   "not tested against a real server here (unit tests of the requests it sends only)",
+		Caveat:   "isolation needs the security API (xpack.security.enabled, or OpenSearch's security plugin); without it every world can reach every index",
+	},
+}
+
+// Caveat returns what check should warn of for a service using the adapter
+// name, or "".
+func Caveat(name string) string {
+	k, _ := Lookup(name)
+	return k.Caveat
 }
 
 // Lookup finds the table row for a name or alias.

@@ -16,6 +16,15 @@ func TestForImage(t *testing.T) {
 		{"nginx:1.25", ""},
 		{"", ""},
 		{"myorg/postgres-exporter", ""},
+		{"clickhouse/clickhouse-server:24.3", "clickhouse"},
+		{"yandex/clickhouse-server:20.3", "clickhouse"},
+		{"qdrant/qdrant:v1.9.0", "qdrant"},
+		{"docker.elastic.co/elasticsearch/elasticsearch:8.13.0", "elasticsearch"},
+		{"elasticsearch:8.13.0", "elasticsearch"},
+		{"bitnami/elasticsearch", "elasticsearch"},
+		{"opensearchproject/opensearch:2", "elasticsearch"},
+		{"opensearchproject/opensearch-dashboards:2", ""},
+		{"docker.elastic.co/kibana/kibana:8.13.0", ""},
 	} {
 		k, ok := ForImage(tc.image)
 		if got := map[bool]string{true: k.Name}[ok]; got != tc.kind {
@@ -42,7 +51,7 @@ func TestMarksRoundTripAndReadTheOldForm(t *testing.T) {
 }
 
 func TestCanonical(t *testing.T) {
-	for in, want := range map[string]string{"valkey": "redis", "postgresql": "postgres", "filestore": "filestore"} {
+	for in, want := range map[string]string{"valkey": "redis", "postgresql": "postgres", "filestore": "filestore", "opensearch": "elasticsearch"} {
 		if got := Canonical(in); got != want {
 			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)
 		}

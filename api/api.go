@@ -197,6 +197,9 @@ type Slice struct {
 	Service string `json:"service"`
 	Adapter string `json:"adapter"`
 	Name    string `json:"name"`
+	// Isolation is "none" when the server cannot keep worlds apart and the
+	// world reaches its slice with the admin's credentials.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Status is the answer to OpStatus.

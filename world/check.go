@@ -285,9 +285,14 @@ func (c *Config) Group(name string) ([]string, error) {
 // cannot import adapters (dependencies point down).
 type AdapterInfo func(name string) (known, managed bool)
 
+// AdapterCaveat returns what check should warn of for every service of an
+// adapter name (a limit of isolation that depends on the server), or "".
+type AdapterCaveat func(name string) string
+
 // Check returns every error and warning about a parsed config: the structural
 // errors ParseConfig found, adapter problems, and footguns that still load.
-func Check(c *Config, adapters AdapterInfo) []Diagnostic {
+// caveats, if given, add a warning per adapter service whose kind has one.
+func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnostic {
 	var diags []Diagnostic
 	warn := func(key []string, format string, args ...any) {
 		diags = append(diags, c.at(SeverityWarning, key, format, args...))
@@ -309,6 +314,11 @@ func Check(c *Config, adapters AdapterInfo) []Diagnostic {
 			// user per world (a plain S3 endpoint) hands every world.
 			if _, shared := s.Options["access_key"]; shared {
 				warn(append(key, "options", "access_key"), "options access_key/secret_key are keys every world of %q shares: binky gives them to worlds only where the server cannot make a user per world (S3 without MinIO's admin API), and isolation between worlds is then by convention only", name)
+			}
+		}
+		for _, caveat := range caveats {
+			if msg := caveat(s.Adapter); s.Adapter != "" && msg != "" {
+				warn(append(key, "adapter"), "%s: %s", s.Adapter, msg)
 			}
 		}
 		for _, f := range s.fields() {
@@ -365,7 +375,8 @@ func (s *Service) fields() []field {
 // adapterFields are the tokens an adapter slice answers (${db.url}, ...).
 var adapterFields = map[string]bool{"url": true, "host": true, "port": true, "name": true,
 	"database": true, "user": true, "password": true, "prefix": true,
-	"bucket": true, "access_key": true, "secret_key": true, "region": true}
+	"bucket": true, "access_key": true, "secret_key": true, "region": true, // s3
+	"api_key": true, "collection": true, "isolation": true} // qdrant, elasticsearch, clickhouse
 
 // tokenProblem says what is wrong with ${ref} used in service s (nil for
 // tokens outside any service), or "" when the token will resolve.
@@ -443,7 +454,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // or (when path is "") the root of the worktree dir is in. It returns the
 // file it read and every diagnostic; the error is for a file it could not
 // read at all.
-func CheckPath(dir, path string, adapters AdapterInfo) (string, []Diagnostic, error) {
+func CheckPath(dir, path string, adapters AdapterInfo, caveats ...AdapterCaveat) (string, []Diagnostic, error) {
 	file, err := FindConfig(dir, path)
 	if err != nil {
 		return file, nil, err
@@ -459,7 +470,7 @@ func CheckPath(dir, path string, adapters AdapterInfo) (string, []Diagnostic, er
 	if cfg == nil || hasErrors(diags) {
 		return file, diags, nil
 	}
-	return file, Check(cfg, adapters), nil
+	return file, Check(cfg, adapters, caveats...), nil
 }
 
 // FindConfig resolves which binky.toml a command means: path if given (a

@@ -64,7 +64,10 @@ func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
 		if addr["url"] == "" {
 			t.Errorf("address %v has no url", addr)
 		}
-		if strings.Contains(addr["url"], passwordOf(adminURL)) && passwordOf(adminURL) != "" && addr["password"] != "" {
+		// Only where the server can have users: an adapter reports a server
+		// without them with isolation = "none" (the admin's credentials).
+		if strings.Contains(addr["url"], passwordOf(adminURL)) && passwordOf(adminURL) != "" && addr["password"] != "" &&
+			addr["isolation"] != adapters.IsolationNone {
 			t.Errorf("the world's url carries the admin's password: %s", adapters.Redact(addr["url"]))
 		}
 	})

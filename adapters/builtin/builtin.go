@@ -9,17 +9,23 @@ import (
 	"fmt"
 
 	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/clickhouse"
+	"github.com/git-binky/git-binky/adapters/elasticsearch"
 	"github.com/git-binky/git-binky/adapters/external"
 	"github.com/git-binky/git-binky/adapters/postgres"
+	"github.com/git-binky/git-binky/adapters/qdrant"
 	"github.com/git-binky/git-binky/adapters/redis"
 	"github.com/git-binky/git-binky/adapters/s3"
 )
 
 // constructors builds the adapter of each built-in kind, by canonical name.
 var constructors = map[string]func() adapters.Adapter{
-	"postgres": func() adapters.Adapter { return postgres.New() },
-	"redis":    func() adapters.Adapter { return redis.New() },
-	"s3":       func() adapters.Adapter { return s3.New() },
+	"postgres":      func() adapters.Adapter { return postgres.New() },
+	"redis":         func() adapters.Adapter { return redis.New() },
+	"s3":            func() adapters.Adapter { return s3.New() },
+	"clickhouse":    func() adapters.Adapter { return clickhouse.New() },
+	"qdrant":        func() adapters.Adapter { return qdrant.New() },
+	"elasticsearch": func() adapters.Adapter { return elasticsearch.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

@@ -35,9 +35,10 @@ type starter func(ctx context.Context, m *Servers, dir string) (adminURL string,
 // starters are the kinds binky can run itself, keyed by the adapter
 // table's names (adapters.Kinds rows with a Server); one file per kind.
 var starters = map[string]starter{
-	"postgres": startPostgres,
-	"redis":    startRedis,
-	"s3":       startS3,
+	"postgres":   startPostgres,
+	"redis":      startRedis,
+	"s3":         startS3,
+	"clickhouse": startClickHouse,
 }
 
 // Runs reports whether binky can run the shared server of kind.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
 )
 
@@ -70,6 +71,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
 			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
+			if sl.Isolation == adapters.IsolationNone {
+				fmt.Fprintf(out, "        isolation not enforced: this %s server cannot give a world credentials of its own, so it can reach every world's slice\n", sl.Adapter)
+			}
 		}
 	}
 	for _, srv := range s.Servers {

@@ -151,6 +151,7 @@ func stopManagedServers(home string) {
 	for _, pidfile := range []string{
 		filepath.Join(home, "servers", "postgres", "data", "postmaster.pid"),
 		filepath.Join(home, "servers", "redis", "redis.pid"),
+		filepath.Join(home, "servers", "clickhouse", "clickhouse.pid"),
 	} {
 		b, err := os.ReadFile(pidfile)
 		if err != nil {
