@@ -81,6 +81,26 @@ var Kinds = []Kind{
 		Enforced: "an ACL user per world limited to its key and channel prefix (Redis 6+)",
 		Tested:   "Redis 7.0 (Debian)",
 	},
+	{
+		Name:     "rabbitmq",
+		Slice:    "a vhost and a user",
+		Fields:   []string{"url", "host", "port", "vhost", "user", "password", "management_url"},
+		Env:      []EnvName{{"AMQP_URL", "url"}, {"RABBITMQ_URL", "url"}},
+		Server:   &Server{Binaries: []string{"rabbitmq-server"}, Install: "apt-get install rabbitmq-server"},
+		Images:   []string{"rabbitmq", "bitnami/rabbitmq"},
+		Enforced: "a user per world with permissions on its own vhost only and no management tags",
+		Tested:   "RabbitMQ 3.10 (Debian)",
+	},
+	{
+		Name: "kafka", Aliases: []string{"redpanda"},
+		Slice:  "a topic prefix, a SCRAM user and prefixed ACLs",
+		Fields: []string{"url", "brokers", "host", "port", "prefix", "user", "password", "mechanism"},
+		Env:    []EnvName{{"KAFKA_BROKERS", "brokers"}, {"KAFKA_BOOTSTRAP_SERVERS", "brokers"}},
+		Images: []string{"bitnami/kafka", "confluentinc/cp-kafka", "confluentinc/confluent-local", "apache/kafka", "apache/kafka-native",
+			"redpandadata/redpanda", "vectorized/redpanda"},
+		Enforced: "prefixed ACLs: a SCRAM user per world may touch only topics, groups and transactional ids under its prefix",
+		Tested:   "kfake (franz-go's in-process broker, SASL/SCRAM and ACLs on), not a real Kafka",
+	},
 }
 
 // Lookup finds the table row for a name or alias.

@@ -10,7 +10,9 @@ import (
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/external"
+	"github.com/git-binky/git-binky/adapters/kafka"
 	"github.com/git-binky/git-binky/adapters/postgres"
+	"github.com/git-binky/git-binky/adapters/rabbitmq"
 	"github.com/git-binky/git-binky/adapters/redis"
 )
 
@@ -18,6 +20,8 @@ import (
 var constructors = map[string]func() adapters.Adapter{
 	"postgres": func() adapters.Adapter { return postgres.New() },
 	"redis":    func() adapters.Adapter { return redis.New() },
+	"rabbitmq": func() adapters.Adapter { return rabbitmq.New() },
+	"kafka":    func() adapters.Adapter { return kafka.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

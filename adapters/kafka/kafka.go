@@ -453,7 +453,7 @@ func (k *Kafka) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 	u := "kafka://" + url.UserPassword(s.Name, s.Password).String() + "@" + brokers + "?mechanism=" + mech
 	return adapters.Address{
 		"url": u, "brokers": brokers, "host": host, "port": port, "prefix": Prefix(s.Name),
-		"user": s.Name, "password": s.Password, "mechanism": mech, "name": s.Name,
+		"user": s.Name, "password": s.Password, "mechanism": mech,
 	}, nil
 }
 

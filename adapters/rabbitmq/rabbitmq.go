@@ -273,7 +273,7 @@ func (r *RabbitMQ) Resolve(ctx context.Context, s adapters.Slice) (adapters.Addr
 	u := url.URL{Scheme: a.Scheme, User: url.UserPassword(s.Name, s.Password), Host: net.JoinHostPort(a.Host, a.Port),
 		Path: "/" + s.Name, RawPath: "/" + url.PathEscape(s.Name)}
 	return adapters.Address{
-		"url": u.String(), "host": a.Host, "port": a.Port, "vhost": s.Name, "name": s.Name,
+		"url": u.String(), "host": a.Host, "port": a.Port, "vhost": s.Name,
 		"user": s.Name, "password": s.Password, "management_url": a.Management.String(),
 	}, nil
 }
