@@ -222,18 +222,33 @@ func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) 
 		return nil, s.fail("read "+MarksTopic, err)
 	}
 	defer consumer.Close()
+	// Compaction can remove the records just below the end (a tombstone
+	// past delete.retention.ms), so the last offset may never come: once
+	// records have come, a fetch that stays empty for a second is the end.
+	seen := false
 	for {
-		fs := consumer.PollFetches(ctx)
+		wait := 30 * time.Second
+		if seen {
+			wait = time.Second
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fs := consumer.PollFetches(pctx)
+		cancel()
 		if err := ctx.Err(); err != nil {
 			return nil, s.fail("read "+MarksTopic, err)
 		}
 		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				ferr = err
+			}
+		})
 		if ferr != nil {
 			return nil, s.fail("read "+MarksTopic, ferr)
 		}
-		done := false
+		done, got := false, false
 		fs.EachRecord(func(r *kgo.Record) {
+			got = true
 			if r.Value == nil {
 				delete(out, string(r.Key))
 			} else if o, ok := adapters.ParseMark(string(r.Value)); ok {
@@ -243,9 +258,13 @@ func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) 
 				done = true
 			}
 		})
-		if done {
+		switch {
+		case done, seen && !got:
 			return out, nil
+		case !seen && !got:
+			return nil, s.fail("read "+MarksTopic, fmt.Errorf("no record came within %s though its end offset is %d", wait, end.Offset))
 		}
+		seen = true
 	}
 }
 

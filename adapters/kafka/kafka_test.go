@@ -6,9 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/adapterstest"
@@ -152,6 +154,78 @@ func TestEachHandMadeObjectMakesTheNameTaken(t *testing.T) {
 		s := adapters.Slice{Name: name, World: "w", Home: "h", AdminURL: u, Password: "pw"}
 		if err := New().Provision(ctx, s); !errors.Is(err, adapters.ErrTaken) {
 			t.Errorf("provision over %s made by hand: %v, want ErrTaken", what, err)
+		}
+	}
+}
+
+// The marks topic is compacted: once superseded marks and tombstones are
+// gone, every live mark still reads, and the gaps in the offsets do not
+// stall the reader.
+func TestMarksReadAfterCompaction(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "admin-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	u := "kafka://admin:admin-secret@" + strings.Join(c.ListenAddrs(), ",")
+	ctx := context.Background()
+	k := New()
+	slice := func(name, world string) adapters.Slice {
+		return adapters.Slice{Name: name, World: world, Home: "h", AdminURL: u, Password: "pw-" + name}
+	}
+	for _, s := range []adapters.Slice{slice("gone", "w1"), slice("kept", "w2"), slice("again", "w3")} {
+		if err := k.Provision(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []adapters.Slice{slice("gone", "w1"), slice("again", "w3")} {
+		if err := k.Teardown(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.Provision(ctx, slice("again", "w4")); err != nil {
+		t.Fatalf("a torn-down name is not free again: %v", err)
+	}
+	if err := k.Provision(ctx, slice("last", "w5")); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := open(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.close()
+	zero := "0"
+	if _, err := ss.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "delete.retention.ms", Value: &zero}}, MarksTopic); err != nil {
+		t.Fatal(err)
+	}
+	c.Compact()
+	// Compaction did remove records: fewer are left than were written.
+	consumer, err := ss.admin.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{MarksTopic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var left, last int64
+	for pctx.Err() == nil {
+		consumer.PollFetches(pctx).EachRecord(func(r *kgo.Record) { left++; last = r.Offset })
+	}
+	if left >= last+1 || left == 0 {
+		t.Fatalf("%d records left of %d written: nothing was compacted", left, last+1)
+	}
+	marks, err := ss.marks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kept": "w2", "again": "w4", "last": "w5"}
+	if len(marks) != len(want) {
+		t.Errorf("marks %v, want %v", marks, want)
+	}
+	for name, w := range want {
+		if marks[name].World != w {
+			t.Errorf("%s marked as %+v, want world %s", name, marks[name], w)
 		}
 	}
 }
