@@ -142,6 +142,18 @@ env = { AMQP_URL = "${bus.url}" }
 		t.Errorf("users %v: want binky's admin and no guest", users)
 	}
 
+	// The node outlives the daemon, and the next daemon uses it again.
+	f.mustBinky(f.repo, "daemon", "stop")
+	if c, err := amqp.Dial(main["BUS_URL"]); err != nil {
+		t.Fatalf("the managed rabbitmq stopped with the daemon: %v", err)
+	} else {
+		c.Close()
+	}
+	f.mustBinky(f.repo, "up")
+	if again := f.envOf("acme"); again["BUS_URL"] != main["BUS_URL"] {
+		t.Error("main's address changed across a daemon restart")
+	}
+
 	// remove drops feat's vhost (its queue with it) and user, not main's.
 	f.mustBinky(f.repo, "remove", "feat", "--force")
 	vhosts, users := mq.names(t, "vhosts"), mq.names(t, "users")
