@@ -32,6 +32,9 @@ type Kind struct {
 	// Server is how binky runs the kind's shared server itself when a
 	// service gives no admin_url; nil when it cannot.
 	Server *Server
+	// AdminURL is the form of the kind's admin_url, for messages that ask
+	// for one ("kafka://user:password@host:9092?mechanism=SCRAM-SHA-256").
+	AdminURL string
 	// Images are the compose images the kind replaces, as repository paths
 	// without registry or tag ("postgres", "bitnami/postgresql").
 	Images []string
@@ -129,6 +132,29 @@ var Kinds = []Kind{
 		Enforced: "a role limited to <slice>-* and a user per world, where the security API is on (Elasticsearch security, OpenSearch security plugin); none otherwise",
 		Tested:   "not tested against a real server here (unit tests of the requests it sends only)",
 		Caveat:   "isolation needs the security API (xpack.security.enabled, or OpenSearch's security plugin); without it every world can reach every index",
+	},
+	{
+		Name:     "rabbitmq",
+		Slice:    "a vhost and a user",
+		Fields:   []string{"url", "host", "port", "vhost", "user", "password", "management_url"},
+		Env:      []EnvName{{"AMQP_URL", "url"}, {"RABBITMQ_URL", "url"}},
+		Server:   &Server{Binaries: []string{"rabbitmq-server"}, Install: "apt-get install rabbitmq-server"},
+		AdminURL: "amqp://user:password@host:5672?management=15672",
+		Images:   []string{"rabbitmq", "bitnami/rabbitmq"},
+		Enforced: "a user per world with permissions on its own vhost only and no management tags",
+		Tested:   "RabbitMQ 3.10 (Debian)",
+	},
+	{
+		Name: "kafka", Aliases: []string{"redpanda"},
+		Slice:  "a topic prefix, a SCRAM user and prefixed ACLs",
+		Fields: []string{"url", "brokers", "host", "port", "prefix", "user", "password", "mechanism"},
+		Env:    []EnvName{{"KAFKA_BROKERS", "brokers"}, {"KAFKA_BOOTSTRAP_SERVERS", "brokers"}},
+		// No Kafka or Redpanda package exists for Debian: no managed server.
+		AdminURL: "kafka://user:password@host:9092?mechanism=SCRAM-SHA-256",
+		Images: []string{"bitnami/kafka", "confluentinc/cp-kafka", "confluentinc/confluent-local", "apache/kafka", "apache/kafka-native",
+			"redpandadata/redpanda", "vectorized/redpanda"},
+		Enforced: "prefixed ACLs: a SCRAM user per world may touch only topics, groups and transactional ids under its prefix",
+		Tested:   "kfake (franz-go's in-process broker, SASL/SCRAM and ACLs on), not a real Kafka",
 	},
 }
 

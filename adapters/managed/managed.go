@@ -39,6 +39,7 @@ var starters = map[string]starter{
 	"redis":      startRedis,
 	"s3":         startS3,
 	"clickhouse": startClickHouse,
+	"rabbitmq":   startRabbitMQ,
 }
 
 // Runs reports whether binky can run the shared server of kind.
