@@ -37,6 +37,7 @@ type starter func(ctx context.Context, m *Servers, dir string) (adminURL string,
 var starters = map[string]starter{
 	"postgres": startPostgres,
 	"redis":    startRedis,
+	"mysql":    startMySQL,
 }
 
 // Runs reports whether binky can run the shared server of kind.
