@@ -26,6 +26,7 @@ func (m *MySQL) Clone(ctx context.Context, template string, s adapters.Slice) er
 		return err
 	}
 	defer c.Close()
+	template = DBName(template)
 	if reserved[template] {
 		return fmt.Errorf("mysql: %s cannot be a template", template)
 	}
@@ -37,7 +38,7 @@ func (m *MySQL) Clone(ctx context.Context, template string, s adapters.Slice) er
 	if err := m.provision(ctx, c, s); err != nil {
 		return err
 	}
-	if err := c.copySchema(ctx, template, s.Name, UserName(s.Name)); err != nil {
+	if err := c.copySchema(ctx, template, DBName(s.Name), UserName(s.Name)); err != nil {
 		return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
 	}
 	return nil

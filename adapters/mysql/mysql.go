@@ -65,14 +65,29 @@ const (
 // hash of the whole name when cut.
 func UserName(slice string) string { return adapters.FoldName(slice, slice, 0, MaxUser) }
 
+// DBName is the database of a slice: its name, unless the name with its
+// wildcards escaped for GRANT ('_' → '\_') is over the 64 bytes MariaDB
+// checks a grant's database name against; then it is folded shorter, with
+// a hash of the whole name.
+func DBName(slice string) string {
+	for max := 64; max > 16; max-- {
+		name := adapters.FoldName(slice, slice, 0, max)
+		if len(escapeGrant(name)) <= 64 {
+			return name
+		}
+	}
+	return adapters.FoldName(slice, slice, 0, 16)
+}
+
 // ident quotes an identifier: `name`, with any backtick doubled.
 func ident(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // grantDB quotes a database name for GRANT, where '_' and '%' are
 // wildcards: unescaped, a grant on `acme_a` would also cover `acmeXa`.
-func grantDB(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`)
-	return ident(r.Replace(s))
+func grantDB(s string) string { return ident(escapeGrant(s)) }
+
+func escapeGrant(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`).Replace(s)
 }
 
 func account(user string) string { return ident(user) + "@" + ident(userHost) }
@@ -269,8 +284,9 @@ func (m *MySQL) Provision(ctx context.Context, s adapters.Slice) error {
 }
 
 func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) error {
-	if reserved[s.Name] || s.Name == "" || len(s.Name) > 64 {
-		return fmt.Errorf("mysql database %q is not a name a slice may take: %w", s.Name, adapters.ErrTaken)
+	db := DBName(s.Name)
+	if reserved[db] || s.Name == "" {
+		return fmt.Errorf("mysql database %q is not a name a slice may take: %w", db, adapters.ErrTaken)
 	}
 	pw, err := literal(s.Password)
 	if err != nil {
@@ -280,7 +296,7 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 		return err
 	}
 	user := UserName(s.Name)
-	dbNew, err := c.claim(ctx, "database", s.Name, s)
+	dbNew, err := c.claim(ctx, "database", db, s)
 	if err != nil {
 		return err
 	}
@@ -288,18 +304,18 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 		if dbNew {
 			// The database was claimed a moment ago and never made: the
 			// daemon moves to a salted name, and leaves no mark behind.
-			_ = c.unmark(ctx, "database", s.Name)
+			_ = c.unmark(ctx, "database", db)
 		}
 		return err
 	}
 	for _, stmt := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + ident(s.Name) + " CHARACTER SET utf8mb4",
+		"CREATE DATABASE IF NOT EXISTS " + ident(db) + " CHARACTER SET utf8mb4",
 		"CREATE USER IF NOT EXISTS " + account(user) + " IDENTIFIED BY " + pw,
 		// Again for a user that existed: its password is derived, and the
 		// secret it is derived from may have been replaced. Unlocked, in
 		// case a teardown died after locking it.
 		"ALTER USER " + account(user) + " IDENTIFIED BY " + pw + " ACCOUNT UNLOCK",
-		"GRANT ALL PRIVILEGES ON " + grantDB(s.Name) + ".* TO " + account(user),
+		"GRANT ALL PRIVILEGES ON " + grantDB(db) + ".* TO " + account(user),
 	} {
 		if err := c.exec(ctx, stmt); err != nil {
 			return fmt.Errorf("provision %s: %w", s.Name, err)
@@ -318,15 +334,15 @@ func (m *MySQL) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 	if cfg.Net == "tcp" {
 		host, port, _ = net.SplitHostPort(cfg.Addr)
 	}
-	user := UserName(s.Name)
-	u := url.URL{Scheme: "mysql", User: url.UserPassword(user, s.Password), Host: net.JoinHostPort(host, port), Path: "/" + s.Name}
+	user, db := UserName(s.Name), DBName(s.Name)
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(user, s.Password), Host: net.JoinHostPort(host, port), Path: "/" + db}
 	dsn := driver.NewConfig()
-	dsn.User, dsn.Passwd, dsn.Net, dsn.Addr, dsn.DBName = user, s.Password, "tcp", net.JoinHostPort(host, port), s.Name
+	dsn.User, dsn.Passwd, dsn.Net, dsn.Addr, dsn.DBName = user, s.Password, "tcp", net.JoinHostPort(host, port), db
 	if cfg.TLSConfig != "" {
 		u.RawQuery = url.Values{"tls": {cfg.TLSConfig}}.Encode()
 		dsn.TLSConfig = cfg.TLSConfig
 	}
-	return adapters.Address{"url": u.String(), "host": host, "port": port, "name": s.Name, "database": s.Name,
+	return adapters.Address{"url": u.String(), "host": host, "port": port, "name": db, "database": db,
 		"user": user, "password": s.Password, "dsn": dsn.FormatDSN()}, nil
 }
 
@@ -343,10 +359,10 @@ func (m *MySQL) Teardown(ctx context.Context, s adapters.Slice) error {
 }
 
 func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) error {
-	user := UserName(s.Name)
+	user, db := UserName(s.Name), DBName(s.Name)
 	var errs []error
 	ours := map[string]bool{}
-	for _, obj := range []struct{ kind, name string }{{"database", s.Name}, {"user", user}} {
+	for _, obj := range []struct{ kind, name string }{{"database", db}, {"user", user}} {
 		o, marked, err := c.mark(ctx, obj.kind, obj.name)
 		if err != nil {
 			return err
@@ -387,10 +403,10 @@ func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) erro
 		}
 	}
 	if ours["database"] {
-		if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(s.Name)); err != nil {
-			return fmt.Errorf("drop database %s: %w", s.Name, err)
+		if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)); err != nil {
+			return fmt.Errorf("drop database %s: %w", db, err)
 		}
-		if err := c.unmark(ctx, "database", s.Name); err != nil {
+		if err := c.unmark(ctx, "database", db); err != nil {
 			return err
 		}
 	}
@@ -459,7 +475,7 @@ func (m *MySQL) Exists(ctx context.Context, adminURL, name string) (bool, error)
 		return false, err
 	}
 	defer c.Close()
-	return c.exists(ctx, "database", name)
+	return c.exists(ctx, "database", DBName(name))
 }
 
 // Capabilities says MySQL clones server-side and lists its slices.
