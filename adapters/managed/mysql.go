@@ -130,7 +130,7 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	cmd := exec.Command(server, "--no-defaults", "--datadir="+data, "--socket="+filepath.Join(run, "mysql.sock"),
-		"--pid-file="+filepath.Join(run, "mysql.pid"), "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--pid-file="+filepath.Join(data, "mysql.pid"), "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--skip-name-resolve", "--log-error="+logf, "--max-connections=500",
 		"--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
 		// A developer's server: a crash may lose the last second of
