@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/adapters"
 	// The adapter registers go-sql-driver's "mysql" with database/sql.
@@ -51,6 +53,30 @@ func mysqlExec(t *testing.T, dsn, stmt string) {
 	defer db.Close()
 	if _, err := db.Exec(stmt); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
+	}
+}
+
+// stopMariaDB stops the home's shared mariadb and waits until it is gone,
+// its files left in place.
+func stopMariaDB(t *testing.T, home string) {
+	t.Helper()
+	pidfile := filepath.Join(home, "servers", "mysql", "data", "mysql.pid")
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatalf("the shared mariadb's pid: %v", err)
+	}
+	var pid int
+	fmt.Sscanf(string(b), "%d", &pid)
+	if pid <= 1 {
+		t.Fatalf("pid file %s holds %q", pidfile, b)
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the shared mariadb did not stop in 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -108,6 +134,22 @@ func TestTwoWorldsOnTheManagedMariaDBEachGetADatabaseAndUserOfTheirOwn(t *testin
 	}
 	if _, err := mysqlQuery(t, ea["DB_DSN"], fmt.Sprintf("SELECT COUNT(*) FROM `%s`.items", eb["DB_NAME"])); err == nil {
 		t.Error("a's user read b's database")
+	}
+
+	// The server outlives the daemon; stopped, it starts again on the next
+	// up with its data (its folder is made once).
+	f.mustBinky(f.repo, "daemon", "stop")
+	if n, err := mysqlQuery(t, ea["DB_DSN"], "SELECT COUNT(*) FROM items"); err != nil || n != 4 {
+		t.Fatalf("the managed mariadb stopped with the daemon: %d rows, %v", n, err)
+	}
+	stopMariaDB(t, f.home)
+	if _, err := mysqlQuery(t, ea["DB_DSN"], "SELECT 1"); err == nil {
+		t.Fatal("the managed mariadb still answers after it was stopped")
+	}
+	f.mustBinky(f.repo, "down", "a")
+	f.mustBinky(f.repo, "up", "a")
+	if n, err := mysqlQuery(t, ea["DB_DSN"], "SELECT COUNT(*) FROM items"); err != nil || n != 4 {
+		t.Errorf("after the shared mariadb restarted, a has %d rows (%v), want its 4", n, err)
 	}
 
 	// The admin, to see what remove leaves.
