@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -11,8 +12,9 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
-	// The adapter registers go-sql-driver's "mysql" with database/sql.
-	_ "github.com/git-binky/git-binky/adapters/mysql"
+	// The adapter also registers go-sql-driver's "mysql" with database/sql.
+	"github.com/git-binky/git-binky/adapters/mysql"
+	"github.com/git-binky/git-binky/world"
 )
 
 // mysqlConfig uses the managed MariaDB (no admin_url) under an alias, with
@@ -170,6 +172,28 @@ func TestTwoWorldsOnTheManagedMariaDBEachGetADatabaseAndUserOfTheirOwn(t *testin
 	if nd, nu := exists(ea["DB_NAME"], ea["DB_USER"]); nd != 1 || nu != 1 {
 		t.Fatalf("a's database (%d) or user (%d) is missing before remove", nd, nu)
 	}
+	// A crash between provision and record: a marked slice of this home
+	// whose world is gone. gc drops its database and user, and nothing
+	// of the live worlds.
+	homeID, err := world.Home{Dir: f.home}.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminURL := fmt.Sprintf("mysql://binky:%s@127.0.0.1:%s/", strings.TrimSpace(string(pw)), strings.TrimSpace(string(port)))
+	orphan := adapters.Slice{Name: "shop_crashed", World: "00deadbeef00", Home: homeID, AdminURL: adminURL, Password: "abc123"}
+	if err := mysql.New().Provision(context.Background(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.mustBinky(f.repo, "gc"); !strings.Contains(out, "shop_crashed") || strings.Contains(out, ea["DB_NAME"]) || strings.Contains(out, eb["DB_NAME"]) {
+		t.Errorf("gc:\n%s", out)
+	}
+	if nd, nu := exists("shop_crashed", "shop_crashed"); nd != 0 || nu != 0 {
+		t.Errorf("gc left the orphan's database (%d) or user (%d)", nd, nu)
+	}
+	if nd, nu := exists(ea["DB_NAME"], ea["DB_USER"]); nd != 1 || nu != 1 {
+		t.Fatalf("gc dropped a live world's database (%d) or user (%d)", nd, nu)
+	}
+
 	f.mustBinky(f.repo, "remove", "a", "--force")
 	if nd, nu := exists(ea["DB_NAME"], ea["DB_USER"]); nd != 0 || nu != 0 {
 		t.Errorf("remove left a's database (%d) or user (%d)", nd, nu)
