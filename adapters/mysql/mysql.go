@@ -53,12 +53,10 @@ var reserved = map[string]bool{markSchema: true, "mysql": true, "information_sch
 
 // MySQL error numbers the adapter branches on.
 const (
-	errDupKey        = 1062
-	errNoSuchTable   = 1146
-	errBadDB         = 1049
-	errNoSuchThread  = 1094
-	errCannotUser    = 1396
-	errNoSuchGrantee = 1141
+	errDupKey       = 1062
+	errNoSuchTable  = 1146
+	errBadDB        = 1049
+	errNoSuchThread = 1094
 )
 
 // UserName is the user of a slice: its name folded to MaxUser bytes with a
@@ -111,7 +109,12 @@ func literal(s string) (string, error) {
 func Config(adminURL string) (*driver.Config, error) {
 	u, err := url.Parse(adminURL)
 	if err != nil {
-		return nil, fmt.Errorf("mysql admin_url %s: %w", adapters.Redact(adminURL), err)
+		// url.Error quotes the whole URL, password and all: keep its reason.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("mysql admin_url is not a URL (want mysql://user:password@host:port): %w", err)
 	}
 	switch u.Scheme {
 	case "mysql", "mariadb", "percona":

@@ -396,4 +396,7 @@ func TestResolveGivesTheWorldsOwnUserAndADSN(t *testing.T) {
 	if _, err := Config("postgres://x@y/"); err == nil {
 		t.Error("a postgres URL was taken for a mysql admin_url")
 	}
+	if _, err := Config("mysql://root:s3cret@127.0.0.1:notaport/"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a bad admin_url: %v (it must fail without showing the password)", err)
+	}
 }
