@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -90,10 +91,24 @@ func TestTwoWorldsOnTheManagedMariaDBEachGetADatabaseAndUserOfTheirOwn(t *testin
 		t.Skip("no mariadb client for migrate and seed (it comes with mariadb-server)")
 	}
 	f := newFixture(t, mysqlConfig)
-	for _, n := range []string{"a", "b"} {
-		if _, stderr, err := f.binky(f.repo, "up", n); err != nil {
+	// At once: the shared server is created once, the golden template
+	// built once, and both worlds cloned from it side by side.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, n := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, stderr, err := f.binky(f.repo, "up", n); err != nil {
+				errs[i] = fmt.Errorf("up %s: %v\n%s", n, err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
-			t.Fatalf("up %s: %v\n%s\ndaemon log:\n%s", n, err, stderr, log)
+			t.Fatalf("%v\ndaemon log:\n%s", err, log)
 		}
 	}
 	t.Cleanup(func() {
