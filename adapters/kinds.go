@@ -156,6 +156,18 @@ var Kinds = []Kind{
 		Enforced: "prefixed ACLs: a SCRAM user per world may touch only topics, groups and transactional ids under its prefix",
 		Tested:   "kfake (franz-go's in-process broker, SASL/SCRAM and ACLs on), not a real Kafka",
 	},
+	{
+		Name: "mysql", Aliases: []string{"mariadb", "percona"},
+		Slice:  "a database and a user",
+		Fields: []string{"url", "host", "port", "user", "password", "name", "dsn"},
+		Env: []EnvName{{"DATABASE_URL", "url"}, {"MYSQL_URL", "url"}, {"MYSQL_HOST", "host"}, {"MYSQL_PORT", "port"},
+			{"MYSQL_USER", "user"}, {"MYSQL_PASSWORD", "password"}, {"MYSQL_DATABASE", "name"}, {"MYSQL_DSN", "dsn"}},
+		Server: &Server{Binaries: []string{"mariadbd", "mariadb-install-db"}, Install: "apt-get install mariadb-server"},
+		Images: []string{"mysql", "mariadb", "percona", "bitnami/mysql", "bitnami/mariadb", "percona/percona-server",
+			"mysql/mysql-server"},
+		Enforced: "a user per world granted ALL on its database only (no global privilege, no FILE, no GRANT OPTION); marks in a binky schema no world can read",
+		Tested:   "MariaDB 10.11 (Debian); MySQL 8 differences handled in code, not run here",
+	},
 }
 
 // Caveat returns what check should warn of for a service using the adapter

@@ -25,6 +25,7 @@ var sections = []section{
 	{"hooks", benchHooks},
 	{"proxy", benchProxy},
 	{"worlds", benchWorlds},
+	{"mysql", benchMySQL},
 }
 
 type bench struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/git-binky/git-binky/adapters/elasticsearch"
 	"github.com/git-binky/git-binky/adapters/external"
 	"github.com/git-binky/git-binky/adapters/kafka"
+	"github.com/git-binky/git-binky/adapters/mysql"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/qdrant"
 	"github.com/git-binky/git-binky/adapters/rabbitmq"
@@ -30,6 +31,7 @@ var constructors = map[string]func() adapters.Adapter{
 	"elasticsearch": func() adapters.Adapter { return elasticsearch.New() },
 	"rabbitmq":      func() adapters.Adapter { return rabbitmq.New() },
 	"kafka":         func() adapters.Adapter { return kafka.New() },
+	"mysql":         func() adapters.Adapter { return mysql.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

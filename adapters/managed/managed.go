@@ -40,6 +40,7 @@ var starters = map[string]starter{
 	"s3":         startS3,
 	"clickhouse": startClickHouse,
 	"rabbitmq":   startRabbitMQ,
+	"mysql":      startMySQL,
 }
 
 // Runs reports whether binky can run the shared server of kind.
