@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/external"
+	"github.com/git-binky/git-binky/adapters/mongodb"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/redis"
 )
@@ -18,6 +19,7 @@ import (
 var constructors = map[string]func() adapters.Adapter{
 	"postgres": func() adapters.Adapter { return postgres.New() },
 	"redis":    func() adapters.Adapter { return redis.New() },
+	"mongodb":  func() adapters.Adapter { return mongodb.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

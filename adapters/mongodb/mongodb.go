@@ -569,6 +569,23 @@ func (m *MongoDB) Exists(ctx context.Context, adminURL, name string) (bool, erro
 	return marked, err
 }
 
+// Ready connects to the server as the admin and lists its databases. A
+// FerretDB 1.x loads its catalog once, on the first client's connection,
+// and sees only what that client may see: binky's managed server calls
+// Ready as soon as FerretDB listens, so that the first client is the admin
+// and the catalog holds every world's database.
+func Ready(ctx context.Context, adminURL string) error {
+	srv, err := connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	if _, err := srv.c.ListDatabaseNames(ctx, bson.D{}); err != nil {
+		return fmt.Errorf("list databases on %s: %w", adapters.Redact(srv.driverURL), err)
+	}
+	return nil
+}
+
 // Capabilities says MongoDB clones server-side and lists its slices.
 func (m *MongoDB) Capabilities() adapters.Capabilities {
 	return adapters.Capabilities{Clone: true, List: true}

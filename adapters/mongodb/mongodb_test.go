@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/adapterstest"
@@ -161,7 +162,7 @@ func TestOneWorldCannotReachAnother(t *testing.T) {
 	refused("a reads binky's marks", a.Database(markDB).Collection(markColl).FindOne(ctx, bson.D{}).Decode(&doc))
 	_, err = a.Database(markDB).Collection(markColl).InsertOne(ctx, bson.D{{Key: "_id", Value: "database:forged"}, {Key: "world", Value: sa.World}})
 	refused("a forges a mark", err)
-	_, err = a.Database(sa.Name + "_more").Collection("x").InsertOne(ctx, bson.D{{Key: "x", Value: 1}})
+	_, err = a.Database(sa.Name+"_more").Collection("x").InsertOne(ctx, bson.D{{Key: "x", Value: 1}})
 	refused("a creates another database", err)
 
 	// listDatabases names only what the caller can read: never b's, never
@@ -236,5 +237,62 @@ func TestAdminURLParameters(t *testing.T) {
 		} else if strings.Contains(err.Error(), "b@") {
 			t.Errorf("error shows a password: %v", err)
 		}
+	}
+}
+
+func TestCloneCopiesDocumentsAndIndexes(t *testing.T) {
+	admin := adminURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	golden, g := world(t, ctx, admin, "golden")
+	docs := make([]any, 50)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "n", Value: i}, {Key: "email", Value: fmt.Sprintf("u%d@example.com", i)}}
+	}
+	if _, err := g.Database(golden.Name).Collection("users").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Database(golden.Name).Collection("users").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}},
+		Options: options.Index().SetUnique(true).SetName("email_unique")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Database(golden.Name).Collection("empty").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: adapters.SliceName("clone"+run, "copy", "w-copy"+run, 0), World: "w-copy" + run, Home: golden.Home,
+		AdminURL: admin, Password: adapters.Password([]byte("attack-secret"), "mongodb", "copy"+run)}
+	a := New()
+	t.Cleanup(func() { a.Teardown(context.Background(), s) })
+	if err := a.Clone(ctx, golden.Name, s); err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	addr, err := a.Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dial(ctx, addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Disconnect(context.Background())
+	users := w.Database(s.Name).Collection("users")
+	if n, err := users.CountDocuments(ctx, bson.D{}); err != nil || n != 50 {
+		t.Errorf("the copy's users: %d documents (err %v), want 50", n, err)
+	}
+	// The unique index came along: the world's user hits it.
+	if _, err := users.InsertOne(ctx, bson.D{{Key: "email", Value: "u7@example.com"}}); !mongo.IsDuplicateKeyError(err) {
+		t.Errorf("insert of a duplicate email into the copy: %v, want a duplicate key error", err)
+	}
+	// The world owns its copy: it can write, and the golden is untouched.
+	if _, err := users.InsertOne(ctx, bson.D{{Key: "email", Value: "new@example.com"}}); err != nil {
+		t.Errorf("the world cannot write its copy: %v", err)
+	}
+	if n, _ := g.Database(golden.Name).Collection("users").CountDocuments(ctx, bson.D{}); n != 50 {
+		t.Errorf("the golden has %d users after the copy was written, want 50", n)
+	}
+	if n, err := w.Database(s.Name).Collection("empty").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Errorf("the copy's second collection: %d documents (err %v), want 1", n, err)
 	}
 }

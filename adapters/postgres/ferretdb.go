@@ -175,3 +175,28 @@ func CopyFerretTables(ctx context.Context, adminURL, from, to string) error {
 	}
 	return nil
 }
+
+// EnsureDatabase creates database name on adminURL's server if it is
+// absent, for a FerretDB to keep its schemas in, and shuts PUBLIC out of
+// it: only the roles GrantSchema names may connect. It is not marked, so
+// the postgres adapter (and its gc) never takes it for a slice.
+func EnsureDatabase(ctx context.Context, adminURL, name string) error {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+ident(name)); err != nil {
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	if _, err := c.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE "+ident(name)+" FROM PUBLIC"); err != nil {
+		return fmt.Errorf("revoke connect on %s: %w", name, err)
+	}
+	return nil
+}

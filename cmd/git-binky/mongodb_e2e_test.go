@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+func mongoClient(t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatalf("connect %s: %v", adapters.Redact(uri), err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return c
+}
+
+// TestManagedMongoDBIsolatesWorldsAndRemoveDropsItsOwn runs two worlds on
+// binky's managed MongoDB (a FerretDB on the managed postgres, no
+// admin_url): each gets a database and a user of its own, neither can read
+// the other's, and remove drops the database and the user it made.
+func TestManagedMongoDBIsolatesWorldsAndRemoveDropsItsOwn(t *testing.T) {
+	if adapters.FindServerBinary("ferretdb") == "" {
+		t.Skip("ferretdb not found: build it with 'make ferretdb' (make test builds it into BINKY_SERVER_BIN)")
+	}
+	if adapters.FindServerBinary("initdb") == "" {
+		t.Skip("no PostgreSQL server binaries (make test installs them)")
+	}
+	f := newFixture(t, `[project]
+name = "docs"
+[services.docs]
+adapter = "mongodb"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["docs"]
+env = { MONGO_URL = "${docs.url}" }
+`)
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "up", "feat")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "feat", "--force") })
+	main, feat := f.envOf("acme"), f.envOf("feat")
+	if main["DOCS_URL"] == "" || main["DOCS_URL"] == feat["DOCS_URL"] {
+		t.Fatalf("worlds' urls: %q and %q", adapters.Redact(main["DOCS_URL"]), adapters.Redact(feat["DOCS_URL"]))
+	}
+	pw, err := os.ReadFile(filepath.Join(f.home, "servers", "postgres", "admin.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(main["DOCS_URL"], strings.TrimSpace(string(pw))) {
+		t.Fatal("the world's url carries the admin's password")
+	}
+	ctx := context.Background()
+	a, b := mongoClient(t, main["DOCS_URL"]), mongoClient(t, feat["DOCS_URL"])
+	if _, err := a.Database(main["DOCS_NAME"]).Collection("pages").InsertOne(ctx, bson.D{{Key: "title", Value: "main's"}}); err != nil {
+		t.Fatalf("the main world cannot write its database: %v", err)
+	}
+	if _, err := b.Database(feat["DOCS_NAME"]).Collection("pages").InsertOne(ctx, bson.D{{Key: "title", Value: "feat's"}}); err != nil {
+		t.Fatalf("feat cannot write its database: %v", err)
+	}
+	var doc bson.M
+	if err := b.Database(main["DOCS_NAME"]).Collection("pages").FindOne(ctx, bson.D{}).Decode(&doc); err == nil {
+		t.Errorf("feat read the main world's document: %v", doc)
+	}
+
+	// The admin sees both; after remove, feat's database and user are gone
+	// and main's are untouched.
+	port, err := os.ReadFile(filepath.Join(f.home, "servers", "mongodb", "port"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := mongoClient(t, "mongodb://binky:"+strings.TrimSpace(string(pw))+"@127.0.0.1:"+strings.TrimSpace(string(port))+"/?authMechanism=PLAIN")
+	names, err := admin.ListDatabaseNames(ctx, bson.D{})
+	if err != nil || !slices.Contains(names, main["DOCS_NAME"]) || !slices.Contains(names, feat["DOCS_NAME"]) {
+		t.Fatalf("the admin lists %v (%v), want both worlds' databases", names, err)
+	}
+	f.mustBinky(f.repo, "remove", "feat", "--force")
+	names, _ = admin.ListDatabaseNames(ctx, bson.D{})
+	if slices.Contains(names, feat["DOCS_NAME"]) || !slices.Contains(names, main["DOCS_NAME"]) {
+		t.Errorf("after remove feat the server has %v", names)
+	}
+	gone := mongoClient(t, feat["DOCS_URL"])
+	// A write, not a listing: FerretDB answers listings from its catalog
+	// with a pool it keeps per credential, without asking PostgreSQL.
+	if _, err := gone.Database(feat["DOCS_NAME"]).Collection("pages").InsertOne(ctx, bson.D{{Key: "after", Value: "remove"}}); err == nil {
+		t.Error("feat's user still writes after remove")
+	}
+	if n, err := a.Database(main["DOCS_NAME"]).Collection("pages").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Errorf("the main world's database after feat's remove: %d documents, %v", n, err)
+	}
+}
