@@ -3,7 +3,10 @@ package mongodb
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -294,5 +297,47 @@ func TestCloneCopiesDocumentsAndIndexes(t *testing.T) {
 	}
 	if n, err := w.Database(s.Name).Collection("empty").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
 		t.Errorf("the copy's second collection: %d documents (err %v), want 1", n, err)
+	}
+}
+
+// A FerretDB whose --postgresql-url can log in lends that role to every
+// client that sends no credentials: binky refuses to carve worlds from it.
+func TestRefusesAFerretDBThatLendsItsCredentials(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	bin := adapters.FindServerBinary("ferretdb")
+	if pg == "" || bin == "" {
+		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "--postgresql-url="+pg, "--listen-addr="+addr, "--debug-addr=-", "--telemetry=disable",
+		"--state-dir="+t.TempDir(), "--log-level=error")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lending FerretDB did not listen")
+		}
+	}
+	u, _ := url.Parse(admin)
+	u.Host = addr
+	s := adapters.Slice{Name: "lent_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-lent", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
+	err = New().Provision(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "send no credentials") {
+		t.Errorf("provision on a FerretDB that lends its credentials: %v, want a refusal", err)
+	}
+	if err := New().Teardown(context.Background(), s); err != nil {
+		t.Errorf("teardown after the refusal: %v", err)
 	}
 }
