@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -55,8 +57,17 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	q.Set("authMechanism", "PLAIN")
 	q.Set("postgres", pu.Host+"/"+ferretDatabase)
 	admin := (&url.URL{Scheme: "mongodb", User: pu.User, Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/", RawQuery: q.Encode()}).String()
+	pidf := filepath.Join(dir, "ferretdb.pid")
 	if listening(port) {
-		return admin, nil
+		err := mongodb.Ready(ctx, admin)
+		if !errors.Is(err, mongodb.ErrStaleCatalog) {
+			return admin, err
+		}
+		// A world's client was first after a restart, and FerretDB's
+		// catalog holds its database only: start it again, so that we are.
+		if err := stopFerretDB(pidf, port); err != nil {
+			return "", fmt.Errorf("restart the shared ferretdb: %w", err)
+		}
 	}
 	if err := postgres.EnsureDatabase(ctx, pgAdmin, ferretDatabase); err != nil {
 		return "", fmt.Errorf("the shared mongodb's database in the shared postgres: %w", err)
@@ -65,7 +76,7 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	// that sends none: this user does not exist, so such clients get
 	// nothing.
 	base := url.URL{Scheme: "postgres", User: url.User("binky_nobody"), Host: pu.Host, Path: "/" + ferretDatabase, RawQuery: "sslmode=disable"}
-	logf, pidf := filepath.Join(dir, "ferretdb.log"), filepath.Join(dir, "ferretdb.pid")
+	logf := filepath.Join(dir, "ferretdb.log")
 	// FerretDB does not daemonize: a shell starts it in the background and
 	// exits, so it belongs to no one (not a zombie of the daemon's) and its
 	// output goes to its log, not to our pipe.
@@ -86,4 +97,37 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", fmt.Errorf("the shared ferretdb (log: %s): %w", logf, err)
 	}
 	return admin, nil
+}
+
+// stopFerretDB stops the shared FerretDB of pidfile (only if the pid is
+// still a ferretdb: pids are reused) and waits until port is free.
+func stopFerretDB(pidfile string, port int) error {
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return fmt.Errorf("no pid file to stop it by: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("pid file %s: %q", pidfile, b)
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.Contains(string(cmdline), "ferretdb") {
+		return fmt.Errorf("pid %d (from %s) is not a ferretdb", pid, pidfile)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	// On SIGTERM FerretDB stops listening but serves its open connections
+	// until their clients leave, with the catalog that made us stop it:
+	// after a grace, end them, so that the clients reconnect to the new one.
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); listening(port); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ferretdb (pid %d) still listens on %d", pid, port)
+		}
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,8 +123,51 @@ func connect(ctx context.Context, adminURL string) (*server, error) {
 	case !ferret && pg != "":
 		c.Disconnect(context.Background())
 		return nil, fmt.Errorf("mongodb admin_url %s has a postgres parameter, but the server is not FerretDB: remove it", adapters.Redact(driverURL))
+	case ferret:
+		if err := srv.catalogCurrent(ctx); err != nil {
+			c.Disconnect(context.Background())
+			return nil, err
+		}
 	}
 	return srv, nil
+}
+
+// ErrStaleCatalog is a FerretDB whose catalog misses databases that are in
+// its PostgreSQL.
+var ErrStaleCatalog = errors.New("FerretDB's catalog misses databases that are in its PostgreSQL")
+
+// catalogCurrent checks that FerretDB lists every database its PostgreSQL
+// holds. FerretDB 1.x loads its catalog once, by the first client to
+// connect after it starts, and sees only what that client may see: if a
+// world connected first, the catalog holds that world's database only,
+// and binky would take the others (its marks among them) for absent.
+func (srv *server) catalogCurrent(ctx context.Context) error {
+	before, err := postgres.FerretSchemas(ctx, srv.pg)
+	if err != nil {
+		return fmt.Errorf("the PostgreSQL behind FerretDB: %w", err)
+	}
+	listed, err := srv.c.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		return err
+	}
+	// Read PostgreSQL again: a schema in both reads and not listed was not
+	// being created or dropped meanwhile (FerretDB holds its catalog lock
+	// across both).
+	after, err := postgres.FerretSchemas(ctx, srv.pg)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, s := range before {
+		if slices.Contains(after, s) && !slices.Contains(listed, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w (%s): a world's client connected to it first after it started; restart FerretDB (binky restarts its managed one itself)",
+			ErrStaleCatalog, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func dial(ctx context.Context, uri string) (*mongo.Client, error) {

@@ -2,6 +2,7 @@ package mongodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -309,13 +310,30 @@ func TestRefusesAFerretDBThatLendsItsCredentials(t *testing.T) {
 	if pg == "" || bin == "" {
 		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
 	}
+	addr := startFerretDB(t, bin, pg)
+	u, _ := url.Parse(admin)
+	u.Host = addr
+	s := adapters.Slice{Name: "lent_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-lent", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
+	err := New().Provision(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "send no credentials") {
+		t.Errorf("provision on a FerretDB that lends its credentials: %v, want a refusal", err)
+	}
+	if err := New().Teardown(context.Background(), s); err != nil {
+		t.Errorf("teardown after the refusal: %v", err)
+	}
+}
+
+// startFerretDB starts a FerretDB of our own on the test's PostgreSQL with
+// pgURL as its --postgresql-url, and returns its address.
+func startFerretDB(t *testing.T, bin, pgURL string) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "--postgresql-url="+pg, "--listen-addr="+addr, "--debug-addr=-", "--telemetry=disable",
+	cmd := exec.Command(bin, "--postgresql-url="+pgURL, "--listen-addr="+addr, "--debug-addr=-", "--telemetry=disable",
 		"--state-dir="+t.TempDir(), "--log-level=error")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -324,20 +342,50 @@ func TestRefusesAFerretDBThatLendsItsCredentials(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			break
+			return addr
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the lending FerretDB did not listen")
+			t.Fatal("the FerretDB of the test did not listen")
 		}
 	}
-	u, _ := url.Parse(admin)
-	u.Host = addr
-	s := adapters.Slice{Name: "lent_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-lent", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
-	err = New().Provision(context.Background(), s)
-	if err == nil || !strings.Contains(err.Error(), "send no credentials") {
-		t.Errorf("provision on a FerretDB that lends its credentials: %v, want a refusal", err)
+}
+
+// FerretDB 1.x loads its catalog from the first client that connects after
+// it starts. When that is a world, the catalog holds the world's database
+// only: binky notices, instead of taking every other database (its marks
+// among them) for absent.
+func TestNoticesAFerretDBCatalogLoadedByAWorld(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	bin := adapters.FindServerBinary("ferretdb")
+	if pg == "" || bin == "" {
+		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
 	}
-	if err := New().Teardown(context.Background(), s); err != nil {
-		t.Errorf("teardown after the refusal: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, _ := world(t, ctx, admin, "first")
+	pu, _ := url.Parse(pg)
+	pu.User = url.User("binky_nobody")
+	addr := startFerretDB(t, bin, pu.String())
+	wa, err := New().Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wu, _ := url.Parse(wa["url"])
+	wu.Host = addr
+	w, err := dial(ctx, wu.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Disconnect(context.Background())
+	if _, err := w.ListDatabaseNames(ctx, bson.D{}); err != nil {
+		t.Fatalf("the world's first call: %v", err)
+	}
+	au, _ := url.Parse(admin)
+	au.Host = addr
+	other := s
+	other.Name, other.World, other.AdminURL = s.Name+"_x", s.World+"x", au.String()
+	if err := New().Provision(ctx, other); !errors.Is(err, ErrStaleCatalog) {
+		t.Errorf("provision on a FerretDB whose catalog a world loaded: %v, want ErrStaleCatalog", err)
 	}
 }

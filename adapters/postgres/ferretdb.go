@@ -200,3 +200,18 @@ func EnsureDatabase(ctx context.Context, adminURL, name string) error {
 	}
 	return nil
 }
+
+// FerretSchemas lists the schemas of adminURL's database that FerretDB
+// made (those holding its metadata table): the databases it serves.
+func FerretSchemas(ctx context.Context, adminURL string) ([]string, error) {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT schemaname FROM pg_tables WHERE tablename = '_ferretdb_database_metadata' ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

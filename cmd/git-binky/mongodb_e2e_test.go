@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,15 +85,67 @@ env = { MONGO_URL = "${docs.url}" }
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := mongoClient(t, "mongodb://binky:"+strings.TrimSpace(string(pw))+"@127.0.0.1:"+strings.TrimSpace(string(port))+"/?authMechanism=PLAIN")
+	adminAt := "mongodb://binky:" + strings.TrimSpace(string(pw)) + "@127.0.0.1:" + strings.TrimSpace(string(port)) + "/?authMechanism=PLAIN"
+	admin := mongoClient(t, adminAt)
 	names, err := admin.ListDatabaseNames(ctx, bson.D{})
 	if err != nil || !slices.Contains(names, main["DOCS_NAME"]) || !slices.Contains(names, feat["DOCS_NAME"]) {
 		t.Fatalf("the admin lists %v (%v), want both worlds' databases", names, err)
 	}
+	// After a restart a world's client may reach FerretDB first, and its
+	// catalog then holds that world's database only: binky's next call
+	// notices and starts FerretDB again. The restart is staged here by hand
+	// with binky's own command line.
+	pidfile := filepath.Join(f.home, "servers", "mongodb", "ferretdb.pid")
+	pidb, _ := os.ReadFile(pidfile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidb)))
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || pid <= 1 {
+		t.Fatalf("the managed ferretdb's pid %q: %v", pidb, err)
+	}
+	// SIGKILL, as a crash: on SIGTERM FerretDB keeps serving its open
+	// connections.
+	syscall.Kill(pid, syscall.SIGKILL)
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+strings.TrimSpace(string(port))); err != nil {
+			break
+		} else {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the managed ferretdb did not stop")
+		}
+	}
+	staged := exec.Command(args[0], args[1:]...)
+	if err := staged.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { staged.Process.Kill(); staged.Wait() })
+	os.WriteFile(pidfile, []byte(strconv.Itoa(staged.Process.Pid)+"\n"), 0o600)
+	first := mongoClient(t, main["DOCS_URL"])
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := first.ListDatabaseNames(ctx, bson.D{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the main world cannot reach the restarted ferretdb: %v", err)
+		}
+	}
+	f.mustBinky(f.repo, "down", "feat")
+	f.mustBinky(f.repo, "up", "feat")
+	if now, _ := os.ReadFile(pidfile); strings.TrimSpace(string(now)) == strconv.Itoa(staged.Process.Pid) {
+		t.Error("binky kept the ferretdb whose catalog a world had loaded")
+	}
+	admin = mongoClient(t, adminAt)
+	b = mongoClient(t, feat["DOCS_URL"])
+	if n, err := b.Database(feat["DOCS_NAME"]).Collection("pages").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Errorf("feat's database after the staged restart: %d documents, %v", n, err)
+	}
+
 	f.mustBinky(f.repo, "remove", "feat", "--force")
 	names, _ = admin.ListDatabaseNames(ctx, bson.D{})
 	if slices.Contains(names, feat["DOCS_NAME"]) || !slices.Contains(names, main["DOCS_NAME"]) {
-		t.Errorf("after remove feat the server has %v", names)
+		log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+		t.Errorf("after remove feat the server has %v; daemon log:\n%s", names, log[max(0, len(log)-3000):])
 	}
 	gone := mongoClient(t, feat["DOCS_URL"])
 	// A write, not a listing: FerretDB answers listings from its catalog
