@@ -389,3 +389,25 @@ func TestNoticesAFerretDBCatalogLoadedByAWorld(t *testing.T) {
 		t.Errorf("provision on a FerretDB whose catalog a world loaded: %v, want ErrStaleCatalog", err)
 	}
 }
+
+// FerretDB has no users of its own: without the PostgreSQL behind it binky
+// cannot give a world one, and says what to add instead of carving a slice
+// that every world could reach.
+func TestRefusesAFerretDBWithoutItsPostgres(t *testing.T) {
+	admin := adminURL(t)
+	if !isFerret(t, admin) {
+		t.Skip("BINKY_TEST_MONGO is not a FerretDB")
+	}
+	u, _ := url.Parse(admin)
+	q := u.Query()
+	q.Del("postgres")
+	u.RawQuery = q.Encode()
+	s := adapters.Slice{Name: "nopg_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
+	err := New().Provision(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "postgres=") {
+		t.Errorf("provision on FerretDB without postgres=: %v, want a refusal saying what to add", err)
+	}
+	if err != nil && strings.Contains(err.Error(), u.User.String()) {
+		t.Errorf("the error shows the admin's credentials: %v", err)
+	}
+}

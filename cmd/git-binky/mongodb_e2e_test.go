@@ -157,3 +157,50 @@ env = { MONGO_URL = "${docs.url}" }
 		t.Errorf("the main world's database after feat's remove: %d documents, %v", n, err)
 	}
 }
+
+// TestManagedMongoDBClonesTheGoldenTemplate: clone_from = "golden" on the
+// managed FerretDB seeds once and copies documents and indexes into each
+// world server-side, with no fallback.
+func TestManagedMongoDBClonesTheGoldenTemplate(t *testing.T) {
+	if adapters.FindServerBinary("ferretdb") == "" {
+		t.Skip("ferretdb not found: build it with 'make ferretdb' (make test builds it into BINKY_SERVER_BIN)")
+	}
+	if adapters.FindServerBinary("initdb") == "" {
+		t.Skip("no PostgreSQL server binaries (make test installs them)")
+	}
+	seeder := filepath.Join(t.TempDir(), "mongoseed")
+	if out, err := exec.Command("go", "build", "-o", seeder, "./testdata/mongoseed").CombinedOutput(); err != nil {
+		t.Fatalf("build the seeder: %v\n%s", err, out)
+	}
+	f := newFixture(t, fmt.Sprintf(`[project]
+name = "docs"
+[services.docs]
+adapter = "mongodb"
+seed = "%s \"$DOCS_URL\" 500"
+clone_from = "golden"
+`, seeder))
+	f.mustBinky(f.repo, "up", "one")
+	f.mustBinky(f.repo, "up", "two")
+	t.Cleanup(func() {
+		f.binky(f.repo, "remove", "one", "--force")
+		f.binky(f.repo, "remove", "two", "--force")
+	})
+	if n := seeded(f); n != 1 {
+		t.Errorf("seed ran %d times for 2 worlds, want once (the golden template)", n)
+	}
+	ctx := context.Background()
+	for _, w := range []string{"one", "two"} {
+		env := f.envOf(w)
+		pages := mongoClient(t, env["DOCS_URL"]).Database(env["DOCS_NAME"]).Collection("pages")
+		if n, err := pages.CountDocuments(ctx, bson.D{}); err != nil || n != 500 {
+			t.Errorf("%s has %d pages (%v), want 500", w, n, err)
+		}
+		if _, err := pages.InsertOne(ctx, bson.D{{Key: "slug", Value: "page-7"}}); !mongo.IsDuplicateKeyError(err) {
+			t.Errorf("%s: a duplicate slug: %v, want the golden's unique index to refuse it", w, err)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+	if c := strings.Count(string(log), `"msg":"slice cloned"`); c != 2 || strings.Contains(string(log), "clone_fallback") {
+		t.Errorf("%d clones logged, want 2 and no clone_fallback:\n%s", c, log)
+	}
+}
