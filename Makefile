@@ -9,7 +9,7 @@ STATIC  := CGO_ENABLED=0
 # running daemon of any other build.
 LDFLAGS := -X github.com/git-binky/git-binky/version.build=$(shell date +%s)
 
-.PHONY: all build install test bench lint demo fuzz clean
+.PHONY: all build install test bench lint demo fuzz clean servers ferretdb
 
 all: build
 
@@ -25,6 +25,14 @@ install:
 ## test: go test -race ./... against real throwaway servers (installed when missing)
 test:
 	./scripts/test.sh
+
+## servers: build the servers binky runs itself that no package provides (FerretDB) into SERVER_BIN, where binky looks
+SERVER_BIN ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/git-binky/bin
+servers: ferretdb
+
+## ferretdb: build FerretDB v1.24.2 (the managed mongodb, on the managed postgres) into SERVER_BIN, once
+ferretdb:
+	./scripts/build-ferretdb.sh "$(SERVER_BIN)"
 
 ## bench: print the performance tables (env latency, ...)
 bench: build

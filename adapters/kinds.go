@@ -168,6 +168,19 @@ var Kinds = []Kind{
 		Enforced: "a user per world granted ALL on its database only (no global privilege, no FILE, no GRANT OPTION); marks in a binky schema no world can read",
 		Tested:   "MariaDB 10.11 (Debian); MySQL 8 differences handled in code, not run here",
 	},
+	{
+		Name: "mongodb", Aliases: []string{"mongo", "ferretdb"},
+		Slice:  "a database and a user (on FerretDB: a PostgreSQL role that owns the database's schema)",
+		Fields: []string{"url", "host", "port", "user", "password", "name"},
+		Env:    []EnvName{{"MONGO_URL", "url"}, {"MONGODB_URI", "url"}, {"MONGO_URI", "url"}},
+		Server: &Server{Binaries: []string{"ferretdb", "initdb", "pg_ctl"},
+			Install: "make ferretdb (builds FerretDB v1.24.2 into ~/.cache/git-binky/bin) and apt-get install postgresql"},
+		Images: []string{"mongo", "mongodb/mongodb-community-server", "bitnami/mongodb"},
+		Enforced: "mongod --auth: a user per world with readWrite on its database only; FerretDB 1.x: a PostgreSQL role per world " +
+			"owning its schema (other worlds' database names hidden, their collection names visible)",
+		Caveat: "on FerretDB 1.x (the managed default) other worlds' collection and index names are visible through listCollections; their documents are not",
+		Tested: "FerretDB v1.24.2 on PostgreSQL 15 (Debian); not against a real mongod",
+	},
 }
 
 // Caveat returns what check should warn of for a service using the adapter
@@ -289,6 +302,9 @@ func FindServerBinary(name string) string {
 	var dirs []string
 	if d := os.Getenv("BINKY_SERVER_BIN"); d != "" {
 		dirs = append(dirs, filepath.SplitList(d)...)
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, filepath.Join(d, "git-binky", "bin")) // make servers builds here
 	}
 	dirs = append(dirs, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/usr/sbin", "/usr/local/sbin",
 		"/opt/homebrew/bin", "/usr/local/bin")

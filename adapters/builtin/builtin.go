@@ -13,6 +13,7 @@ import (
 	"github.com/git-binky/git-binky/adapters/elasticsearch"
 	"github.com/git-binky/git-binky/adapters/external"
 	"github.com/git-binky/git-binky/adapters/kafka"
+	"github.com/git-binky/git-binky/adapters/mongodb"
 	"github.com/git-binky/git-binky/adapters/mysql"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/qdrant"
@@ -32,6 +33,7 @@ var constructors = map[string]func() adapters.Adapter{
 	"rabbitmq":      func() adapters.Adapter { return rabbitmq.New() },
 	"kafka":         func() adapters.Adapter { return kafka.New() },
 	"mysql":         func() adapters.Adapter { return mysql.New() },
+	"mongodb":       func() adapters.Adapter { return mongodb.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

@@ -149,6 +149,7 @@ func raceReport(home string) string {
 // stopManagedServers ends the shared servers a test's daemon started.
 func stopManagedServers(home string) {
 	for _, pidfile := range []string{
+		filepath.Join(home, "servers", "mongodb", "ferretdb.pid"),
 		filepath.Join(home, "servers", "postgres", "data", "postmaster.pid"),
 		filepath.Join(home, "servers", "redis", "redis.pid"),
 		filepath.Join(home, "servers", "clickhouse", "clickhouse.pid"),
