@@ -27,8 +27,8 @@ var reserved = map[string]bool{"env": true, "self": true, "worktree": true, "pro
 type cport struct {
 	target     uint32
 	discovered bool // not published: another service reaches it there
-	udp    bool
-	name   string // "" for the main port
+	udp        bool
+	name       string // "" for the main port
 }
 
 type service struct {
