@@ -754,7 +754,7 @@ var localURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0
 
 // localPort finds a port on this host in a health command: localhost:8080,
 // -p 5432, or a port number alone as an argument.
-var localPort = regexp.MustCompile(`(?:localhost|127\.0\.0\.1|0\.0\.0\.0):(\d{1,5})`)
+var localPort = regexp.MustCompile(`(?:localhost|127\.0\.0\.1|0\.0\.0\.0)[: ](\d{1,5})\b`)
 
 // convertHealth carries a healthcheck. An HTTP check against the service's
 // own port becomes health.http; one against its other ports, or a command,

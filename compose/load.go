@@ -76,7 +76,11 @@ func load(ctx context.Context, path string, src []byte, dotenvVars map[string]st
 	for _, f := range files[1:] {
 		s.noteMerges(s.nodes[f.Filename], f.Filename)
 	}
-	details := types.ConfigDetails{WorkingDir: s.dir, ConfigFiles: files, Environment: types.Mapping(dotenvVars)}
+	env := types.Mapping{}
+	for k, v := range dotenvVars {
+		env[k] = v // compose-go adds its own variables to the map it is given
+	}
+	details := types.ConfigDetails{WorkingDir: s.dir, ConfigFiles: files, Environment: env}
 	opts := func(o *loader.Options) {
 		o.SetProjectName(loader.NormalizeProjectName(project), false)
 		o.Profiles = []string{"*"}
