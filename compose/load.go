@@ -95,6 +95,9 @@ func load(ctx context.Context, path string, src []byte, dotenvVars map[string]st
 	if err != nil {
 		return nil, s.composeError(err)
 	}
+	if len(p.Services) == 0 {
+		return nil, fmt.Errorf("%s:1:1: no services: a compose file lists them under a services key", path)
+	}
 	s.project = p
 	raw, err := loader.LoadModelWithContext(ctx, details, opts, func(o *loader.Options) {
 		o.SkipInterpolation = true
