@@ -160,6 +160,26 @@ func TestWiringComesFromTheTable(t *testing.T) {
 	}
 }
 
+func TestAKindWithNoServerAsksForAdminURL(t *testing.T) {
+	saved := adapters.Kinds
+	t.Cleanup(func() { adapters.Kinds = saved })
+	adapters.Kinds = append(slices.Clone(saved), adapters.Kind{
+		Name: "search", Slice: "an index prefix", Fields: []string{"url", "host", "port", "prefix"},
+		Env: []adapters.EnvName{{Name: "ELASTICSEARCH_URL", Field: "url"}}, Images: []string{"elasticsearch"},
+	})
+	res, cfg := converted(t, map[string]string{"compose.yaml": mustRead(t, "testdata/corpus/elasticsearch-logstash-kibana/compose.yaml")})
+	es := cfg.Services["elasticsearch"]
+	if es == nil || es.Adapter != "search" || es.AdminURL != "${env.ELASTICSEARCH_ADMIN_URL}" {
+		t.Fatalf("elasticsearch = %+v\n%s", es, res.TOML)
+	}
+	if !slices.Contains(res.SetEnv, "ELASTICSEARCH_ADMIN_URL") {
+		t.Errorf("ELASTICSEARCH_ADMIN_URL is not listed: %v", res.SetEnv)
+	}
+	if !strings.Contains(res.TOML, "compose set discovery.seed_hosts") {
+		t.Errorf("logstash's dotted key is not noted:\n%s", res.TOML)
+	}
+}
+
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -726,7 +726,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 		return v // an environment value: its own name decides (secretValue)
 	}
 	for _, lit := range sortedKeys(c.secretVal) {
-		if len(lit) >= 6 {
+		if len(lit) >= 6 && strings.Contains(v, lit) {
 			word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(lit) + `($|[^A-Za-z0-9_])`)
 			v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")
 		}
