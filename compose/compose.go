@@ -85,14 +85,20 @@ func ConvertBytes(ctx context.Context, path string, src []byte, dotenv map[strin
 	return convert(ctx, path, src, dotenv, project)
 }
 
-func convert(ctx context.Context, path string, src []byte, dotenv map[string]string, project string) (Result, error) {
+func convert(ctx context.Context, path string, src []byte, dotenv map[string]string, project string) (res Result, err error) {
+	defer func() {
+		// Bad input must be an error, never a crash: the loader is not ours.
+		if r := recover(); r != nil {
+			res, err = Result{}, fmt.Errorf("%s: init could not read it (%v); please report it with the compose file", path, r)
+		}
+	}()
 	s, err := load(ctx, path, src, dotenv, project)
 	if err != nil {
 		return Result{}, err
 	}
 	c := newConverter(s)
 	out := c.render()
-	res := Result{Source: path, Files: s.files, TOML: out, Secrets: sortedSet(c.secrets), Mapped: c.mapped, Guessed: c.guessed, Left: c.left,
+	res = Result{Source: path, Files: s.files, TOML: out, Secrets: sortedSet(c.secrets), Mapped: c.mapped, Guessed: c.guessed, Left: c.left,
 		Services: map[string]string{}}
 	for _, sv := range c.services {
 		res.Services[sv.compose] = sv.name

@@ -522,7 +522,7 @@ func (c *converter) convertPorts(sv *service) {
 		if sv.main != nil {
 			why = fmt.Sprintf("compose published container port %d", sv.main.target)
 			if sv.main.discovered {
-				why = fmt.Sprintf("other services reach its container on port %d", sv.main.target)
+				why = fmt.Sprintf("compose never published it, but its container listens on port %d", sv.main.target)
 			}
 		}
 		c.add(sv, "url", tomlString(sv.name), why+"; the process must listen on ${self.port} ($PORT)")
@@ -744,6 +744,10 @@ func (c *converter) discoverPorts() {
 		for _, v := range sv.rawEnv() {
 			if v != nil {
 				texts = append(texts, fmt.Sprint(v))
+				// ADDRESS: 0.0.0.0:8000 is where its own process listens.
+				if m := listenAddr.FindStringSubmatch(fmt.Sprint(v)); m != nil && sv.kind == nil {
+					sv.addPort(m[2])
+				}
 			}
 		}
 		for _, k := range []string{"command", "entrypoint"} {

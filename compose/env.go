@@ -577,7 +577,7 @@ func (c *converter) text(sv *service, s string, ownPorts bool) string {
 }
 
 // ownPort finds the service's container port numbers in a command line.
-var ownPort = regexp.MustCompile(`(^|[\s=:'"])(\d{2,5})($|[\s'"/])`)
+var ownPort = regexp.MustCompile(`(^|[\s=:'",])(\d{2,5})($|[\s'"/,])`)
 
 func (c *converter) ownPorts(sv *service, v string) string {
 	return ownPort.ReplaceAllStringFunc(v, func(s string) string {
