@@ -561,7 +561,7 @@ func (c *converter) convertRestart(sv *service) {
 		c.add(sv, "stop_timeout", tomlString(time.Duration(*sv.cfg.StopGracePeriod).String()), "compose stop_grace_period")
 	}
 	if sig := sv.cfg.StopSignal; sig != "" && !strings.EqualFold(strings.TrimPrefix(strings.ToUpper(sig), "SIG"), "TERM") {
-		c.leave(sv, "compose stopped it with "+commentText(sig)+"; binky sends SIGTERM, then SIGKILL after stop_timeout: make it exit on SIGTERM")
+		c.leave(sv, "compose stop_signal "+commentText(sig)+": binky sends SIGTERM, then SIGKILL after stop_timeout: make it exit on SIGTERM")
 	}
 	switch r := sv.cfg.Restart; {
 	case r == "":

@@ -332,7 +332,7 @@ secrets:
 		t.Errorf("restart %q, stop_timeout %s", web.Restart, web.StopTimeout)
 	}
 	for _, want := range []string{"merged docker-compose.override.yml", "included extra.yml", "service web extends base of base.yml",
-		"compose stopped it with SIGQUIT", "the secret api_key from the file ./api_key.txt", "the secret unused from the variable UNUSED_SECRET"} {
+		"compose stop_signal SIGQUIT", "the secret api_key from the file ./api_key.txt", "the secret unused from the variable UNUSED_SECRET"} {
 		if !strings.Contains(res.TOML, want) {
 			t.Errorf("no note %q:\n%s", want, res.TOML)
 		}

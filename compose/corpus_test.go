@@ -94,7 +94,15 @@ func checkResult(t *testing.T, path string, res Result) {
 	for _, d := range diags {
 		t.Errorf("check: %s", d)
 	}
-	secrets, services := composeFacts(t, path)
+	secrets, services, keys := composeFacts(t, path)
+	for name, ks := range keys {
+		block := serviceBlock(res.TOML, res.Services[name])
+		for _, k := range ks {
+			if !noteless[k] && !strings.Contains(block, k) {
+				t.Errorf("service %s: compose key %s is neither carried nor noted:\n%s", name, k, block)
+			}
+		}
+	}
 	for name, image := range services {
 		bn, ok := res.Services[name]
 		if !ok {
@@ -120,7 +128,7 @@ var flagSecret = regexp.MustCompile(`(?:^|\s)(?:-p|--password[= ]|-a |--requirep
 // composeFacts reads the compose files and .env beside path on their own:
 // the credential values they hold (values of credential-named keys,
 // passwords in URLs and on command lines) and each service's image.
-func composeFacts(t *testing.T, path string) ([]string, map[string]string) {
+func composeFacts(t *testing.T, path string) ([]string, map[string]string, map[string][]string) {
 	t.Helper()
 	var secrets []string
 	public := map[string]bool{filepath.Base(filepath.Dir(path)): true}
@@ -137,6 +145,7 @@ func composeFacts(t *testing.T, path string) ([]string, map[string]string) {
 		}
 	}
 	services := map[string]string{}
+	keys := map[string][]string{}
 	files := []string{path}
 	if o := overrideFile(path); o != "" {
 		files = append(files, o)
@@ -154,6 +163,9 @@ func composeFacts(t *testing.T, path string) ([]string, map[string]string) {
 		for name, v := range svcs {
 			public[name] = true
 			m, _ := v.(map[string]any)
+			for k := range m {
+				keys[name] = append(keys[name], k)
+			}
 			if img, ok := m["image"].(string); ok {
 				services[name] = literal(parseVars(img), func(n string) (string, bool) { v, ok := dotenv[n]; return v, ok })
 			} else if _, ok := services[name]; !ok {
@@ -186,7 +198,34 @@ func composeFacts(t *testing.T, path string) ([]string, map[string]string) {
 			out = append(out, s)
 		}
 	}
-	return out, services
+	return out, services, keys
+}
+
+// noteless are the compose keys whose mapping shows as binky keys or
+// tokens rather than by name: image (the adapter, or the comment naming
+// it), build (cwd, the note), command and entrypoint (cmd), ports and
+// expose (url, ports), environment and env_file, depends_on, healthcheck
+// (health), profiles (groups), stop_grace_period (stop_timeout), extends
+// (the note at the top), and the names a service is reached by.
+var noteless = map[string]bool{"image": true, "build": true, "command": true, "entrypoint": true, "ports": true,
+	"expose": true, "environment": true, "env_file": true, "depends_on": true, "healthcheck": true, "profiles": true,
+	"stop_grace_period": true, "extends": true, "container_name": true, "hostname": true, "links": true,
+	"networks": true, "restart": true, "working_dir": true, "<<": true}
+
+// serviceBlock is the text of [services.name] and its sub-tables.
+func serviceBlock(toml, name string) string {
+	start := strings.Index(toml, "[services."+name+"]\n")
+	if start < 0 {
+		return ""
+	}
+	rest := toml[start+1:]
+	for _, l := range regexp.MustCompile(`(?m)^\[[^\]]+\]$`).FindAllStringIndex(rest, -1) {
+		h := rest[l[0]:l[1]]
+		if !strings.HasPrefix(h, "[services."+name+".") {
+			return toml[start : start+1+l[0]]
+		}
+	}
+	return toml[start:]
 }
 
 func walkEnv(v any, f func(k, v string)) {
