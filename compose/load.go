@@ -299,9 +299,9 @@ func (s *source) collectNumbers(n *yaml.Node, depth int) {
 // written returns how the environment value v of key was written in the
 // YAML, when YAML read it as a number or boolean.
 func (s *source) written(key string, v any) string {
-	switch v.(type) {
+	switch x := v.(type) {
 	case string:
-		return v.(string)
+		return x
 	case nil:
 		return ""
 	}
@@ -336,24 +336,16 @@ var composePath = regexp.MustCompile(`\b(services|volumes|networks|secrets|confi
 // services.web.ports) at that path's line and column in the file holding it.
 func (s *source) composeError(err error) error {
 	msg := err.Error()
-	var ce *composeLoadError
-	if errors.As(err, &ce) {
-		return err
-	}
 	if m := composePath.FindStringSubmatch(msg); m != nil {
 		keys := append([]string{m[1]}, strings.Split(strings.Trim(m[2], "."), ".")...)
 		for _, f := range s.files {
 			if line, col, ok := locate(s.nodes[f], keys); ok {
-				return &composeLoadError{fmt.Sprintf("%s:%d:%d: %s", f, line, col, msg)}
+				return fmt.Errorf("%s:%d:%d: %w", f, line, col, err)
 			}
 		}
 	}
-	return &composeLoadError{fmt.Sprintf("%s: %s", s.path, msg)}
+	return fmt.Errorf("%s: %w", s.path, err)
 }
-
-type composeLoadError struct{ msg string }
-
-func (e *composeLoadError) Error() string { return e.msg }
 
 // locate finds the deepest node along keys (list indexes as numbers).
 func locate(doc *yaml.Node, keys []string) (int, int, bool) {
