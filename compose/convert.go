@@ -405,7 +405,11 @@ func onlyDefaultNetwork(v any) bool {
 // not carried.
 func (c *converter) convertSlice(sv *service) {
 	k := sv.kind
-	c.add(sv, "adapter", tomlString(k.Name), fmt.Sprintf("replaces the %s container: %s of one shared server, private to each worktree", commentText(sv.image), k.Slice))
+	what := k.Slice
+	if what == "" {
+		what = "a slice"
+	}
+	c.add(sv, "adapter", tomlString(k.Name), fmt.Sprintf("replaces the %s container: %s of one shared server, private to each worktree", commentText(sv.image), what))
 	if k.Server == nil {
 		name := world.EnvName(sv.name) + "_ADMIN_URL"
 		c.add(sv, "admin_url", tomlString("${env."+name+"}"), fmt.Sprintf("binky cannot run a %s server itself: point it at one (admin credentials)", k.Name))

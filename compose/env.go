@@ -149,19 +149,38 @@ func (c *converter) convertEnv(sv *service) {
 		v, note := c.envValue(sv, k, vals[k], raw, wired)
 		sv.env = append(sv.env, line{key: k, value: tomlString(v), comment: note})
 	}
-	// The app's env_file may set the container's literal user and
-	// password: names (never values) read from it are wired too.
+	// The app's env_file may address the container too (DB_HOST=postgres,
+	// DB_PASSWORD=...): its values are read to find what points at a slice,
+	// never copied; what does is written here, overriding the file.
 	for _, f := range sv.cfg.EnvFiles {
-		for _, k := range envFileKeys(filepath.Join(c.src.dir, f.Path)) {
+		file := envFileVars(filepath.Join(c.src.dir, f.Path))
+		for _, k := range sortedKeys(file) {
+			if t, _ := c.sliceRef(k, file[k]); t != nil {
+				if p, fl, ok := splitField(k, t.kind.Fields); ok && (fl == "host" || fl == "url" || fl == "port") {
+					sv.prefixes[p] = t
+				}
+				if !containsService(sv.slices, t) {
+					sv.slices = append(sv.slices, t)
+				}
+			}
+		}
+		for _, k := range sortedKeys(file) {
 			if _, ok := vals[k]; ok || !validEnvName(k) {
 				continue
 			}
-			if t, field := c.sliceField(sv, k, "", raw); t != nil {
-				vals[k] = ""
+			v := c.vars(sv, file[k])
+			var out, note string
+			if t, kind := c.sliceRef(k, v); t != nil {
+				out, note = c.envValue(sv, k, v, raw, wired)
+				_ = kind
+			} else if t, field := c.sliceField(sv, k, v, raw); t != nil {
 				c.wire(wired, t, field)
-				sv.env = append(sv.env, line{key: k, value: tomlString("${" + t.name + "." + field + "}"),
-					comment: fmt.Sprintf("overrides %s: the %s slice's %s", commentText(f.Path), t.name, field)})
+				out, note = "${"+t.name+"."+field+"}", "the "+t.name+" slice's "+field
+			} else {
+				continue
 			}
+			vals[k] = ""
+			sv.env = append(sv.env, line{key: k, value: tomlString(out), comment: note + "; overrides " + commentText(f.Path)})
 		}
 	}
 	// An app given only the parts gets the URL too, under the first name
@@ -182,6 +201,21 @@ func (c *converter) convertEnv(sv *service) {
 				c.guessed = append(c.guessed, fmt.Sprintf("%s: added %s = ${%s.url} (compose gave only the parts)", sv.name, e.Name, t.name))
 			}
 			break
+		}
+	}
+	for _, t := range sv.slices {
+		if len(wired[t]) > 0 {
+			continue
+		}
+		name := ""
+		for _, e := range t.kind.Env {
+			if e.Field == "url" {
+				name = e.Name
+				break
+			}
+		}
+		if name != "" {
+			c.leave(sv, fmt.Sprintf("it uses the %s slice, but compose gave it no address for it (it is likely in the app's code or config): point it at ${%s.url}, e.g. %s = \"${%s.url}\" in env", t.name, t.name, name, t.name))
 		}
 	}
 	if len(invalid) > 0 {
@@ -208,23 +242,28 @@ func validEnvName(s string) bool {
 	return true
 }
 
-// envFileKeys are the names an env file sets, read for wiring only.
-func envFileKeys(path string) []string {
+// envFileVars reads an env file's variables, only to find which point at
+// a slice: their values are never written.
+func envFileVars(path string) map[string]string {
+	out := map[string]string{}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil
+		return out
 	}
-	var keys []string
 	for _, l := range strings.Split(string(b), "\n") {
 		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "export "))
 		if l == "" || l[0] == '#' {
 			continue
 		}
-		if k, _, ok := strings.Cut(l, "="); ok {
-			keys = append(keys, strings.TrimSpace(k))
+		if k, v, ok := strings.Cut(l, "="); ok {
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+				v = v[1 : len(v)-1]
+			}
+			out[strings.TrimSpace(k)] = v
 		}
 	}
-	return keys
+	return out
 }
 
 func (c *converter) envValue(sv *service, key, val string, raw map[string]any, wired map[*service]map[string]bool) (string, string) {
