@@ -197,7 +197,7 @@ services:
   api:
     build: .
     # the admin password is s3cr3t-in-a-comment
-    command: ./api --requirepass literal-pass-1
+    command: ./api --requirepass literal-pass-1 --stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc
     ports: ["8080:8080"]
     environment:
       ADMIN_PASS: ${ADMIN_PASS}
@@ -212,7 +212,7 @@ services:
     healthcheck:
       test: ["CMD-SHELL", "redis-cli -a health-pass-1 ping && mysqladmin ping -pexample_123"]
 `})
-	for _, s := range []string{"from-dotenv-1", "s3cr3t", "literal-pass-1", "pwd-value-1", "key-value-1", "ghp_", "secret-value-1",
+	for _, s := range []string{"sk_live_", "from-dotenv-1", "s3cr3t", "literal-pass-1", "pwd-value-1", "key-value-1", "ghp_", "secret-value-1",
 		"Zr8kQ2vX9pL4mN7tB1cY6wE3", "default-jwt-1", "url-pass-1", "health-pass-1", "example_123"} {
 		if strings.Contains(res.TOML, s) {
 			t.Errorf("%q is written in the file:\n%s", s, res.TOML)
@@ -479,5 +479,20 @@ func TestTheProjectsOwnFixturesMatchTheirGolden(t *testing.T) {
 				t.Error("a secret from .env was copied into binky.toml")
 			}
 		})
+	}
+}
+
+func TestLooksSecret(t *testing.T) {
+	for _, v := range []string{"Zr8kQ2vX9pL4mN7tB1cY6wE3", "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", "9f8e7d6c5b4a3f2e1d0c9b8a",
+		"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "ghp_abcdefghijklmnopqrstuvwxyz012345"} {
+		if !looksSecret(v) {
+			t.Errorf("looksSecret(%q) = false", v)
+		}
+	}
+	for _, v := range []string{"--stale-threshold-seconds=900", "-filer.defaultReplicaPlacement=000", "development-sql-2024-01-01",
+		"ghcr.io/getsentry/sentry:nightly", "/etc/ssl/certs/ca-certificates.crt", "snuba-generic-metrics-counters-consumers", "PLAINTEXT_HOST"} {
+		if looksSecret(v) {
+			t.Errorf("looksSecret(%q) = true", v)
+		}
 	}
 }

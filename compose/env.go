@@ -738,7 +738,35 @@ func looksSecret(v string) bool {
 			classes++
 		}
 	}
-	return digit > 0 && classes >= 2 && entropy(v) >= 3.5
+	// Random text changes between lower case, upper case and digits all the
+	// time; words and numbers do not (--stale-threshold-seconds=900).
+	return digit > 0 && classes >= 2 && entropy(v) >= 3.5 && float64(classChanges(v)) >= 0.3*float64(len(v))
+}
+
+func classChanges(s string) int {
+	class := func(r rune) int {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 1
+		case r >= 'A' && r <= 'Z':
+			return 2
+		case r >= '0' && r <= '9':
+			return 3
+		}
+		return 0
+	}
+	n, prev := 0, -1
+	for _, r := range s {
+		c := class(r)
+		if c == 0 {
+			continue // a separator: the words on each side decide
+		}
+		if prev >= 0 && c != prev {
+			n++
+		}
+		prev = c
+	}
+	return n
 }
 
 func entropy(s string) float64 {
@@ -753,6 +781,9 @@ func entropy(s string) float64 {
 	}
 	return h
 }
+
+// secretWord is a word of a command line that may be a token or key.
+var secretWord = regexp.MustCompile(`[A-Za-z0-9_+=-]{20,}`)
 
 // passFlag is a password given on a command line: --password=x,
 // --requirepass x, -pSECRET (mysql), -a x (redis-cli), -P x.
@@ -770,6 +801,12 @@ func (c *converter) scrub(sv *service, key, v string) string {
 			v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")
 		}
 	}
+	v = secretWord.ReplaceAllStringFunc(v, func(w string) string {
+		if !looksSecret(w) {
+			return w
+		}
+		return "${env." + c.secretName(w, world.EnvName(sv.name)+"_SECRET") + "}"
+	})
 	return passFlag.ReplaceAllStringFunc(v, func(s string) string {
 		m := passFlag.FindStringSubmatch(s)
 		var pre, val string
