@@ -51,5 +51,5 @@ func runInit(opts initOptions) error {
 	if opts.Force {
 		argv = append(argv, "-force")
 	}
-	return client.ExecDaemonBinary("init", append(argv, opts.Dir)...)
+	return client.ExecDaemonBinary("init", append(argv, "--", opts.Dir)...)
 }
