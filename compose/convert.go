@@ -599,11 +599,15 @@ func (c *converter) render() string {
 	}
 	p := c.src.project
 	var top []string
+	networks := len(p.Networks)
+	if _, ok := p.Networks["default"]; ok {
+		networks-- // compose's own, not the file's
+	}
 	for _, k := range []struct {
 		name string
 		n    int
-	}{{"volumes", len(p.Volumes)}, {"networks", len(p.Networks)}, {"configs", len(p.Configs)}} {
-		if k.n > 0 && !(k.name == "networks" && k.n == 1 && p.Networks["default"].Name != "" && len(p.Networks) == 1) {
+	}{{"volumes", len(p.Volumes)}, {"networks", networks}, {"configs", len(p.Configs)}} {
+		if k.n > 0 {
 			top = append(top, k.name)
 		}
 	}
