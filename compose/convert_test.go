@@ -100,7 +100,7 @@ services:
       REDIS_URL: redis://cache:6379/0
   worker:
     build: .
-    command: ./worker
+    command: ./worker --db postgres://app:hunter22@db/appdb --cache=redis://cache:6379
     depends_on: [db]
     environment:
       DATABASE_URL: postgres://app:hunter22@db:5432/appdb?sslmode=disable
@@ -123,6 +123,9 @@ services:
 		if app[k] != want {
 			t.Errorf("app %s = %q, want %q", k, app[k], want)
 		}
+	}
+	if got := cfg.Services["worker"].Cmd; got != "./worker --db ${db.url} --cache=${cache.url}" {
+		t.Errorf("worker cmd = %q", got)
 	}
 	if worker["DATABASE_URL"] != "${db.url}" {
 		t.Errorf("worker DATABASE_URL = %q", worker["DATABASE_URL"])

@@ -474,6 +474,9 @@ var listenAddr = regexp.MustCompile(`^(0\.0\.0\.0|127\.0\.0\.1|localhost|\[::\]|
 // values may hold ${env.X} that net/url rejects.
 var urlParts = regexp.MustCompile(`^(jdbc:)?([a-zA-Z][a-zA-Z0-9+.-]*)://(?:([^/@]*)@)?([^/:?#@,]+)(:\d+)?([/?#].*)?$`)
 
+// urlIn finds URLs inside longer text.
+var urlIn = regexp.MustCompile(`(?:jdbc:)?[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"]+`)
+
 // hostPortIn finds host:port and scheme://host[:port] inside longer text
 // (broker lists, command lines).
 var hostPortIn = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])([A-Za-z0-9][A-Za-z0-9_.-]*)(:\d{1,5})?`)
@@ -608,7 +611,25 @@ func (c *converter) varParts(parts []part) string {
 // other services' addresses, this service's own container ports, and
 // credentials.
 func (c *converter) text(sv *service, s string, ownPorts bool) string {
-	v := c.rewriteHosts(sv, c.vars(sv, s))
+	v := c.vars(sv, s)
+	// A URL inside a command line is converted as one on its own: its
+	// password kept out, its host this world's.
+	v = urlIn.ReplaceAllStringFunc(v, func(u string) string {
+		m := urlParts.FindStringSubmatch(u)
+		if m == nil {
+			return u
+		}
+		t := c.byHost[strings.ToLower(m[4])]
+		if t != nil && t.kind != nil {
+			return c.sliceURL(t, u) // the slice's own credentials replace the container's
+		}
+		u, _ = c.maskURLPassword(world.EnvName(sv.name), u)
+		if t != nil {
+			return c.rewriteHosts(sv, u)
+		}
+		return u
+	})
+	v = c.rewriteHosts(sv, v)
 	if ownPorts {
 		v = c.ownPorts(sv, v)
 	}
