@@ -105,6 +105,7 @@ services:
     environment:
       DATABASE_URL: postgres://app:hunter22@db:5432/appdb?sslmode=disable
       JDBC_URL: jdbc:postgresql://db:5432/appdb
+      ASYNC_URL: postgresql+asyncpg://app:hunter22@db:5432/appdb
   db:
     image: pgvector/pgvector:pg16
     environment:
@@ -124,13 +125,16 @@ services:
 			t.Errorf("app %s = %q, want %q", k, app[k], want)
 		}
 	}
+	if got := worker["ASYNC_URL"]; got != "postgresql+asyncpg://${db.user}:${db.password}@${db.host}:${db.port}/${db.name}" {
+		t.Errorf("worker ASYNC_URL = %q", got)
+	}
 	if got := cfg.Services["worker"].Cmd; got != "./worker --db ${db.url} --cache=${cache.url}" {
 		t.Errorf("worker cmd = %q", got)
 	}
 	if worker["DATABASE_URL"] != "${db.url}" {
 		t.Errorf("worker DATABASE_URL = %q", worker["DATABASE_URL"])
 	}
-	if got := worker["JDBC_URL"]; got != "jdbc:postgresql://${db.user}:${db.password}@${db.host}:${db.port}/${db.name}" {
+	if got := worker["JDBC_URL"]; got != "jdbc:postgresql://${db.host}:${db.port}/${db.name}" {
 		t.Errorf("worker JDBC_URL = %q: an app's own scheme keeps its form, around the slice's parts", got)
 	}
 	if strings.Contains(res.TOML, "hunter22") {
@@ -497,5 +501,61 @@ func TestLooksSecret(t *testing.T) {
 		if looksSecret(v) {
 			t.Errorf("looksSecret(%q) = true", v)
 		}
+	}
+}
+
+// TestFieldsOfOtherKindsComeFromTheirRows wires a broker list and object
+// store keys by rows like those the Kafka and S3 adapters add. check does
+// not know those fields yet (its list of adapter fields predates them), so
+// the result is only parsed here.
+func TestFieldsOfOtherKindsComeFromTheirRows(t *testing.T) {
+	saved := adapters.Kinds
+	t.Cleanup(func() { adapters.Kinds = saved })
+	adapters.Kinds = append(slices.Clone(saved), adapters.Kind{
+		Name: "kafka", Aliases: []string{"redpanda"}, Fields: []string{"url", "host", "port", "user", "password", "brokers", "mechanism"},
+		Env:    []adapters.EnvName{{Name: "KAFKA_BROKERS", Field: "brokers"}},
+		Server: &adapters.Server{}, Images: []string{"apache/kafka", "bitnami/kafka"},
+	}, adapters.Kind{
+		Name: "s3", Aliases: []string{"minio"}, Fields: []string{"url", "host", "port", "access_key", "secret_key", "bucket"},
+		Env:    []adapters.EnvName{{Name: "AWS_ACCESS_KEY_ID", Field: "access_key"}, {Name: "AWS_SECRET_ACCESS_KEY", Field: "secret_key"}, {Name: "S3_BUCKET", Field: "bucket"}},
+		Server: &adapters.Server{}, Images: []string{"minio/minio"},
+	})
+	res, err := project(t, map[string]string{"docker-compose.yml": `
+services:
+  app:
+    build: .
+    command: ./app
+    depends_on: [kafka, minio]
+    environment:
+      KAFKA_BOOTSTRAP_SERVERS: kafka:9092
+      S3_ENDPOINT: http://minio:9000
+      AWS_ACCESS_KEY_ID: minioadmin
+      AWS_SECRET_ACCESS_KEY: minio-secret-1
+      S3_BUCKET: uploads
+  kafka:
+    image: apache/kafka:3.8.0
+  minio:
+    image: minio/minio
+    command: server /data
+    environment:
+      MINIO_ROOT_USER: minioadmin
+      MINIO_ROOT_PASSWORD: minio-secret-1
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := world.ParseConfig("binky.toml", []byte(res.TOML))
+	if cfg == nil || len(diags) > 0 {
+		t.Fatalf("%v\n%s", diags, res.TOML)
+	}
+	app := cfg.Services["app"].Env
+	for k, want := range map[string]string{"KAFKA_BOOTSTRAP_SERVERS": "${kafka.brokers}", "S3_ENDPOINT": "http://${minio.host}:${minio.port}",
+		"AWS_ACCESS_KEY_ID": "${minio.access_key}", "AWS_SECRET_ACCESS_KEY": "${minio.secret_key}", "S3_BUCKET": "${minio.bucket}"} {
+		if app[k] != want {
+			t.Errorf("app %s = %q, want %q", k, app[k], want)
+		}
+	}
+	if strings.Contains(res.TOML, "minio-secret-1") {
+		t.Errorf("the container's secret is in the file:\n%s", res.TOML)
 	}
 }

@@ -277,6 +277,9 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 		case kind == "url":
 			c.wire(wired, t, "url")
 			return c.sliceURL(t, val), "the " + t.name + " slice (was a URL to the " + t.compose + " container)"
+		case kind == "hostport" && field == "brokers":
+			c.wire(wired, t, "brokers")
+			return "${" + t.name + ".brokers}", "the " + t.name + " slice's brokers"
 		case kind == "hostport":
 			c.wire(wired, t, "host")
 			return "${" + t.name + ".host}:${" + t.name + ".port}", "the " + t.name + " slice's address"
@@ -384,7 +387,9 @@ func (c *converter) sliceURL(t *service, v string) string {
 	tok := func(f string) string { return "${" + t.name + "." + f + "}" }
 	var b strings.Builder
 	b.WriteString(m[1] + m[2] + "://")
-	if hasField(t.kind.Fields, "user") && (m[3] != "" || hasField(t.kind.Fields, "password")) {
+	if m[3] != "" && hasField(t.kind.Fields, "user") {
+		// Credentials only where the app wrote them: an endpoint URL
+		// (http://minio:9000) or a JDBC URL takes them elsewhere.
 		b.WriteString(tok("user"))
 		if hasField(t.kind.Fields, "password") {
 			b.WriteString(":" + tok("password"))
