@@ -26,7 +26,7 @@ var fieldSuffixes = []struct{ suffix, field string }{
 	{"DB_NAME", "name"}, {"DBNAME", "name"}, {"PASSWD", "password"}, {"BROKERS", "brokers"},
 	{"BUCKET", "bucket"}, {"PREFIX", "prefix"}, {"SERVER", "host"}, {"VHOST", "vhost"},
 	{"LOGIN", "user"}, {"HOST", "host"}, {"PORT", "port"}, {"USER", "user"}, {"PASS", "password"},
-	{"NAME", "name"}, {"URL", "url"}, {"URI", "url"}, {"DSN", "url"}, {"PWD", "password"}, {"DB", "name"},
+	{"NAME", "name"}, {"URL", "url"}, {"URI", "url"}, {"DSN", "dsn"}, {"DSN", "url"}, {"PWD", "password"}, {"DB", "name"},
 }
 
 // splitField splits key into a prefix and the field its suffix names, for
