@@ -168,11 +168,10 @@ func (c *converter) convertEnv(sv *service) {
 			if _, ok := vals[k]; ok || !validEnvName(k) {
 				continue
 			}
-			v := c.vars(sv, file[k])
+			v := file[k] // matched, never written
 			var out, note string
-			if t, kind := c.sliceRef(k, v); t != nil {
+			if t, _ := c.sliceRef(k, v); t != nil {
 				out, note = c.envValue(sv, k, v, raw, wired)
-				_ = kind
 			} else if t, field := c.sliceField(sv, k, v, raw); t != nil {
 				c.wire(wired, t, field)
 				out, note = "${"+t.name+"."+field+"}", "the "+t.name+" slice's "+field
@@ -399,8 +398,7 @@ func (c *converter) sliceURL(t *service, v string) string {
 	b.WriteString(tok("host") + ":" + tok("port"))
 	rest := m[6]
 	if hasField(t.kind.Fields, "name") && strings.HasPrefix(rest, "/") {
-		path, query, _ := strings.Cut(rest, "?")
-		_ = path
+		_, query, _ := strings.Cut(rest, "?")
 		rest = "/" + tok("name")
 		if query != "" {
 			rest += "?" + query
