@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 // Kind is one row of the adapter table: everything binky knows about an
@@ -183,13 +185,6 @@ var Kinds = []Kind{
 	},
 }
 
-// Caveat returns what check should warn of for a service using the adapter
-// name, or "".
-func Caveat(name string) string {
-	k, _ := Lookup(name)
-	return k.Caveat
-}
-
 // Lookup finds the table row for a name or alias.
 func Lookup(name string) (Kind, bool) {
 	for _, k := range Kinds {
@@ -264,18 +259,32 @@ func ImageRepo(image string) string {
 // through.
 func ExternalCommand(name string) string { return "binky-adapter-" + name }
 
-// Describe tells `check` whether binky can drive the adapter name, and
-// whether a service using it can leave admin_url out: true for built-in
-// kinds whose server binky can start (the binaries are installed) and for
-// external adapters, which own their configuration.
-func Describe(name string) (known, adminOptional bool) {
+// Info describes an adapter name for `check` on this machine: a built-in
+// kind, whose admin_url may be left out when its server's binaries are
+// installed here; or an external binky-adapter-<name> on PATH, which owns
+// its configuration.
+func Info(name string) world.Adapter {
 	if k, ok := Lookup(name); ok {
-		return true, k.Server.Installed()
+		a := TableInfo(name)
+		a.Managed, a.Caveat = k.Server.Installed(), k.Caveat
+		return a
 	}
 	if _, err := exec.LookPath(ExternalCommand(name)); err == nil {
-		return true, true
+		return world.Adapter{Known: true, Managed: true}
 	}
-	return false, false
+	return world.Adapter{}
+}
+
+// TableInfo describes an adapter name from the table alone, whatever this
+// machine has installed and whatever server admin_url will name: what
+// `init` checks the file it writes against (so without the caveats, which
+// depend on the server).
+func TableInfo(name string) world.Adapter {
+	k, ok := Lookup(name)
+	if !ok {
+		return world.Adapter{}
+	}
+	return world.Adapter{Known: true, Managed: k.Server != nil, Fields: k.Fields, AdminURL: k.AdminURL}
 }
 
 // Installed reports whether every binary the server needs is found.
