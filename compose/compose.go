@@ -126,7 +126,6 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 	return res, nil
 }
 
-
 func hasErrors(diags []world.Diagnostic) bool {
 	for _, d := range diags {
 		if d.Severity == world.SeverityError {
