@@ -27,7 +27,10 @@ func TestConformance(t *testing.T) {
 	adapterstest.RunServer(t, New(), adapterstest.Server{AdminURL: admin,
 		Foreign: func(ctx context.Context, slice string) error {
 			c := adminClient(t, admin)
-			t.Cleanup(func() { c.Do(context.Background(), "ACL", "DELUSER", slice); c.Del(context.Background(), slice+":data") })
+			t.Cleanup(func() {
+				c.Do(context.Background(), "ACL", "DELUSER", slice)
+				c.Del(context.Background(), slice+":data")
+			})
 			if err := c.Do(ctx, "ACL", "SETUSER", slice, "on", ">theirs", "~*", "+@all").Err(); err != nil {
 				return err
 			}

@@ -57,7 +57,10 @@ func TestProvisionRefusesAUserAndKeysBinkyDidNotMake(t *testing.T) {
 	c := adminClient(t, admin)
 	r := New()
 	s := testSlice(t, admin, "victim")
-	t.Cleanup(func() { c.Do(context.Background(), "ACL", "DELUSER", s.Name); c.Del(context.Background(), s.Name+":data") })
+	t.Cleanup(func() {
+		c.Do(context.Background(), "ACL", "DELUSER", s.Name)
+		c.Del(context.Background(), s.Name+":data")
+	})
 	if err := c.Do(ctx, "ACL", "SETUSER", s.Name, "on", ">victimpw", "~*", "+@all").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +90,10 @@ func TestAHandWrittenMarkerDoesNotMakeBinkyDropAUser(t *testing.T) {
 	c := adminClient(t, admin)
 	r := New()
 	s := testSlice(t, admin, "forged")
-	t.Cleanup(func() { c.Do(context.Background(), "ACL", "DELUSER", s.Name); c.Del(context.Background(), markerPrefix+s.Name) })
+	t.Cleanup(func() {
+		c.Do(context.Background(), "ACL", "DELUSER", s.Name)
+		c.Del(context.Background(), markerPrefix+s.Name)
+	})
 	c.Do(ctx, "ACL", "SETUSER", s.Name, "on", ">victimpw", "~*", "+@all")
 	c.Set(ctx, s.Name+":data", "important", 0)
 	for _, forged := range []string{s.World, adapters.Mark(s.Owner()), adapters.Mark(s.Owner()) + sealSep + strings.Repeat("0", 32)} {
