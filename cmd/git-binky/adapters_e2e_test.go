@@ -202,7 +202,8 @@ func TestGCDropsWhatACrashLeftAndNothingElse(t *testing.T) {
 	t.Cleanup(func() { f.binky(f.repo, "remove", "live", "--force") })
 	// A crash between provision and record: a marked slice, no world.
 	ctx := context.Background()
-	orphan := adapters.Slice{Name: "gcp_crashed", World: "00deadbeef00", AdminURL: pg, Password: "abc123"}
+	homeID, _ := os.ReadFile(filepath.Join(f.home, "home-id"))
+	orphan := adapters.Slice{Name: "gcp_crashed", World: "00deadbeef00", Home: string(homeID), AdminURL: pg, Password: "abc123"}
 	if err := postgres.New().Provision(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,16 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
-			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
+			made := sl.Made
+			switch sl.Made {
+			case "":
+				made = "incomplete"
+			case "cloned":
+				made = fmt.Sprintf("cloned from %s in %d ms", sl.Template, sl.TookMS)
+			case "provisioned":
+				made = fmt.Sprintf("provisioned, migrated and seeded in %d ms", sl.TookMS)
+			}
+			fmt.Fprintf(out, "      %s  %s slice %s (%s)\n", sl.Service, sl.Adapter, sl.Name, made)
 		}
 	}
 	for _, srv := range s.Servers {
