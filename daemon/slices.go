@@ -560,6 +560,10 @@ func (d *Daemon) legacyOf(ctx context.Context, a adapters.Adapter, admin string,
 // on they read as this home's. Only servers already reachable are asked: a
 // managed server that is not running is re-marked at its world's next up.
 func (d *Daemon) remarkSlices(ctx context.Context) {
+	// Requests wait for this: a server that does not answer must not hold
+	// them long.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	recs, err := d.home.Records()
 	if err != nil || len(recs) == 0 {
 		return

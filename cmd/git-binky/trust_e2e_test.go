@@ -332,3 +332,94 @@ func TestAKilledDaemonAtAnyStepLeavesNothingBehind(t *testing.T) {
 		})
 	}
 }
+
+// Issue 11, item 1: marks an older binky wrote (no home) on this home's
+// slices are rewritten with the home when the daemon starts, and a remove
+// of a slice still marked the old way drops it.
+func TestOlderMarksOfThisHomesSlicesAreUpgraded(t *testing.T) {
+	pg, rd := needServers(t)
+	project := "old" + runID()
+	f := newFixture(t, trustConfig(project, false))
+	f.mustBinky(f.repo, "up", "w1")
+	var id, name string
+	for _, w := range f.status().Worlds {
+		if w.Worktree == "w1" {
+			id = w.ID
+			for _, sl := range w.Slices {
+				name = sl.Name
+			}
+		}
+	}
+	if id == "" || name == "" {
+		t.Fatal("no world w1 with slices in status")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	r := redisClient(t, rd)
+	olden := func() {
+		for _, stmt := range []string{"COMMENT ON DATABASE " + name + " IS 'binky:world=" + id + "'", "COMMENT ON ROLE " + name + " IS 'binky:world=" + id + "'"} {
+			if _, err := admin.Exec(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Set(ctx, "binky:slice:"+name, id, 0)
+	}
+	olden()
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "down", "w1") // waits for the new daemon's adoption, re-marking included
+	home, _ := os.ReadFile(filepath.Join(f.home, "home-id"))
+	var dbMark, roleMark string
+	admin.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", name).Scan(&dbMark)
+	admin.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1", name).Scan(&roleMark)
+	marker, _ := r.Get(ctx, "binky:slice:"+name).Result()
+	for what, mark := range map[string]string{"database": dbMark, "role": roleMark, "redis marker": marker} {
+		if !strings.Contains(mark, "home="+string(home)) {
+			t.Errorf("%s mark after a daemon start: %q, want home %s", what, mark, home)
+		}
+	}
+	olden()
+	f.mustBinky(f.repo, "remove", "w1", "--force")
+	if left := leftOf(t, pg, rd, project+"_"); len(left) != 0 {
+		t.Errorf("remove of a slice with older marks left %v", left)
+	}
+}
+
+// Issue 11, item 11: on binky's own server, a world's role reaches its own
+// database and neither postgres nor template1.
+func TestOnTheManagedServerAWorldCannotOpenThePostgresDatabase(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL server binaries (make test installs them)")
+	}
+	f := newFixture(t, `[project]
+name = "hard"
+[services.db]
+adapter = "postgres"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["db"]
+`)
+	f.mustBinky(f.repo, "up")
+	env := f.envOf("acme")
+	if got := count(t, env["DB_URL"], "SELECT 1"); got != 1 {
+		t.Fatal("the world cannot open its own database")
+	}
+	u, err := url.Parse(env["DB_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"postgres", "template1"} {
+		u.Path = "/" + db
+		c, err := pgx.Connect(context.Background(), u.String())
+		if err == nil {
+			c.Close(context.Background())
+			t.Errorf("a world's role opened %s on the managed server", db)
+		} else if !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("open %s: %v, want permission denied", db, err)
+		}
+	}
+}
