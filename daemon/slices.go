@@ -150,7 +150,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			name = existing.Name
 		}
 		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: svc.Options}
-		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, ref, admin, callerEnv)
+		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, admin, callerEnv)
 		sl := world.SliceRecord{Service: n, Adapter: kind, Config: sliceConfig(ref, svc.Options), Ready: true}
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost
@@ -188,13 +188,11 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 }
 
 // sameServer reports whether a recorded slice is on the server the config
-// names now: the same reference, or (a record an older binky wrote, which
-// kept the interpolated admin_url) one that resolves to the same URL.
-func (d *Daemon) sameServer(ctx context.Context, sl *world.SliceRecord, ref, admin string, env []string) bool {
+// names now: its reference resolves to the same admin URL. (The same
+// reference is not enough: ${env.PG_ADMIN} may name another server today;
+// and a record an older binky wrote kept the interpolated URL.)
+func (d *Daemon) sameServer(ctx context.Context, sl *world.SliceRecord, admin string, env []string) bool {
 	old, _ := sl.Config["admin"].(string)
-	if old == ref {
-		return true
-	}
 	u, err := d.adminFromRef(ctx, old, env)
 	return err == nil && u == admin
 }
@@ -300,7 +298,7 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					return s, world.MadeCloned, tmpl, nil
 				}
 			}
-			if errors.Is(err, adapters.ErrTaken) {
+			if errors.Is(err, adapters.ErrTaken) && salt < 3 {
 				continue
 			}
 			d.log.Warn("clone_fallback", "world", w.Name, "service", n, "slice", s.Name, "err", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -255,8 +256,17 @@ func crash(t *testing.T, f *fixture, step string, args ...string) bool {
 	f.binky(f.repo, args...)
 	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
 	reached := strings.Contains(string(log), `"step":"`+step+`"`)
-	// The next command starts a daemon without the variable.
+	// The next command starts a daemon without the variable, once the
+	// killed one is gone (its lock is released only when the kernel has
+	// finished it, which on a loaded machine can take a while).
 	f.binky(f.repo, "daemon", "stop")
+	lock := flock.New(filepath.Join(f.home, "daemon.lock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if ok, err := lock.TryLockContext(ctx, 20*time.Millisecond); err != nil || !ok {
+		t.Fatalf("the killed daemon's lock is still held: %v", err)
+	}
+	lock.Unlock()
 	return reached
 }
 
