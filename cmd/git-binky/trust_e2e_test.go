@@ -172,7 +172,10 @@ func TestUpNeverTakesOverARedisUserBinkyDidNotMake(t *testing.T) {
 	victim := project + "_victim"
 	r.Do(ctx, "ACL", "SETUSER", victim, "on", ">victimpw", "~*", "+@all")
 	r.Set(ctx, victim+":data", "important", 0)
-	t.Cleanup(func() { r.Do(context.Background(), "ACL", "DELUSER", victim); r.Del(context.Background(), victim+":data") })
+	t.Cleanup(func() {
+		r.Do(context.Background(), "ACL", "DELUSER", victim)
+		r.Del(context.Background(), victim+":data")
+	})
 	f.mustBinky(f.repo, "up", "victim")
 	env := f.envOf("victim")
 	if env["CACHE_PREFIX"] == victim+":" {
