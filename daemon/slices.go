@@ -284,6 +284,8 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
 			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
+			// A template's ErrTaken is not about the slice's name: no salt.
+			nameTaken := false
 			if err == nil {
 				emit(api.Event{World: w.Name, Service: n, State: "cloning", Message: "cloning " + tmpl})
 				start := time.Now()
@@ -297,8 +299,9 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					d.log.Info("slice cloned", "world", w.Name, "service", n, "slice", s.Name, "template", tmpl, "took_ms", time.Since(start).Milliseconds())
 					return s, world.MadeCloned, tmpl, nil
 				}
+				nameTaken = errors.Is(err, adapters.ErrTaken)
 			}
-			if errors.Is(err, adapters.ErrTaken) && salt < 3 {
+			if nameTaken && salt < 3 {
 				continue
 			}
 			d.log.Warn("clone_fallback", "world", w.Name, "service", n, "slice", s.Name, "err", err)
@@ -406,7 +409,9 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
-	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref))
+	// The home is in the name: a template is marked as its home's, and
+	// two homes sharing a server must not take (or drop) each other's.
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID))
 	key := hex.EncodeToString(sum[:5])
 	proj := adapters.SliceName(w.Project, "", "", 0)
 	if len(proj) > 30 {

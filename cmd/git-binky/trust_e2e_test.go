@@ -121,13 +121,22 @@ func runID() string { return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff) }
 func TestGCInOneHomeDropsNothingOfAnotherHomesLiveWorld(t *testing.T) {
 	pg, rd := needServers(t)
 	project := "team" + runID()
-	home1 := newFixture(t, trustConfig(project, false))
-	home2 := newFixture(t, trustConfig(project, false))
+	home1 := newFixture(t, trustConfig(project, true))
+	home2 := newFixture(t, trustConfig(project, true))
 	home1.mustBinky(home1.repo, "up", "bob")
 	t.Cleanup(func() { home1.binky(home1.repo, "remove", "bob", "--force") })
 	home2.mustBinky(home2.repo, "up", "alice")
 	t.Cleanup(func() { home2.binky(home2.repo, "remove", "alice", "--force") })
 	alice := home2.envOf("alice")
+	// Each home clones from a golden template of its own: home 1's is not
+	// home 2's to take, and its name is not a reason to salt alice's.
+	for _, w := range home2.status().Worlds {
+		for _, sl := range w.Slices {
+			if sl.Name != project+"_alice" || (sl.Adapter == "postgres" && sl.Made != "cloned") {
+				t.Errorf("home 2's slice %s is %q (%s)", sl.Name, sl.Made, sl.Template)
+			}
+		}
+	}
 
 	ctx := context.Background()
 	legacy := project + "_legacy"
