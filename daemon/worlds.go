@@ -548,7 +548,7 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 		w.Services = append(w.Services, s)
 	}
 	for _, sl := range rec.Slices {
-		w.Slices = append(w.Slices, api.Slice{Service: sl.Service, Adapter: sl.Adapter, Name: sl.Name, Isolation: sl.Address["isolation"]})
+		w.Slices = append(w.Slices, sliceView(sl))
 	}
 	return w
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -47,16 +48,81 @@ type Record struct {
 // SliceRecord is one adapter slice, as teardown needs it after the worktree
 // (and its binky.toml) is gone.
 type SliceRecord struct {
-	Service string         `json:"service"`
-	Adapter string         `json:"adapter"`
-	Name    string         `json:"name"`
-	Config  map[string]any `json:"config,omitempty"`
-	// Address is what the adapter resolved (url, prefix, ...). It can hold
-	// the world's own credentials, which is why records are 0600.
+	Service string `json:"service"`
+	Adapter string `json:"adapter"`
+	Name    string `json:"name"`
+	// Config holds where the server is ("admin": managed:<kind>, an
+	// admin_url without a password, or, for one that holds a password, the
+	// admin_url as written, e.g. ${env.PG_ADMIN}, read again when needed)
+	// and the adapter's options.
+	Config map[string]any `json:"config,omitempty"`
+	// Address is what the adapter resolved (url, prefix, ...), with the
+	// slice's derived password replaced by DerivedPassword wherever it
+	// appears: derived passwords are never stored, Home.SliceAddress puts
+	// them back from the home's secret.
 	Address map[string]string `json:"address,omitempty"`
-	// Ready is set once the slice is provisioned (and migrated and seeded,
-	// or cloned): migrations run once per slice, not on every up.
+	// Ready is set once the slice is complete: provisioned, migrated and
+	// seeded, or cloned. A slice found not Ready (a crash, a failed
+	// migrate) is dropped and made again, never reused.
 	Ready bool `json:"ready,omitempty"`
+	// Made says how it became complete: MadeCloned (from Template) or
+	// MadeProvisioned; TookMS is how long that took, Completed when.
+	Made      string    `json:"made,omitempty"`
+	Template  string    `json:"template,omitempty"`
+	TookMS    int64     `json:"took_ms,omitempty"`
+	Completed time.Time `json:"completed,omitzero"`
+}
+
+// How a slice was made.
+const (
+	MadeCloned      = "cloned"
+	MadeProvisioned = "provisioned"
+)
+
+// DerivedPassword stands for a slice's derived password in a stored
+// address.
+const DerivedPassword = "{binky:derived-password}"
+
+// DerivePassword is a slice's password: an HMAC of the adapter kind and
+// the slice name under the machine secret, so the same slice always gets
+// the same one and nothing else can compute it (adapters.Password).
+func DerivePassword(secret []byte, kind, slice string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(kind + "\x00" + slice))
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+// SetAddress stores addr in the record with every occurrence of password
+// (the slice's derived one) replaced by DerivedPassword.
+func (sl *SliceRecord) SetAddress(addr map[string]string, password string) {
+	sl.Address = make(map[string]string, len(addr))
+	for k, v := range addr {
+		if password != "" {
+			v = strings.ReplaceAll(v, password, DerivedPassword)
+		}
+		sl.Address[k] = v
+	}
+}
+
+// SliceAddress is the slice's address as the world uses it: the stored one
+// with its derived password put back from the home's secret.
+func (h Home) SliceAddress(sl SliceRecord) map[string]string {
+	var pw string
+	out := make(map[string]string, len(sl.Address))
+	for k, v := range sl.Address {
+		if strings.Contains(v, DerivedPassword) {
+			if pw == "" {
+				secret, err := h.Secret()
+				if err != nil {
+					continue // no secret, no password: the field is left out
+				}
+				pw = DerivePassword(secret, sl.Adapter, sl.Name)
+			}
+			v = strings.ReplaceAll(v, DerivedPassword, pw)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ServiceState is a supervised process as the record remembers it. The pid

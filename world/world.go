@@ -255,10 +255,11 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 			if !ok {
 				continue // not provisioned yet: its tokens stay literal
 			}
-			a := ServiceAddress{Fields: sl.Address, URL: sl.Address["url"]}
+			addr := w.Home.SliceAddress(sl)
+			a := ServiceAddress{Fields: addr, URL: addr["url"]}
 			c.Services[name] = a
-			for _, k := range sortedKeys(sl.Address) {
-				c.Env[stem+"_"+EnvName(k)] = sl.Address[k]
+			for _, k := range sortedKeys(addr) {
+				c.Env[stem+"_"+EnvName(k)] = addr[k]
 			}
 			continue
 		}
