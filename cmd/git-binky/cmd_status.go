@@ -68,6 +68,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			state += ", worktree missing"
 		}
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
+		if w.Message != "" {
+			fmt.Fprintf(out, "      why: %s\n", w.Message)
+		}
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
 			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
