@@ -163,7 +163,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// move and a reload must not run what the user never approved.
 	approved := world.TrustHash(w.Config.Source)
 	if !d.home.Trusted(approved) {
-		msg := fmt.Sprintf("%s changed and is not approved: 'git binky up' in the worktree approves it and starts it", w.Config.Path)
+		msg := untrustedReason(w)
 		d.setState(w.ID, StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}
