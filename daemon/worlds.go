@@ -124,6 +124,8 @@ func classify(err error) error {
 		return &api.Error{Code: api.CodeConfig, Message: err.Error()}
 	case errors.Is(err, gitx.ErrNoSuchWorktree), errors.Is(err, gitx.ErrNotRepository), errors.Is(err, gitx.ErrNotWorktree):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, world.ErrOtherHome):
+		return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
 	return err
 }
@@ -138,6 +140,11 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	}
 	if w.Worktree.NoCheckout {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
+	}
+	// A worktree another home runs is refused before anything is approved
+	// or registered here.
+	if _, err := w.Ensure(ctx); err != nil {
+		return api.World{}, classify(err)
 	}
 	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {
 		return api.World{}, err
@@ -232,6 +239,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
 	if err != nil {
+		d.setState(w.ID, "failed", err.Error())
 		return api.World{}, err
 	}
 	events, unsubscribe := g.Subscribe()
