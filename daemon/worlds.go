@@ -695,8 +695,11 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	r.group, r.names = g, names
 	r.mu.Unlock()
 	d.admission.Admit(rec.ID)
-	if untrusted != "" {
+	switch {
+	case untrusted != "":
 		d.setState(rec.ID, StateUntrusted, untrusted)
+	case rec.State == StateUntrusted:
+		d.setState(rec.ID, "running", "") // its file is approved again
 	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }
