@@ -41,6 +41,15 @@ func TestWorldsWhoseNamesFoldAlikeGetDistinctKeptLabels(t *testing.T) {
 	if a2, b2 := env("Foo_Bar"), env("foo-bar"); a2["WEB_URL"] != a["WEB_URL"] || b2["WEB_URL"] != b["WEB_URL"] {
 		t.Errorf("labels changed on the next look: %s %s → %s %s", a["WEB_URL"], b["WEB_URL"], a2["WEB_URL"], b2["WEB_URL"])
 	}
+	// `git binky curl` opens the world without ensuring it: it must still
+	// reach this world's host, not the other's.
+	w, err := Open(home, repo, "foo-bar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := w.ServiceHost("web"); err != nil || !strings.Contains(b["WEB_URL"], "//"+h+":") {
+		t.Errorf("ServiceHost(web) of foo-bar = %q, %v; its URL is %s", h, err, b["WEB_URL"])
+	}
 }
 
 func TestASecondHomeDoesNotTakeAWorldAnotherHomeHolds(t *testing.T) {

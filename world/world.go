@@ -107,15 +107,22 @@ func FromConfig(home Home, repo *gitx.Repo, wt *gitx.Worktree, cfg *Config) (*Wo
 	if err != nil {
 		return nil, err
 	}
+	id := WorldID(repo.CommonDir, wt.AdminDir)
+	// The label a world was given is its own from then on (it may carry a
+	// hash); only a world with no record yet starts from the folded name.
+	label := DNSLabel(wt.Name)
+	if rec, err := home.LoadRecord(id); err == nil && rec.Label != "" {
+		label = rec.Label
+	}
 	return &World{
 		Home:      home,
 		Repo:      repo,
 		Worktree:  wt,
 		Config:    cfg,
-		ID:        WorldID(repo.CommonDir, wt.AdminDir),
+		ID:        id,
 		Project:   DNSLabel(cfg.ProjectName(fallback)),
 		Name:      wt.Name,
-		Label:     DNSLabel(wt.Name),
+		Label:     label,
 		ProxyPort: settings.ProxyPort,
 		HTTPSPort: map[bool]int{true: settings.HTTPSPort}[settings.HTTPS],
 	}, nil
