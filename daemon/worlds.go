@@ -142,8 +142,9 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
 	}
 	// A worktree another home runs is refused before anything is approved
-	// or registered here.
-	if _, err := w.Ensure(ctx); err != nil {
+	// or registered here (and before any record or lease is made: a world
+	// still queued must leave nothing behind).
+	if err := d.home.CheckOwner(w); err != nil {
 		return api.World{}, classify(err)
 	}
 	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {

@@ -200,8 +200,16 @@ func (h Home) ownsAdminCopy(r *Record) bool {
 	return h.otherOwner(r.AdminDir, r.ID) == nil
 }
 
-// checkOwner fails with ErrOtherHome, naming the owning home, when the
-// worktree's world is another home's and this home has no record of it.
+// CheckOwner fails with ErrOtherHome, naming the owning home, when w is
+// another home's world and this home has no record of it. It changes
+// nothing.
+func (h Home) CheckOwner(w *World) error {
+	if h.HasRecord(w.ID) {
+		return nil
+	}
+	return h.checkOwner(w.Worktree.AdminDir, w.ID, w.Name)
+}
+
 func (h Home) checkOwner(adminDir, id, worktree string) error {
 	o := h.otherOwner(adminDir, id)
 	if o == nil {
