@@ -159,10 +159,10 @@ func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 }
 
 func TestUpCutOffByTheDaemonsDeathEndsFailedWithAReason(t *testing.T) {
-	for _, step := range []string{"up:starting", "up:slices", "up:services"} {
+	for _, step := range []string{"up.starting", "up.slices", "up.services"} {
 		t.Run(step, func(t *testing.T) {
 			f := newFixture(t, twoServices)
-			f.extraEnv = []string{"BINKY_TEST_EXIT_AT=" + step}
+			f.extraEnv = []string{"BINKY_TEST_CRASH_AT=" + step}
 			if _, _, err := f.binky(f.repo, "up"); err == nil {
 				t.Fatal("up succeeded although its daemon was killed")
 			}
