@@ -147,6 +147,22 @@ func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 	if got := get(t, before.Port); !strings.HasPrefix(got, "api of wb") {
 		t.Errorf("restarted api answered %q", got)
 	}
+	// The daemon swap after an upgrade (stop, a new daemon adopts) is the
+	// same: the approved command, and the world still says untrusted.
+	f.mustBinky(f.repo, "daemon", "stop")
+	w = f.world("wb")
+	again := service(w, "api")
+	if w.State != "untrusted" || again.State != "healthy" {
+		t.Fatalf("after a daemon swap: %s (%s), api %+v", w.State, w.Message, again)
+	}
+	syscall.Kill(again.PID, syscall.SIGKILL)
+	f.eventually("api restarted after the swap", func() bool {
+		s := service(f.world("wb"), "api")
+		return s.State == "healthy" && s.PID != again.PID
+	})
+	if _, err := os.Stat(filepath.Join(f.gcDir, "evil-ran")); err == nil {
+		t.Fatal("the unapproved command ran after a daemon swap")
+	}
 	// Approving the new file (an explicit up) is what lets it run.
 	f.mustBinky(wb, "reload")
 	f.eventually("evil command ran once approved", func() bool {
