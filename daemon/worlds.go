@@ -555,6 +555,13 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		d.mu.Unlock()
 		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
 	}
+	// Asked from a worktree another home runs: say whose it is, since
+	// this home lists nothing for it.
+	if repo, wt, err := gitx.Discover(req.Dir); err == nil && wt != nil {
+		if err := d.home.CheckWorktreeOwner(repo.CommonDir, wt.AdminDir, wt.Name); err != nil {
+			out.Notes = append(out.Notes, err.Error())
+		}
+	}
 	return out, nil
 }
 

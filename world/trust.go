@@ -204,10 +204,17 @@ func (h Home) ownsAdminCopy(r *Record) bool {
 // another home's world and this home has no record of it. It changes
 // nothing.
 func (h Home) CheckOwner(w *World) error {
-	if h.HasRecord(w.ID) {
+	return h.CheckWorktreeOwner(w.Repo.CommonDir, w.Worktree.AdminDir, w.Name)
+}
+
+// CheckWorktreeOwner is CheckOwner for a worktree known by its repository's
+// common dir, its admin dir and its name, whose config need not load.
+func (h Home) CheckWorktreeOwner(commonDir, adminDir, name string) error {
+	id := WorldID(commonDir, adminDir)
+	if h.HasRecord(id) {
 		return nil
 	}
-	return h.checkOwner(w.Worktree.AdminDir, w.ID, w.Name)
+	return h.checkOwner(adminDir, id, name)
 }
 
 func (h Home) checkOwner(adminDir, id, worktree string) error {

@@ -79,6 +79,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			}
 		}
 	}
+	for _, n := range s.Notes {
+		fmt.Fprintln(out, "note: "+n)
+	}
 	for _, srv := range s.Servers {
 		state := "running"
 		if !srv.Running {

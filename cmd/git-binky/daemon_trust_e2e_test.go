@@ -325,6 +325,9 @@ func TestASecondHomeLeavesTheFirstHomesWorldAlone(t *testing.T) {
 	if len(s.Worlds) != 0 {
 		t.Errorf("the second home lists worlds: %+v", s.Worlds)
 	}
+	if out := f.mustBinky(wt, "status"); !strings.Contains(out, "note: ") || !strings.Contains(out, "is run by BINKY_HOME="+f.home) {
+		t.Errorf("status in the worktree from a second home does not say whose it is:\n%s", out)
+	}
 	// The first home keeps its copy current as its services change, so
 	// compare what the second home would have changed: owner and ports.
 	var was, is struct {
