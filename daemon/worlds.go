@@ -774,11 +774,9 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	}
 	cfg, err := d.home.ApprovedConfig(rec.Approved, filepath.Join(rec.Path, world.ConfigFile))
 	switch {
-	case err == nil && werr == nil:
-		w.Config = cfg
 	case err == nil:
-		// The worktree's file does not load now; the approved one still
-		// says how to run what was started.
+		// Whatever the worktree's file says now (or if it does not load),
+		// the approved one says how to run what was started.
 		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
 			return bare(), untrusted
 		}
