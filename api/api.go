@@ -217,4 +217,7 @@ type Status struct {
 	Daemon  Hello    `json:"daemon"`
 	Worlds  []World  `json:"worlds"`
 	Servers []Server `json:"servers,omitempty"`
+	// Notes say what the worlds listed do not: the worktree asked about is
+	// run by another BINKY_HOME, for one.
+	Notes []string `json:"notes,omitempty"`
 }

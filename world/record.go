@@ -40,7 +40,9 @@ type Record struct {
 	// Services is the supervised processes' last known state.
 	Services map[string]*ServiceState `json:"services,omitempty"`
 	// State is the world's lifecycle state: "new", "running", "stopped", ...
-	State   string    `json:"state"`
+	State string `json:"state"`
+	// Ownership, labels, approval and the reason for State: see trust.go.
+	Standing
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 }
@@ -201,7 +203,7 @@ func (h Home) SaveRecord(r *Record) error {
 	if err := WriteFileAtomic(h.recordPath(r.ID), b, 0o600); err != nil {
 		return fmt.Errorf("save world record: %w", err)
 	}
-	if _, err := os.Stat(r.AdminDir); err == nil {
+	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) {
 		dir := StateDir(r.AdminDir)
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
@@ -216,7 +218,9 @@ func (h Home) DeleteRecord(r *Record) error {
 	if err := os.Remove(h.recordPath(r.ID)); err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete world record: %w", err)
 	}
-	os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
+	if h.ownsAdminCopy(r) {
+		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
+	}
 	os.Remove(h.lockPath(r.ID))
 	return nil
 }

@@ -68,6 +68,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			state += ", worktree missing"
 		}
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
+		if w.Message != "" {
+			fmt.Fprintf(out, "      why: %s\n", w.Message)
+		}
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
 			made := sl.Made
@@ -84,6 +87,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 				fmt.Fprintf(out, "        isolation not enforced: this %s server cannot give a world credentials of its own, so it can reach every world's slice\n", sl.Adapter)
 			}
 		}
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintln(out, "note: "+n)
 	}
 	for _, srv := range s.Servers {
 		state := "running"
