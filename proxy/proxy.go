@@ -42,7 +42,8 @@ type Proxy struct {
 	mu     sync.RWMutex
 	routes map[string]Route
 
-	rp *httputil.ReverseProxy
+	pool pool                   // kept connections of plain requests (forward.go)
+	rp   *httputil.ReverseProxy // upgrades (WebSockets)
 }
 
 type routeKey struct{}
@@ -79,18 +80,23 @@ func New() *Proxy {
 		FlushInterval: 0,
 		BufferPool:    bufferPool{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			rt := r.Context().Value(routeKey{}).(Route)
-			if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
-				unavailable(w, rt, "is not accepting connections (starting or restarting?)")
-				return
-			}
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
+			p.fail(w, r, r.Context().Value(routeKey{}).(Route), err)
 		},
 	}
 	return p
+}
+
+// fail answers a request its service did not: a 503 while the service is
+// not accepting connections (starting, restarting), else a 502.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error) {
+	if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
+		unavailable(w, rt, "is not accepting connections (starting or restarting?)")
+		return
+	}
+	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
+		return
+	}
+	http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
 }
 
 // SetRoutes replaces the route table.
@@ -119,12 +125,27 @@ func (p *Proxy) Routes() []Route {
 // AskPath is where the TLS front asks whether a host may get a certificate.
 const AskPath = "/.binky/ask"
 
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := strings.ToLower(r.Host)
+// routeHost is the route-table key of a Host header: lowercase, with no
+// port and no trailing dot.
+func routeHost(host string) string {
+	host = strings.ToLower(host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(host, ".")
+	return strings.TrimSuffix(host, ".")
+}
+
+// lookup returns the route for a Host header.
+func (p *Proxy) lookup(hostHeader string) (Route, bool) {
+	host := routeHost(hostHeader)
+	p.mu.RLock()
+	rt, ok := p.routes[host]
+	p.mu.RUnlock()
+	return rt, ok
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := routeHost(r.Host)
 	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
 		p.mu.RLock()
 		_, ok := p.routes[strings.ToLower(r.URL.Query().Get("domain"))]
@@ -147,7 +168,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w, rt, "is "+orDefault(rt.State, "stopped"))
 		return
 	}
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	if isUpgrade(r) {
+		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+		return
+	}
+	p.forward(w, r, rt)
 }
 
 func orDefault(s, d string) string {
@@ -201,16 +226,34 @@ func Listen(port int) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// Serve serves p on the listeners until ctx is done.
-func Serve(ctx context.Context, p http.Handler, ls []net.Listener) {
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+// Serve serves h on the listeners until ctx is done. A *Proxy is served
+// by its fast path (fast.go), with net/http for what that leaves.
+func Serve(ctx context.Context, h http.Handler, ls []net.Listener) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout}
+	p, fast := h.(*Proxy)
+	if !fast || len(ls) == 0 {
+		for _, l := range ls {
+			go srv.Serve(l)
+		}
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+		return
+	}
+	s := &server{p: p, fallback: srv, handoff: newHandoffListener(ls[0].Addr()), conns: map[net.Conn]*connState{}}
+	go srv.Serve(s.handoff)
 	for _, l := range ls {
-		go srv.Serve(l)
+		go s.serve(l)
 	}
 	<-ctx.Done()
+	for _, l := range ls {
+		l.Close()
+	}
 	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	srv.Shutdown(shut)
+	srv.Shutdown(shut) // also closes the hand-off listener
+	s.shutdown(shut)
 }
 
 // bufferPool reuses the copy buffers of proxied bodies.

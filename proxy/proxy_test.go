@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,21 @@ func backend(t *testing.T, who string) int {
 	return p
 }
 
+// serve runs p as the daemon does (Serve: the fast path, and net/http
+// for what it hands over) on a loopback port.
+func serve(t *testing.T, p *Proxy) *httptest.Server {
+	t.Helper()
+	ls, err := Listen(freeLocalPort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Serve(ctx, p, ls); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &httptest.Server{URL: "http://" + ls[0].Addr().String(), Listener: ls[0]}
+}
+
 func get(t *testing.T, proxyURL, host, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", proxyURL+path, nil)
@@ -58,8 +74,7 @@ func TestTwoWorldsWithTheSameServiceNamesGoToTheirOwnPorts(t *testing.T) {
 		{Host: "api.login-fix.acme.localhost", World: "login-fix", Service: "api", Port: a, Up: true},
 		{Host: "api.checkout-v2.acme.localhost", World: "checkout-v2", Service: "api", Port: b, Up: true},
 	})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	for host, want := range map[string]string{
 		"api.login-fix.acme.localhost:1355": "api of login-fix",
 		"API.Checkout-V2.acme.localhost":    "api of checkout-v2",
@@ -81,8 +96,7 @@ func TestUnknownHostListsWorldsAndServesNoneOfThem(t *testing.T) {
 	a := backend(t, "SECRET-BODY")
 	p := New()
 	p.SetRoutes([]Route{{Host: "api.login-fix.acme.localhost", Project: "acme", World: "login-fix", Service: "api", Port: a, Up: true}})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	for _, host := range []string{"api.typo.acme.localhost", "localhost", "127.0.0.1", "evil.localhost"} {
 		code, body := get(t, srv.URL, host, "/")
 		if code != http.StatusNotFound || strings.Contains(body, "SECRET-BODY") {
@@ -99,8 +113,7 @@ func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
 	p := New()
 	route := Route{Host: "api.w.acme.localhost", Project: "acme", World: "w", Service: "api", Port: a, State: "stopped"}
 	p.SetRoutes([]Route{route})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	code, body := get(t, srv.URL, route.Host, "/")
 	if code != 503 || !strings.Contains(body, "service api of world w (acme) is stopped") || !strings.Contains(body, "git binky up w") {
 		t.Fatalf("stopped: %d %q", code, body)
@@ -131,8 +144,7 @@ func TestWebSocketEchoAndStreamingThroughTheProxy(t *testing.T) {
 	a := backend(t, "api")
 	p := New()
 	p.SetRoutes([]Route{{Host: "web.w.acme.localhost", World: "w", Service: "web", Port: a, Up: true}})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	_, proxyPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
 
 	cfg, err := websocket.NewConfig("ws://web.w.acme.localhost/ws", "http://web.w.acme.localhost/")
