@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,12 +32,6 @@ const (
 	maxIdlePerPort = 64
 	// idleTimeout drops a kept connection nobody used for this long.
 	idleTimeout = 90 * time.Second
-	// freshFor is how long a kept connection is trusted for a request
-	// that cannot be retried (a body, or a method that is not
-	// idempotent): Node's servers close idle keep-alive connections
-	// after 5 s, so a connection idle for less than a second is all but
-	// certainly still open.
-	freshFor = time.Second
 )
 
 // upstream is one keep-alive connection to a service.
@@ -59,42 +54,73 @@ var (
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
 )
 
-// get returns a kept connection to port, or nil. With fresh, only one
-// idle for less than freshFor.
-func (p *pool) get(port int, fresh bool) *upstream {
+// get returns a kept connection to port, or nil. With check, only one
+// the service has not closed: a request that cannot be sent again (a
+// body, or a method that is not idempotent) must not find out by failing;
+// dev servers restart all the time, closing every kept connection.
+func (p *pool) get(port int, check bool) *upstream {
+	for {
+		u := p.pop(port)
+		if u == nil || !check || u.alive() {
+			return u
+		}
+		u.close()
+	}
+}
+
+func (p *pool) pop(port int) *upstream {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.idle == nil {
-		p.idle = map[int][]*upstream{}
-	}
 	list := p.idle[port]
-	for len(list) > 0 {
-		u := list[len(list)-1]
-		age := now.Sub(u.idle)
-		if age > idleTimeout {
-			// Everything below it is older still.
-			for _, old := range list {
-				old.close()
-			}
-			list = list[:0]
-			break
-		}
-		if fresh && age > freshFor {
-			break
-		}
-		list[len(list)-1] = nil
-		list = list[:len(list)-1]
-		p.idle[port] = list
-		return u
+	if len(list) == 0 {
+		return nil
 	}
-	p.idle[port] = list
-	return nil
+	u := list[len(list)-1]
+	if now.Sub(u.idle) > idleTimeout {
+		// Everything below it is older still.
+		for _, old := range list {
+			old.close()
+		}
+		p.idle[port] = list[:0]
+		return nil
+	}
+	list[len(list)-1] = nil
+	p.idle[port] = list[:len(list)-1]
+	return u
+}
+
+// alive reports whether the service still has u open and sent nothing
+// unasked: one non-blocking peek at the socket.
+func (u *upstream) alive() bool {
+	if u.br.Buffered() > 0 {
+		return false
+	}
+	sc, ok := u.conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = false
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		_ = n
+		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return true
+	})
+	return ok
 }
 
 func (p *pool) put(u *upstream) {
 	u.idle = time.Now()
 	p.mu.Lock()
+	if p.idle == nil {
+		p.idle = map[int][]*upstream{}
+	}
 	list := p.idle[u.port]
 	if len(list) >= maxIdlePerPort {
 		p.mu.Unlock()

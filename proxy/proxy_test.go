@@ -201,3 +201,124 @@ func TestListenIsLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// echo is a service that answers with its method, body and framing.
+func echo(t *testing.T) (*httptest.Server, int) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen-Length", strconv.FormatInt(r.ContentLength, 10))
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.RequestURI(), b)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	return srv, p
+}
+
+func TestBodiesHeadAndClosingClientsThroughTheProxy(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	do := func(method, body string, chunked, closeAfter bool) (*http.Response, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+			if chunked {
+				rd = io.MultiReader(rd) // no length known: sent chunked
+			}
+		}
+		req, _ := http.NewRequest(method, srv.URL+"/echo?q=1", rd)
+		req.Host = "api.w.acme.localhost"
+		req.Close = closeAfter
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if _, body := do("POST", "a=1&b=2", false, false); body != "POST /echo?q=1 a=1&b=2" {
+		t.Errorf("POST: %q", body)
+	}
+	if resp, body := do("PUT", strings.Repeat("x", 100000), true, false); body != "PUT /echo?q=1 "+strings.Repeat("x", 100000) || resp.Header.Get("X-Seen-Length") != "-1" {
+		t.Errorf("chunked PUT: %d bytes, length seen %s", len(body), resp.Header.Get("X-Seen-Length"))
+	}
+	if resp, body := do("HEAD", "", false, false); resp.StatusCode != 200 || body != "" {
+		t.Errorf("HEAD: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := do("GET", "", false, true); body != "GET /echo?q=1 " || !resp.Close {
+		t.Errorf("GET with Connection: close: %q, close=%v", body, resp.Close)
+	}
+}
+
+func TestKeptConnectionsOfARestartedServiceAreNotUsed(t *testing.T) {
+	backendSrv, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	for _, method := range []string{"GET", "POST", "GET", "DELETE"} {
+		// The service drops every connection, as a restarting dev server
+		// does: the proxy's kept ones are dead, and no request may fail.
+		backendSrv.CloseClientConnections()
+		req, _ := http.NewRequest(method, srv.URL+"/x", strings.NewReader("body"))
+		req.Host = "api.w.acme.localhost"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != method+" /x body" {
+			t.Errorf("%s after the service closed its connections: %d %q", method, resp.StatusCode, b)
+		}
+	}
+}
+
+func TestTheHandlerForwardsBodiesToo(t *testing.T) {
+	// After a hand-off (a 404 on a kept-alive browser connection, say),
+	// net/http serves the rest of the connection through ServeHTTP.
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/h", strings.NewReader("payload"))
+	req.Host = "api.w.acme.localhost"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "POST /h payload" {
+		t.Errorf("through ServeHTTP: %q", b)
+	}
+}
+
+func TestOneConnectionGoesFromTheFastPathToNetHTTPAndStaysRight(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	for i, host := range []string{"api.w.acme.localhost", "nope.localhost", "api.w.acme.localhost"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/n", nil)
+		req.Host = host
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := 200
+		if i == 1 {
+			want = 404
+		}
+		if resp.StatusCode != want || (want == 200 && string(b) != "GET /n ") {
+			t.Errorf("request %d to %s: %d %q", i, host, resp.StatusCode, b)
+		}
+	}
+}
