@@ -11,10 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing"
 	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // ErrNotRepository is returned when a directory is not inside a git repository.
@@ -271,10 +268,60 @@ func readHead(gitDir, common string) (branch, hash string) {
 		return "", head
 	}
 	branch = strings.TrimPrefix(ref, "refs/heads/")
-	if h, err := dotgit.New(osfs.New(common)).Ref(plumbing.ReferenceName(ref)); err == nil && h != nil {
-		hash = h.Hash().String()
+	return branch, resolveRef(common, ref)
+}
+
+// resolveRef returns the object a reference names, or "": the loose ref
+// under common, else its line in packed-refs, following symbolic refs as
+// git does. (go-git's dotgit did this; linking it cost every `git binky
+// env` the start-up of its pack, URL and SHA-1 packages.)
+func resolveRef(common, ref string) string {
+	for range 5 {
+		if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+			return ""
+		}
+		b, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref)))
+		if err != nil {
+			return packedRef(common, ref)
+		}
+		v := strings.TrimSpace(string(b))
+		next, symbolic := strings.CutPrefix(v, "ref: ")
+		if !symbolic {
+			if isObjectName(v) {
+				return v
+			}
+			return ""
+		}
+		ref = next
 	}
-	return branch, hash
+	return ""
+}
+
+func packedRef(common, ref string) string {
+	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		h, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+		if ok && name == ref && isObjectName(h) {
+			return h
+		}
+	}
+	return ""
+}
+
+// isObjectName reports whether s is a SHA-1 or SHA-256 object name.
+func isObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Worktrees lists the main worktree (unless the repository is bare) and every
@@ -386,8 +433,7 @@ func HooksDir(ctx context.Context, dir string) (string, error) {
 
 // BranchExists reports whether refs/heads/<branch> exists.
 func (r *Repo) BranchExists(branch string) bool {
-	ref, err := dotgit.New(osfs.New(r.CommonDir)).Ref(plumbing.NewBranchReferenceName(branch))
-	return err == nil && ref != nil
+	return resolveRef(r.CommonDir, "refs/heads/"+branch) != ""
 }
 
 // AddWorktree creates a linked worktree at path on branch: the existing branch
