@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -288,12 +289,20 @@ func fold(b []byte, lower string) bool {
 
 func isToken(b []byte) bool {
 	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+		if !tokenByte[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// tokenByte holds the bytes of an RFC 9110 token (a header name, a method).
+var tokenByte = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 // skipForward are the request headers the fast path does not pass on:
 // hop-by-hop ones (RFC 9110 7.6.1) and the X-Forwarded-* set it writes
@@ -374,6 +383,16 @@ func (p *Proxy) exchange(c net.Conn, br *bufio.Reader, bw *bufio.Writer, head []
 			br.Discard(len(head))
 		}
 		if err == nil {
+			// The usual response (a length, a head that fits the
+			// buffer) is copied as it came; anything else is parsed.
+			if out, keepUp, ok := relayPlain(bw, u.br, method == http.MethodHead, req.close); ok {
+				if keepUp {
+					p.pool.put(u)
+				} else {
+					u.close()
+				}
+				return out
+			}
 			rr := getRequest
 			if method == http.MethodHead {
 				rr = headRequest
@@ -587,3 +606,115 @@ func (l *handoffListener) Close() error {
 }
 
 func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// relayPlain copies a response of the usual shape to the client as the
+// service wrote it, less its hop-by-hop headers: HTTP/1.1, a final
+// status, a Content-Length (or no body: HEAD, 204, 304), a head that fits
+// in br's buffer, no event stream. ok is false, with nothing consumed or
+// written, for anything else: http.ReadResponse then handles it.
+func relayPlain(bw *bufio.Writer, br *bufio.Reader, isHead, closeAfter bool) (out outcome, keepUp, ok bool) {
+	var head []byte
+	for {
+		buf, err := br.Peek(br.Buffered())
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			head = buf[:i+4]
+			break
+		}
+		if err != nil || br.Buffered() >= br.Size() {
+			return 0, false, false
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			return 0, false, false
+		}
+	}
+	status, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	if len(status) < 12 || string(status[:9]) != "HTTP/1.1 " || len(status) > 12 && status[12] != ' ' {
+		return 0, false, false
+	}
+	code, err := strconv.Atoi(string(status[9:12]))
+	if err != nil || code < 200 {
+		return 0, false, false
+	}
+	noBody := isHead || code == http.StatusNoContent || code == http.StatusNotModified
+	length, upClose := int64(-1), false
+	for lines := rest; len(lines) > 2; {
+		var line []byte
+		line, lines, _ = bytes.Cut(lines, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || len(name) == 0 || !isToken(name) {
+			return 0, false, false
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case fold(name, "content-length"):
+			n, err := strconv.ParseInt(string(value), 10, 64)
+			if length >= 0 || err != nil || n < 0 {
+				return 0, false, false
+			}
+			length = n
+		case fold(name, "connection"):
+			for _, t := range bytes.Split(value, []byte(",")) {
+				switch t = bytes.Trim(t, " \t"); {
+				case fold(t, "close"):
+					upClose = true
+				case fold(t, "keep-alive"), len(t) == 0:
+				default:
+					return 0, false, false
+				}
+			}
+		case fold(name, "transfer-encoding"), fold(name, "trailer"), fold(name, "upgrade"):
+			return 0, false, false
+		case fold(name, "content-type"):
+			if isEventStream(string(value)) {
+				return 0, false, false
+			}
+		}
+	}
+	if length < 0 && !noBody {
+		return 0, false, false
+	}
+	bw.Write(status)
+	bw.WriteString("\r\n")
+	for lines := rest; len(lines) > 2; {
+		var line []byte
+		line, lines, _ = bytes.Cut(lines, []byte("\r\n"))
+		name, _, _ := bytes.Cut(line, []byte(":"))
+		if hopResponse(name) {
+			continue
+		}
+		bw.Write(line)
+		bw.WriteString("\r\n")
+	}
+	if closeAfter {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	br.Discard(len(head))
+	if !noBody && length > 0 {
+		if _, err := io.CopyN(bw, br, length); err != nil {
+			// The service cut the body short, or the client went away.
+			bw.Flush()
+			return closeConn, false, true
+		}
+	}
+	if bw.Flush() != nil {
+		return closeConn, !upClose, true
+	}
+	return keepConn, !upClose, true
+}
+
+// hopResponse reports the response headers that are the proxy's own
+// business with each side (RFC 9110 7.6.1).
+func hopResponse(name []byte) bool {
+	switch len(name) {
+	case 7:
+		return fold(name, "upgrade")
+	case 10:
+		return fold(name, "connection") || fold(name, "keep-alive")
+	case 16:
+		return fold(name, "proxy-connection")
+	case 18:
+		return fold(name, "proxy-authenticate")
+	}
+	return false
+}

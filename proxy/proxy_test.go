@@ -322,3 +322,78 @@ func TestOneConnectionGoesFromTheFastPathToNetHTTPAndStaysRight(t *testing.T) {
 		}
 	}
 }
+
+// rawBackend answers every request on a connection with the next of
+// responses, byte for byte, as a service of any make might write them.
+func rawBackend(t *testing.T, responses ...string) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for _, resp := range responses {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					io.WriteString(c, resp)
+					if strings.Contains(resp, "Connection: close") {
+						return // the body ends where the connection does
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestResponsesOfEveryShapeComeThroughWhole(t *testing.T) {
+	for _, tt := range []struct {
+		name, method, resp string
+		code               int
+		body, header       string
+	}{
+		{"no reason phrase", "GET", "HTTP/1.1 200\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok", 200, "ok", "1"},
+		{"no content", "GET", "HTTP/1.1 204 No Content\r\nX-A: 2\r\n\r\n", 204, "", "2"},
+		{"not modified", "GET", "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nX-A: 3\r\n\r\n", 304, "", "3"},
+		{"head with a length", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nX-A: 4\r\n\r\n", 200, "", "4"},
+		{"chunked", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 5\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", 200, "abcde", "5"},
+		{"closed to end it", "GET", "HTTP/1.1 200 OK\r\nConnection: close\r\nX-A: 6\r\n\r\nuntil the end", 200, "until the end", "6"},
+		{"http/1.0", "GET", "HTTP/1.0 201 Created\r\nContent-Length: 3\r\nX-A: 7\r\n\r\nnew", 201, "new", "7"},
+		{"interim then final", "GET", "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 8\r\n\r\nfinal", 200, "final", "8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			// Twice on one kept connection: the first must not spill
+			// into the second.
+			p.SetRoutes([]Route{{Host: "raw.w.acme.localhost", World: "w", Service: "raw", Port: rawBackend(t, tt.resp, tt.resp), Up: true}})
+			srv := serve(t, p)
+			c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+			for i := 0; i < 2; i++ {
+				req, _ := http.NewRequest(tt.method, srv.URL+"/", nil)
+				req.Host = "raw.w.acme.localhost"
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tt.code || string(b) != tt.body || resp.Header.Get("X-A") != tt.header {
+					t.Errorf("request %d: %d %q X-A=%q, want %d %q %q", i, resp.StatusCode, b, resp.Header.Get("X-A"), tt.code, tt.body, tt.header)
+				}
+				if tt.method == "HEAD" && resp.ContentLength != 1234 {
+					t.Errorf("HEAD: Content-Length %d, want the service's 1234", resp.ContentLength)
+				}
+			}
+		})
+	}
+}
