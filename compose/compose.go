@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/goccy/go-yaml"
 
@@ -215,7 +214,7 @@ func (s *service) readHealth(v any) {
 		cmdline = shellJoin(test[1:])
 	}
 	var opts []string
-	if u := localURL().FindString(cmdline); u != "" {
+	if u := localURL.FindString(cmdline); u != "" {
 		if pu, err := url.Parse(u); err == nil {
 			p := pu.EscapedPath()
 			if p == "" {
@@ -241,24 +240,17 @@ func (s *service) readHealth(v any) {
 	s.health = "{ " + strings.Join(opts, ", ") + " }"
 }
 
-// The patterns compile on first use: this package is linked into the CLI,
-// whose every start (a `git binky env` on each shell prompt) would
-// otherwise pay for compiling what only `init` uses.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
-
-var localURL = lazyRegexp(`https?://(localhost|127\.0\.0\.1|0\.0\.0\.0)(:\d+)?(/[^\s'"]*)?`)
+var localURL = regexp.MustCompile(`https?://(localhost|127\.0\.0\.1|0\.0\.0\.0)(:\d+)?(/[^\s'"]*)?`)
 
 // secretKey names variables that hold credentials.
-var secretKey = lazyRegexp(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)`)
+var secretKey = regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)`)
 
 // envValue rewrites one environment value for binky: a URL or host naming
 // another service becomes that service's token, and a credential becomes
 // ${env.KEY}. It returns the value and a note for the comment.
 func (c *converter) envValue(self *service, key, val string) (string, string) {
 	val = c.subst(val)
-	if m := urlParts().FindStringSubmatch(val); m != nil {
+	if m := urlParts.FindStringSubmatch(val); m != nil {
 		userinfo, host, rest := m[2], m[3], m[5]
 		if other, ok := c.byName[host]; ok {
 			if other.adapter != "" {
@@ -274,7 +266,7 @@ func (c *converter) envValue(self *service, key, val string) (string, string) {
 	if other, ok := c.byName[val]; ok && other != self {
 		return "${" + other.name + ".host}", ""
 	}
-	if secretKey().MatchString(key) && val != "" && !strings.Contains(val, "${") {
+	if secretKey.MatchString(key) && val != "" && !strings.Contains(val, "${") {
 		c.setEnv[key] = true
 		return "${env." + key + "}", "a credential: set " + key + " in your environment"
 	}
@@ -283,7 +275,7 @@ func (c *converter) envValue(self *service, key, val string) (string, string) {
 
 // urlParts splits scheme://userinfo@host:port/rest leniently: values may
 // hold ${env.X} references that net/url rejects.
-var urlParts = lazyRegexp(`^([a-zA-Z][a-zA-Z0-9+.-]*)://(?:([^/@]*)@)?([^/:?#@]+)(:\d+)?([/?#].*)?$`)
+var urlParts = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://(?:([^/@]*)@)?([^/:?#@]+)(:\d+)?([/?#].*)?$`)
 
 // subst rewrites compose's ${VAR}, ${VAR:-default} and $VAR for a value
 // that goes into binky.toml: a variable .env (or the user) sets stays a
@@ -301,7 +293,7 @@ func (c *converter) expand(s string) string {
 }
 
 func (c *converter) vars(s string, set func(name string) string) string {
-	return varRef().ReplaceAllStringFunc(s, func(m string) string {
+	return varRef.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$$" {
 			return "$$"
 		}
@@ -322,7 +314,7 @@ func (c *converter) vars(s string, set func(name string) string) string {
 	})
 }
 
-var varRef = lazyRegexp(`\$\$|\$\{[A-Za-z_][A-Za-z0-9_]*(:?-[^}]*)?\}|\$[A-Za-z_][A-Za-z0-9_]*`)
+var varRef = regexp.MustCompile(`\$\$|\$\{[A-Za-z_][A-Za-z0-9_]*(:?-[^}]*)?\}|\$[A-Za-z_][A-Za-z0-9_]*`)
 
 func (c *converter) render() string {
 	var b strings.Builder

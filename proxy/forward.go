@@ -187,6 +187,12 @@ func connectionListed(h http.Header) map[string]bool {
 // idempotent request can be sent again on a new one.
 var errBeforeResponse = errors.New("kept connection closed before the response")
 
+// fail answers a request its service did not, as ReverseProxy's error
+// handler does: a 503 while it is not accepting connections, else a 502.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error) {
+	p.rp.ErrorHandler(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)), err)
+}
+
 // forward proxies r to rt's port.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody

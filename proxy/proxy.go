@@ -80,23 +80,18 @@ func New() *Proxy {
 		FlushInterval: 0,
 		BufferPool:    bufferPool{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			p.fail(w, r, r.Context().Value(routeKey{}).(Route), err)
+			rt := r.Context().Value(routeKey{}).(Route)
+			if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
+				unavailable(w, rt, "is not accepting connections (starting or restarting?)")
+				return
+			}
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
 		},
 	}
 	return p
-}
-
-// fail answers a request its service did not: a 503 while the service is
-// not accepting connections (starting, restarting), else a 502.
-func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error) {
-	if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
-		unavailable(w, rt, "is not accepting connections (starting or restarting?)")
-		return
-	}
-	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
-		return
-	}
-	http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
 }
 
 // SetRoutes replaces the route table.
