@@ -89,6 +89,31 @@ func (p *pool) pop(port int) *upstream {
 	return u
 }
 
+// retain closes the kept connections of ports no route uses any more
+// (a removed world, a service moved), and any idle past idleTimeout:
+// nothing else would, since only a request to a port looks at its list.
+func (p *pool) retain(ports map[int]bool) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for port, list := range p.idle {
+		kept := list[:0]
+		for _, u := range list {
+			if ports[port] && now.Sub(u.idle) <= idleTimeout {
+				kept = append(kept, u)
+			} else {
+				u.close()
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(p.idle, port)
+		} else {
+			p.idle[port] = kept
+		}
+	}
+}
+
 func (p *pool) put(u *upstream) {
 	u.idle = time.Now()
 	p.mu.Lock()

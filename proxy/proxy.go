@@ -97,12 +97,15 @@ func New() *Proxy {
 // SetRoutes replaces the route table.
 func (p *Proxy) SetRoutes(routes []Route) {
 	m := make(map[string]Route, len(routes))
+	ports := make(map[int]bool, len(routes))
 	for _, r := range routes {
 		m[strings.ToLower(r.Host)] = r
+		ports[r.Port] = true
 	}
 	p.mu.Lock()
 	p.routes = m
 	p.mu.Unlock()
+	p.pool.retain(ports)
 }
 
 // Routes returns the current routes sorted by host.

@@ -397,3 +397,50 @@ func TestResponsesOfEveryShapeComeThroughWhole(t *testing.T) {
 		})
 	}
 }
+
+func TestALargeBodyOfKnownLengthComesThroughWhole(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	p := New()
+	p.SetRoutes([]Route{{Host: "big.w.acme.localhost", World: "w", Service: "big", Port: port, Up: true}})
+	proxySrv := serve(t, p)
+	for i := 0; i < 2; i++ {
+		code, got := get(t, proxySrv.URL, "big.w.acme.localhost", "/")
+		if code != 200 || got != body {
+			t.Fatalf("request %d: %d, %d bytes, want %d", i, code, len(got), len(body))
+		}
+	}
+}
+
+func TestKeptConnectionsOfAPortNoRouteUsesAreClosed(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	if code, _ := get(t, srv.URL, "api.w.acme.localhost", "/"); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	// The connection goes back to the pool just after the response.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.pool.mu.Lock()
+		kept := len(p.pool.idle[port])
+		p.pool.mu.Unlock()
+		if kept > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no connection was kept after a request")
+		}
+	}
+	p.SetRoutes(nil) // the world was removed
+	p.pool.mu.Lock()
+	defer p.pool.mu.Unlock()
+	if n := len(p.pool.idle[port]); n != 0 {
+		t.Errorf("%d connections to a port no route uses are still kept", n)
+	}
+}
