@@ -114,6 +114,9 @@ func (p *Postgres) Provision(ctx context.Context, s adapters.Slice) error {
 	return p.create(ctx, s, "")
 }
 
+// walLogUpTo is the largest template cloned with STRATEGY WAL_LOG.
+const walLogUpTo = 32 << 20
+
 // Clone creates the world's database as a copy of template.
 func (p *Postgres) Clone(ctx context.Context, template string, s adapters.Slice) error {
 	return p.create(ctx, s, template)
@@ -192,11 +195,17 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 				return err
 			}
 			stmt += " TEMPLATE " + ident(template)
-			// PostgreSQL 15 copies through the WAL by default, which for a
-			// template of any size is far slower than copying its files.
+			// PostgreSQL 15 copies through the WAL by default: for a small
+			// template that beats FILE_COPY, whose two forced checkpoints
+			// and per-file fsyncs cost a fixed ~100 ms; a large one is
+			// written twice that way, and copying its files is faster
+			// (measured in docs/performance.md; crossover near 40 MiB).
 			var version int
 			if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
-				stmt += " STRATEGY FILE_COPY"
+				var size int64
+				if err := c.QueryRow(ctx, "SELECT pg_database_size($1::text)", template).Scan(&size); err != nil || size > walLogUpTo {
+					stmt += " STRATEGY FILE_COPY"
+				}
 			}
 		}
 		if _, err := c.Exec(ctx, stmt); err != nil {
