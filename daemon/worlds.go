@@ -158,6 +158,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
+	if err := unsetEnv(w, names, env); err != nil {
+		return api.World{}, err
+	}
 	r := d.run(w.ID)
 	if err := lockRun(ctx, r); err != nil {
 		return api.World{}, err

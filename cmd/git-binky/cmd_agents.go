@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -120,7 +121,8 @@ func newVerifyCmd(app *App) *cobra.Command {
 				return err
 			}
 			st := style{Color(app.Out)}
-			out := app.Out
+			tail := &lineEnd{w: app.Out}
+			var out io.Writer = tail
 			if opts.JSON {
 				out = nil
 			}
@@ -133,6 +135,11 @@ func newVerifyCmd(app *App) *cobra.Command {
 					return err
 				}
 			} else {
+				if tail.open {
+					// A check whose last line had no newline: end it, so the
+					// summary starts on a line of its own.
+					fmt.Fprintln(app.Out)
+				}
 				fmt.Fprintln(app.Out)
 				failed := 0
 				for _, c := range res.Checks {
@@ -157,4 +164,18 @@ func newVerifyCmd(app *App) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON (output captured, not streamed)")
 	return cmd
+}
+
+// lineEnd passes writes through and remembers whether the last one left a
+// line open (no trailing newline).
+type lineEnd struct {
+	w    io.Writer
+	open bool
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.open = p[len(p)-1] != '\n'
+	}
+	return l.w.Write(p)
 }
