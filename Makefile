@@ -44,8 +44,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## demo: the main job end to end on a scratch repository made from examples/hello
+## demo: the headline end to end on a scratch repository made from examples/notes: two worlds, each with its own Postgres and Redis slice
 demo: build
+	$(STATIC) $(GO) build -o $(BIN)/binky-notes ./examples/notes
 	./scripts/demo.sh $(BIN)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)

@@ -382,7 +382,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		_ = a.Teardown(ctx, gs)
 		return "", err
 	}
-	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project})
+	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project, "admin": ref})
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
 		return "", err
 	}

@@ -49,6 +49,8 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newDoctorCmd(app),
 		newMetricsCmd(app),
 		newGCCmd(app),
+		newServersCmd(app),
+		newGoldenCmd(app),
 		newDashboardCmd(app),
 		newVersionCmd(app),
 	)
