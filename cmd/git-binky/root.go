@@ -54,5 +54,8 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newDashboardCmd(app),
 		newVersionCmd(app),
 	)
+	if man := newManCmd(app); man != nil {
+		root.AddCommand(man)
+	}
 	return root
 }
