@@ -22,9 +22,8 @@ import (
 // servers, listed, stopped (their data kept) or started, so that nobody
 // needs pg_ctl or redis-cli shutdown to do it.
 func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, error) {
-	kinds := []string{req.Name}
+	var kinds []string
 	if req.Name == "" {
-		kinds = nil
 		for _, s := range d.servers.Status() {
 			kinds = append(kinds, s.Kind)
 		}
@@ -34,7 +33,8 @@ func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, er
 			recs, _ := d.home.Records()
 			for _, r := range recs {
 				for _, sl := range r.Slices {
-					if k, ok := strings.CutPrefix(fmt.Sprint(sl.Config["admin"]), "managed:"); ok && !seen[k] {
+					ref, _ := sl.Config["admin"].(string)
+					if k, ok := strings.CutPrefix(ref, "managed:"); ok {
 						seen[k] = true
 					}
 				}
