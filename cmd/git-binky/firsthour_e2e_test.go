@@ -143,6 +143,11 @@ env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}", LEVEL = "${env.MF_LOG_LEVEL
 	if env["ADMIN_PASSWORD"] != "from-the-shell" || env["LEVEL"] != "info" {
 		t.Errorf("hook-started world: ADMIN_PASSWORD=%q LEVEL=%q, want the shell's and the default", env["ADMIN_PASSWORD"], env["LEVEL"])
 	}
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"} {
+		if v, set := env[k]; set {
+			t.Errorf("the service inherited the hook's %s=%s: its git commands would act on the admin folder", k, v)
+		}
+	}
 }
 
 // The app listened on *:PORT instead of its LISTEN_ADDR.
