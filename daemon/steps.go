@@ -123,3 +123,30 @@ func unsetEnv(w *world.World, names []string, env []string) error {
 	}
 	return &api.Error{Code: api.CodeConfig, Message: errors.Join(errs...).Error()}
 }
+
+// watcherEnv is the environment for a world the watcher starts (a worktree
+// born with no hook to hand over its shell's): that of the last explicit
+// up of another world of the same repository this daemon still runs, the
+// nearest thing to "the caller"; else the daemon's own. (An unset
+// ${env.X} still fails the up, naming it, rather than start a literal.)
+func (d *Daemon) watcherEnv(common string) []string {
+	recs, err := d.home.Records()
+	if err != nil {
+		return d.env
+	}
+	for _, rec := range recs {
+		if rec.CommonDir != common {
+			continue
+		}
+		r := d.run(rec.ID)
+		if !r.mu.TryLock() {
+			continue // busy with an up or down: never hold the watcher on it
+		}
+		env := r.env
+		r.mu.Unlock()
+		if env != nil {
+			return env
+		}
+	}
+	return d.env
+}

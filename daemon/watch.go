@@ -179,7 +179,7 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 	// lock so that another worktree's removal is not held up by it.
 	for _, wt := range born {
 		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
-		d.auto(ctx, repo, &wt, d.env)
+		d.auto(ctx, repo, &wt, d.watcherEnv(common))
 	}
 }
 

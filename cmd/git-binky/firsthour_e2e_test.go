@@ -292,3 +292,25 @@ adapter = "redis"
 	// The slice survived: the world's user and prefix work again on reload.
 	f.mustBinky(f.repo, "reload", "g1")
 }
+
+// A worktree no hook announced (hooks off, another tool's hooksPath) is
+// found by the watcher: its world gets the environment of the repository's
+// last explicit up, not the daemon's.
+func TestAWorldTheWatcherStartsGetsTheEnvironmentOfTheRepositorysLastUp(t *testing.T) {
+	f := newFixture(t, `[services.app]
+cmd = "env > $GC_DIR/$BINKY_WORKTREE.env; exec testsvc"
+url = "app"
+env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}" }
+`)
+	f.mustBinky(f.repo, "daemon", "start") // its own environment lacks the variable
+	f.extraEnv = []string{"MF_ADMIN_PASSWORD=from-the-shell"}
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "down") })
+	f.extraEnv = nil
+	f.mustGit(f.repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "../quiet", "-b", "quiet")
+	f.waitHealthy("quiet")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "quiet", "--force") })
+	if env := readEnvDump(t, filepath.Join(f.gcDir, "quiet.env")); env["ADMIN_PASSWORD"] != "from-the-shell" {
+		t.Errorf("watcher-started world: ADMIN_PASSWORD=%q, want the last up's", env["ADMIN_PASSWORD"])
+	}
+}
