@@ -165,17 +165,3 @@ func newVerifyCmd(app *App) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON (output captured, not streamed)")
 	return cmd
 }
-
-// lineEnd passes writes through and remembers whether the last one left a
-// line open (no trailing newline).
-type lineEnd struct {
-	w    io.Writer
-	open bool
-}
-
-func (l *lineEnd) Write(p []byte) (int, error) {
-	if len(p) > 0 {
-		l.open = p[len(p)-1] != '\n'
-	}
-	return l.w.Write(p)
-}

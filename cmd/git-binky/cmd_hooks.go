@@ -193,28 +193,8 @@ func postCheckout(ctx context.Context, app *App, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := c.Call(ctx, api.Request{Op: api.OpHook, Event: event, Dir: wt.Path, Env: hookCallerEnv(os.Environ())}, nil, nil); err != nil {
+	if err := c.Call(ctx, api.Request{Op: api.OpHook, Event: event, Dir: wt.Path, Env: hooks.CallerEnv(os.Environ())}, nil, nil); err != nil {
 		fmt.Fprintf(app.Err, "git-binky: could not reach the daemon (%s); 'git binky up' in %s starts the world by hand\n",
 			strings.TrimSpace(err.Error()), wt.Path)
 	}
-}
-
-// hookCallerEnv is the environment a hook hands the daemon for the world
-// it starts: the shell's that ran `git worktree add`, as an explicit up
-// gets, without the variables git sets for the hook to locate this
-// repository (GIT_DIR, GIT_WORK_TREE...): inherited by services, they
-// would point every git command a service runs at this worktree's admin
-// folder.
-func hookCallerEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
-			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_QUARANTINE_PATH":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
