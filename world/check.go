@@ -373,6 +373,9 @@ func Check(c *Config, info AdapterInfo) []Diagnostic {
 		if len(s.GoldenKey) > 0 && s.CloneFrom != "golden" {
 			warn(append(key, "golden_key"), "golden_key is only read with clone_from = \"golden\": add it, or drop golden_key")
 		}
+		if msg := s.rerunProblem(); msg != "" {
+			warn(append(key, "migrate"), "%s", msg)
+		}
 		for _, p := range s.listenProblems() {
 			warn(append(key, p.key...), "%s", p.value)
 		}

@@ -102,3 +102,25 @@ func (s *Service) listenProblems() []field {
 	}
 	return out
 }
+
+// createTableRE finds a CREATE TABLE (or INDEX, SCHEMA...) that fails when
+// it runs twice; compiled on first use.
+var createTableRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bcreate\s+(?:unique\s+)?(table|index|schema|type|extension|sequence|view)\s+(?:if\s+not\s+exists\b)?`)
+})
+
+// rerunProblem warns of a migrate command that cannot run twice: binky
+// runs migrate on every clone of the golden template (for the branch's own
+// migrations), so it must be a no-op when nothing is pending, as migration
+// tools are.
+func (s *Service) rerunProblem() string {
+	if s.CloneFrom != "golden" || s.Migrate == "" {
+		return ""
+	}
+	for _, m := range createTableRE().FindAllStringSubmatch(s.Migrate, -1) {
+		if !strings.Contains(strings.ToLower(m[0]), "if not exists") {
+			return fmt.Sprintf("migrate runs again on every clone of the golden template (for this branch's migrations), and CREATE %s without IF NOT EXISTS fails the second time: write CREATE %s IF NOT EXISTS, or use a migration tool", strings.ToUpper(m[1]), strings.ToUpper(m[1]))
+		}
+	}
+	return ""
+}

@@ -187,3 +187,28 @@ func TestMatchGlob(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckWarnsOfAMigrateThatCannotRunTwice(t *testing.T) {
+	for _, tc := range []struct {
+		migrate, clone string
+		warn           bool
+	}{
+		{"psql -c 'CREATE TABLE items (id int)'", "golden", true},
+		{"psql -c 'create unique index i on t (a)'", "golden", true},
+		{"psql -c 'CREATE TABLE IF NOT EXISTS items (id int)'", "golden", false},
+		{"psql -c 'CREATE TABLE items (id int)'", "", false}, // runs once per slice
+		{"goose up", "golden", false},
+	} {
+		cfg, diags := ParseConfig("binky.toml", []byte("[services.db]\nadapter = \"postgres\"\nmigrate = \""+strings.ReplaceAll(tc.migrate, "'", "'")+"\"\nclone_from = \""+tc.clone+"\"\n"))
+		if hasErrors(diags) && tc.clone != "" {
+			t.Fatal(diags)
+		}
+		if cfg == nil {
+			continue
+		}
+		got := strings.Contains(messages(Check(cfg, nil)), "migrate runs again on every clone")
+		if got != tc.warn {
+			t.Errorf("%q (clone_from %q): warned %v, want %v", tc.migrate, tc.clone, got, tc.warn)
+		}
+	}
+}
