@@ -407,29 +407,6 @@ func Check(c *Config, info AdapterInfo) []Diagnostic {
 	return diags
 }
 
-// shellEnv is what ${env.X} will read for service s when the command
-// that runs check starts the world: this process's environment and the
-// env files (those that can be read).
-func (c *Config) shellEnv(s *Service) map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	for _, f := range []string{c.Project.EnvFile, s.EnvFile} {
-		if f == "" || c.Path == "" {
-			continue
-		}
-		if fe, err := ReadEnvFile(filepath.Join(filepath.Dir(c.Path), f)); err == nil {
-			for k, v := range fe {
-				env[k] = v
-			}
-		}
-	}
-	return env
-}
-
 type field struct {
 	key   []string
 	value string
