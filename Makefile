@@ -17,10 +17,18 @@ all: build
 build:
 	$(STATIC) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-## install: put git-binky (and its daemon) on PATH via go install
+# Where make install puts the manual pages: `git binky --help` is git's
+# `man git-binky`, which finds them under $(PREFIX)/share/man when that is on
+# the man path (~/.local/share/man is, on most systems, once it exists).
+PREFIX  ?= $(HOME)/.local
+MANDIR  ?= $(PREFIX)/share/man
+
+## install: put git-binky (and its daemon) on PATH via go install, and its man pages in MANDIR (PREFIX default ~/.local)
 install:
 	$(STATIC) $(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
+	$(GO) run -tags manpage ./cmd/git-binky man "$(MANDIR)/man1"
 	@echo "installed git-binky into $$($(GO) env GOPATH)/bin (or GOBIN): put it on PATH, then try: git binky --version"
+	@echo "installed its manual into $(MANDIR)/man1: git binky --help opens it (if man does not find it: export MANPATH=\"$(MANDIR):\$$MANPATH\")"
 
 ## test: go test -race ./... against real throwaway servers (installed when missing)
 test:
@@ -44,8 +52,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## demo: the main job end to end on a scratch repository made from examples/hello
+## demo: the headline end to end on a scratch repository made from examples/notes: two worlds, each with its own Postgres and Redis slice
 demo: build
+	$(STATIC) $(GO) build -o $(BIN)/binky-notes ./examples/notes
 	./scripts/demo.sh $(BIN)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)

@@ -31,6 +31,12 @@ const (
 	// OpService stops, starts or restarts one service (Service) of a
 	// running world; Action is one of the Service* actions.
 	OpService = "service"
+	// OpServers lists the managed shared servers, or stops or starts one
+	// (Action "stop" or "start", Name the kind; Name "" is all).
+	OpServers = "servers"
+	// OpGolden lists the golden templates of this home, or drops one
+	// (Action "drop", Name the template).
+	OpGolden = "golden"
 )
 
 // Actions of OpService.
@@ -67,6 +73,17 @@ type Server struct {
 	Running bool   `json:"running"`
 	Dir     string `json:"dir"`
 	Message string `json:"message,omitempty"`
+}
+
+// Golden is a golden template, as OpGolden lists (or dropped) it.
+type Golden struct {
+	Name    string    `json:"name"`
+	Adapter string    `json:"adapter"`
+	Project string    `json:"project,omitempty"`
+	Migrate string    `json:"migrate,omitempty"`
+	Seed    string    `json:"seed,omitempty"`
+	Built   time.Time `json:"built,omitzero"`
+	Dropped bool      `json:"dropped,omitempty"`
 }
 
 // Metrics is the answer to OpMetrics.

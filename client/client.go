@@ -364,6 +364,6 @@ func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
 	if err := c.Home.Trust(src, file); err != nil {
 		return Trusted{}, err
 	}
-	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file)}, nil, nil)
+	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file), Env: os.Environ()}, nil, nil)
 	return Trusted{File: file, Hash: world.TrustHash(src)}, nil
 }

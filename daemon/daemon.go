@@ -285,6 +285,10 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.GC(ctx, req)
 	case api.OpService:
 		return d.Service(ctx, req)
+	case api.OpServers:
+		return d.Servers(ctx, req)
+	case api.OpGolden:
+		return d.Golden(ctx, req)
 	}
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }

@@ -23,7 +23,9 @@ func (d *Daemon) startProxy(ctx context.Context) {
 	if err != nil {
 		d.proxyErr = err
 		d.log.Error("proxy not started", "err", err)
+		_ = d.home.SetProxyDown(err.Error())
 	} else {
+		_ = d.home.SetProxyDown("")
 		go proxy.Serve(ctx, d.proxy, ls)
 		d.log.Info("proxy listening", "port", settings.ProxyPort)
 		d.startHTTPS(ctx, settings)

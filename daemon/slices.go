@@ -317,6 +317,9 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					// A failure on demand, to exercise the fallback for real.
 					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
 				} else if err = cloner.Clone(ctx, tmpl, s); err == nil {
+					if err := d.migrateClone(ctx, w, rec, n, a, s, callerEnv, emit); err != nil {
+						return s, "", "", err
+					}
 					if err = d.step("slice.cloned"); err != nil {
 						return s, "", "", err
 					}
@@ -369,7 +372,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 	} else {
 		tmp.Slices = append(tmp.Slices, world.SliceRecord{Service: n, Address: addr})
 	}
-	env, err := w.ProcessEnv(&tmp, callerEnv, "")
+	env, err := stepEnv(w, &tmp, n, addr, callerEnv)
 	if err != nil {
 		return err
 	}
@@ -414,11 +417,18 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Run(); err != nil {
+		// Only this run's output: what follows the last marker, not what
+		// an earlier run left above it.
 		var tail []string
-		for _, l := range logfile.Tail(logPath, 5) {
-			if !strings.HasPrefix(l, "=== binky ") {
-				tail = append(tail, l)
+		for _, l := range logfile.Tail(logPath, 20) {
+			if strings.HasPrefix(l, "=== binky ") {
+				tail = tail[:0]
+				continue
 			}
+			tail = append(tail, l)
+		}
+		if len(tail) > 5 {
+			tail = tail[len(tail)-5:]
 		}
 		return fmt.Errorf("%v; last output:\n    %s", err, strings.Join(tail, "\n    "))
 	}
@@ -433,9 +443,13 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
+	files, err := w.GoldenKeyHash(n)
+	if err != nil {
+		return "", err
+	}
 	// The home is in the name: a template is marked as its home's, and
 	// two homes sharing a server must not take (or drop) each other's.
-	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID))
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID + files))
 	key := hex.EncodeToString(sum[:5])
 	proj := adapters.SliceName(w.Project, "", "", 0)
 	if len(proj) > 30 {
@@ -506,7 +520,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := d.step("golden.prepared"); err != nil {
 		return "", err
 	}
-	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project})
+	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project, "admin": ref})
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
 		return "", err
 	}

@@ -180,7 +180,7 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 	// lock so that another worktree's removal is not held up by it.
 	for _, wt := range born {
 		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
-		d.auto(ctx, repo, &wt)
+		d.auto(ctx, repo, &wt, d.watcherEnv(common))
 	}
 }
 
@@ -255,7 +255,7 @@ func (d *Daemon) repoRecord(common string) world.Repo {
 // auto does what [project] auto says for a worktree that appeared: start
 // its world ("up"), only allocate ports and slices ("provision"), or
 // nothing ("off"). Only a config the user approved is acted on.
-func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
+func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, env []string) {
 	w, err := world.FromWorktree(d.home, repo, wt)
 	if err != nil {
 		if !errors.Is(err, world.ErrNoConfig) {
@@ -284,14 +284,14 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
 		})
 		// Slices need the worktree's files (migrate and seed run there).
 		if err == nil && !wt.NoCheckout {
-			_, err = d.provisionSlices(ctx, w, rec, d.env, func(api.Event) {})
+			_, err = d.provisionSlices(ctx, w, rec, env, func(api.Event) {})
 		}
 		if err != nil {
 			d.log.Error("provision", "worktree", wt.Path, "err", err)
 		}
 		return
 	}
-	if _, err := d.up(ctx, w, "", d.env, func(api.Event) {}); err != nil {
+	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
 }
@@ -383,7 +383,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		// Seen is updated under the repository's lock; starting the world
 		// happens outside it, so a slow start holds up no removal.
 		d.markSeen(repo.CommonDir, wt)
-		d.auto(ctx, repo, wt)
+		d.auto(ctx, repo, wt, hookEnv(req, d.env))
 	case api.EventCheckout:
 		w, err := world.FromWorktree(d.home, repo, wt)
 		if err != nil {

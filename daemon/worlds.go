@@ -175,6 +175,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		d.setState(w.ID, StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}
+	if err := unsetEnv(w, names, env); err != nil {
+		return api.World{}, err
+	}
 	r := d.run(w.ID)
 	if err := lockRun(ctx, r); err != nil {
 		return api.World{}, err

@@ -79,7 +79,9 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	default:
 		add("daemon", OK, fmt.Sprintf("pid %d, version %s, %d worlds", h.PID, h.Version, h.Worlds), "")
 		for _, p := range h.Problems {
-			add("daemon", Problem, p, "")
+			if p != c.Home.ProxyDown() { // said once, under proxy
+				add("daemon", Problem, p, "")
+			}
 		}
 	}
 
@@ -93,7 +95,11 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 				}
 			}
 		}
-		if conn, derr := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), time.Second); derr != nil {
+		if why := c.Home.ProxyDown(); why != "" {
+			// Something may answer on the port: another program, which is
+			// why binky's proxy is down; never "ok" then.
+			add("proxy", Problem, "binky's proxy is down: "+why, fmt.Sprintf("stop what holds 127.0.0.1:%d, or 'git binky port --proxy N' picks another port", settings.ProxyPort))
+		} else if conn, derr := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), time.Second); derr != nil {
 			add("proxy", Problem, fmt.Sprintf("nothing answers on 127.0.0.1:%d", settings.ProxyPort), "git binky port --proxy N picks another port")
 		} else {
 			conn.Close()

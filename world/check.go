@@ -127,6 +127,17 @@ func (c *Config) validate() []Diagnostic {
 				urls[s.URL] = name
 			}
 		}
+		if len(s.GoldenKey) > 0 && s.Adapter == "" {
+			errAt(append(key, "golden_key"), "golden_key is for an adapter slice with clone_from = \"golden\": service %q runs a process", name)
+		}
+		for _, g := range s.GoldenKey {
+			if msg := globProblem(g); msg != "" {
+				errAt(append(key, "golden_key"), "golden_key: %s", msg)
+			}
+		}
+		if s.PortEnv != nil && !s.HasPort() {
+			errAt(append(key, "port_env"), "port_env: service %q asks for no port, so it gets no PORT to leave out", name)
+		}
 		seen := map[string]bool{}
 		for _, p := range s.Ports {
 			if !validServiceName(p) || seen[p] {
@@ -357,6 +368,20 @@ func Check(c *Config, info AdapterInfo) []Diagnostic {
 			}
 			if m := urlPasswordRE().FindStringSubmatch(f.value); m != nil && !strings.Contains(m[1], "${") {
 				warn(append(key, f.key...), "a password is written inline in %s: use ${env.NAME} (or env_file) so it is not committed", strings.Join(f.key, "."))
+			}
+		}
+		if len(s.GoldenKey) > 0 && s.CloneFrom != "golden" {
+			warn(append(key, "golden_key"), "golden_key is only read with clone_from = \"golden\": add it, or drop golden_key")
+		}
+		if msg := s.rerunProblem(); msg != "" {
+			warn(append(key, "migrate"), "%s", msg)
+		}
+		for _, p := range s.listenProblems() {
+			warn(append(key, p.key...), "%s", p.value)
+		}
+		for _, name := range s.EnvRefs() {
+			if _, set := c.shellEnv(s)[name]; !set {
+				warn(key, "${env.%s} is not set in this shell (nor in an env_file): 'git binky up' refuses to start service %q until it is; export it, or write a default: ${env.%s:-value}", name, name, name)
 			}
 		}
 		for _, k := range sortedKeys(s.Env) {

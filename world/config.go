@@ -72,6 +72,14 @@ type Service struct {
 	CloneFrom string         `toml:"clone_from"`
 	Options   map[string]any `toml:"options"` // passed to the adapter as its config
 
+	// GoldenKey are files (globs relative to the worktree, "**" for any
+	// depth) hashed into the golden template's key with migrate and seed,
+	// so editing a migration builds a new template.
+	GoldenKey []string `toml:"golden_key"`
+	// PortEnv false leaves PORT out of the service's environment, for an
+	// app that would listen on *:PORT rather than on its own address.
+	PortEnv *bool `toml:"port_env"`
+
 	Name string `toml:"-"`
 }
 
@@ -357,7 +365,7 @@ func (c *Config) unknownKey(k toml.Key) Diagnostic {
 var (
 	topKeys     = []string{"agents", "groups", "project", "services"}
 	projectKeys = []string{"auto", "domain", "env_file", "name", "reload_on_checkout", "worktree_dir"}
-	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "health", "migrate", "options", "ports", "restart", "seed", "stop_timeout", "url"}
+	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "golden_key", "health", "migrate", "options", "port_env", "ports", "restart", "seed", "stop_timeout", "url"}
 	healthKeys  = []string{"cmd", "http", "interval", "retries", "start_period", "tcp", "timeout"}
 	agentsKeys  = []string{"verify"}
 )

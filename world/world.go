@@ -114,6 +114,9 @@ func FromConfig(home Home, repo *gitx.Repo, wt *gitx.Worktree, cfg *Config) (*Wo
 	if rec, err := home.LoadRecord(id); err == nil && rec.Label != "" {
 		label = rec.Label
 	}
+	if home.ProxyDown() != "" {
+		settings.ProxyPort = 0 // URLs are direct while the proxy is down
+	}
 	return &World{
 		Home:      home,
 		Repo:      repo,
@@ -354,6 +357,13 @@ func (w *World) Lookup(c Coordinates, self string, env map[string]string) Lookup
 		}
 		switch ns {
 		case "env":
+			// ${env.X:-default}: the default when X is unset or empty.
+			if name, def, hasDef := strings.Cut(field, ":-"); hasDef {
+				if v := env[name]; v != "" {
+					return v, true
+				}
+				return def, true
+			}
 			v, ok := env[field]
 			return v, ok
 		case "worktree":
@@ -485,7 +495,7 @@ func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[stri
 	if s == nil {
 		return env, nil
 	}
-	if port := rec.Ports[service]; port != 0 {
+	if port := rec.Ports[service]; port != 0 && (s.PortEnv == nil || *s.PortEnv) {
 		env["PORT"] = strconv.Itoa(port)
 	}
 	lookup := w.Lookup(coords, service, env)

@@ -37,7 +37,7 @@ name = "shop"
 [services.db]
 adapter = "postgres"
 admin_url = "${env.BINKY_TEST_PG}"
-migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE items (id int)'"
+migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE IF NOT EXISTS items (id int)'"
 seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO items SELECT generate_series(1, 100)' && echo seeded >> $GC_DIR/seeded"
 clone_from = "golden"
 [services.cache]

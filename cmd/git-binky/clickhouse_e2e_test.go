@@ -19,7 +19,7 @@ const clickhouseConfig = `[project]
 name = "olap"
 [services.olap]
 adapter = "clickhouse"
-migrate = "curl -sSf \"$OLAP_URL\" --data-binary 'CREATE TABLE events (id UInt32) ENGINE = MergeTree ORDER BY id'"
+migrate = "curl -sSf \"$OLAP_URL\" --data-binary 'CREATE TABLE IF NOT EXISTS events (id UInt32) ENGINE = MergeTree ORDER BY id'"
 seed = "curl -sSf \"$OLAP_URL\" --data-binary 'INSERT INTO events SELECT toUInt32(number) FROM system.numbers LIMIT 100' && echo seeded >> $GC_DIR/seeded"
 clone_from = "golden"
 [services.api]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -120,7 +121,8 @@ func newVerifyCmd(app *App) *cobra.Command {
 				return err
 			}
 			st := style{Color(app.Out)}
-			out := app.Out
+			tail := &lineEnd{w: app.Out}
+			var out io.Writer = tail
 			if opts.JSON {
 				out = nil
 			}
@@ -133,6 +135,11 @@ func newVerifyCmd(app *App) *cobra.Command {
 					return err
 				}
 			} else {
+				if tail.open {
+					// A check whose last line had no newline: end it, so the
+					// summary starts on a line of its own.
+					fmt.Fprintln(app.Out)
+				}
 				fmt.Fprintln(app.Out)
 				failed := 0
 				for _, c := range res.Checks {

@@ -61,6 +61,7 @@ func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
 	if err != nil {
 		return err
 	}
+	warnProxyDown(app)
 	switch {
 	case opts.JSON:
 		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})

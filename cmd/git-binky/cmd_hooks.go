@@ -193,7 +193,7 @@ func postCheckout(ctx context.Context, app *App, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := c.Call(ctx, api.Request{Op: api.OpHook, Event: event, Dir: wt.Path}, nil, nil); err != nil {
+	if err := c.Call(ctx, api.Request{Op: api.OpHook, Event: event, Dir: wt.Path, Env: hooks.CallerEnv(os.Environ())}, nil, nil); err != nil {
 		fmt.Fprintf(app.Err, "git-binky: could not reach the daemon (%s); 'git binky up' in %s starts the world by hand\n",
 			strings.TrimSpace(err.Error()), wt.Path)
 	}

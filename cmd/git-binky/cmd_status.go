@@ -45,6 +45,7 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 	if err != nil {
 		return err
 	}
+	warnProxyDown(app)
 	if opts.JSON {
 		return writeJSON(app.Out, s)
 	}

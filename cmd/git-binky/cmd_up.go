@@ -81,6 +81,7 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	if err != nil {
 		return err
 	}
+	warnProxyDown(app)
 	if opts.JSON {
 		return writeJSON(app.Out, w)
 	}

@@ -25,7 +25,7 @@ const mysqlConfig = `[project]
 name = "shop"
 [services.db]
 adapter = "mariadb"
-migrate = "MYSQL_PWD=\"$DB_PASSWORD\" mariadb --no-defaults -h \"$DB_HOST\" -P \"$DB_PORT\" -u \"$DB_USER\" \"$DB_NAME\" -e 'CREATE TABLE items (id INT PRIMARY KEY, note TEXT)'"
+migrate = "MYSQL_PWD=\"$DB_PASSWORD\" mariadb --no-defaults -h \"$DB_HOST\" -P \"$DB_PORT\" -u \"$DB_USER\" \"$DB_NAME\" -e 'CREATE TABLE IF NOT EXISTS items (id INT PRIMARY KEY, note TEXT)'"
 seed = "MYSQL_PWD=\"$DB_PASSWORD\" mariadb --no-defaults -h \"$DB_HOST\" -P \"$DB_PORT\" -u \"$DB_USER\" \"$DB_NAME\" -e 'INSERT INTO items (id) VALUES (1), (2), (3)' && echo seeded >> $GC_DIR/seeded"
 clone_from = "golden"
 [services.api]

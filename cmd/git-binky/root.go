@@ -49,8 +49,13 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 		newDoctorCmd(app),
 		newMetricsCmd(app),
 		newGCCmd(app),
+		newServersCmd(app),
+		newGoldenCmd(app),
 		newDashboardCmd(app),
 		newVersionCmd(app),
 	)
+	if man := newManCmd(app); man != nil {
+		root.AddCommand(man)
+	}
 	return root
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/api"
+)
+
+func newServersCmd(app *App) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "servers [stop|start] [kind]",
+		Short: "List, stop or start the shared servers binky runs itself (the managed default)",
+		Long: `With no admin_url, binky runs one shared server per kind for the whole
+machine under $BINKY_HOME/servers/ (Postgres, Redis, ...), and every world's
+slice is carved from it. 'servers' lists them; 'servers stop [kind]' stops one
+(or all), keeping its data, so every slice is still there when it starts again;
+'servers start [kind]' starts it again (a world that needs it also does).
+Worlds running on a server you stop lose their connections.
+
+  git binky servers
+  git binky servers stop postgres
+  git binky servers start`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.Request{Op: api.OpServers, Dir: app.Dir}
+			if len(args) > 0 {
+				switch args[0] {
+				case "stop", "start":
+					req.Action = args[0]
+				default:
+					return usageError{fmt.Errorf("unknown action %q: stop or start (no action lists the servers)", args[0])}
+				}
+			}
+			if len(args) == 2 {
+				req.Name = args[1]
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			var res []api.Server
+			if err := c.Call(cmd.Context(), req, nil, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(app.Out, res)
+			}
+			if len(res) == 0 {
+				fmt.Fprintln(app.Out, "no shared servers yet: binky starts one when a world's slice needs it")
+				return nil
+			}
+			for _, s := range res {
+				state := "stopped"
+				if s.Running {
+					state = fmt.Sprintf("running on 127.0.0.1:%d", s.Port)
+				}
+				fmt.Fprintf(app.Out, "%-10s  %s  %s\n", s.Kind, state, s.Dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers as JSON")
+	return cmd
+}
+
+func newGoldenCmd(app *App) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "golden [drop NAME]",
+		Short: "List the golden templates worlds are cloned from, or drop one",
+		Long: `A service with clone_from = "golden" is cloned from a template built once
+(provision, migrate, seed), named from a hash of its migrate and seed commands
+(and of the files golden_key names). 'golden' lists this home's templates;
+'golden drop NAME' drops one from its server (only if it is marked as this
+home's golden template) so that the next 'up' builds it again. Worlds already
+cloned from it keep their own copies.`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.Request{Op: api.OpGolden, Dir: app.Dir}
+			switch {
+			case len(args) == 0:
+			case args[0] == "drop" && len(args) == 2:
+				req.Action, req.Name = "drop", args[1]
+			default:
+				return usageError{fmt.Errorf("usage: git binky golden [drop NAME] ('git binky golden' lists the names)")}
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			req.Env = c.Env
+			var res []api.Golden
+			if err := c.Call(cmd.Context(), req, nil, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(app.Out, res)
+			}
+			if req.Action == "drop" {
+				fmt.Fprintf(app.Out, "dropped golden template %s: the next up builds it again\n", req.Name)
+				return nil
+			}
+			if len(res) == 0 {
+				fmt.Fprintln(app.Out, "no golden templates: a service with clone_from = \"golden\" builds one on its first up")
+				return nil
+			}
+			for _, g := range res {
+				fmt.Fprintf(app.Out, "%s  %s  project %s  built %s\n", g.Name, g.Adapter, g.Project, g.Built.Local().Format("2006-01-02 15:04"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the templates as JSON")
+	return cmd
+}

@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/builtin"
+	"github.com/git-binky/git-binky/adapters/managed"
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// Servers is `git binky servers [stop|start] [kind]`: the managed shared
+// servers, listed, stopped (their data kept) or started, so that nobody
+// needs pg_ctl or redis-cli shutdown to do it.
+func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, error) {
+	var kinds []string
+	if req.Name == "" {
+		for _, s := range d.servers.Status() {
+			kinds = append(kinds, s.Kind)
+		}
+		if req.Action == "start" {
+			// Start every kind this home's worlds use.
+			seen := map[string]bool{}
+			recs, _ := d.home.Records()
+			for _, r := range recs {
+				for _, sl := range r.Slices {
+					ref, _ := sl.Config["admin"].(string)
+					if k, ok := strings.CutPrefix(ref, "managed:"); ok {
+						seen[k] = true
+					}
+				}
+			}
+			for _, k := range kinds {
+				seen[k] = true
+			}
+			kinds = kinds[:0]
+			for k := range seen {
+				kinds = append(kinds, k)
+			}
+			sort.Strings(kinds)
+		}
+	} else if k, ok := builtin.Managed(req.Name); ok {
+		kinds = []string{k}
+	} else {
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("binky runs no %s server itself: it runs %s", req.Name, strings.Join(managed.Kinds(), ", "))}
+	}
+	for _, k := range kinds {
+		switch req.Action {
+		case "":
+		case "stop":
+			if err := d.servers.Stop(ctx, k); err != nil {
+				return nil, err
+			}
+			d.log.Info("managed server stopped", "kind", k)
+		case "start":
+			if _, err := d.servers.Start(ctx, k); err != nil {
+				return nil, err
+			}
+			d.log.Info("managed server started", "kind", k)
+		default:
+			return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown action %q: stop or start", req.Action)}
+		}
+	}
+	out := []api.Server{}
+	for _, s := range d.servers.Status() {
+		out = append(out, api.Server(s))
+	}
+	return out, nil
+}
+
+// goldenMarker is a template's file under $BINKY_HOME/golden: written once
+// the template is complete.
+type goldenMarker struct {
+	Name    string    `json:"name"`
+	Adapter string    `json:"adapter"`
+	Project string    `json:"project"`
+	Migrate string    `json:"migrate"`
+	Seed    string    `json:"seed"`
+	Built   time.Time `json:"built"`
+	// Admin is where its server is, as slice records keep it; absent in
+	// markers of an older binky, which only built on the managed server.
+	Admin string `json:"admin"`
+}
+
+// Golden is `git binky golden [drop NAME]`: the golden templates this home
+// built, from their markers; drop tears one down (only if it is marked as
+// this home's golden template) and removes its marker, so the next up
+// builds it again.
+func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, error) {
+	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*.json"))
+	sort.Strings(files)
+	out := []api.Golden{}
+	var found *goldenMarker
+	var foundPath string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var m goldenMarker
+		if json.Unmarshal(b, &m) != nil || m.Name == "" {
+			continue
+		}
+		if req.Action == "drop" && m.Name == req.Name {
+			found, foundPath = &m, f
+		}
+		out = append(out, api.Golden{Name: m.Name, Adapter: m.Adapter, Project: m.Project, Migrate: m.Migrate, Seed: m.Seed, Built: m.Built})
+	}
+	switch req.Action {
+	case "":
+		return out, nil
+	case "drop":
+	default:
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown action %q: drop", req.Action)}
+	}
+	if found == nil {
+		return nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no golden template %q in %s: 'git binky golden' lists them", req.Name, d.home.GoldenDir())}
+	}
+	a, err := builtin.Lookup(found.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	ref := found.Admin
+	if ref == "" {
+		ref = "managed:" + found.Adapter
+	}
+	admin, err := d.goldenAdmin(ctx, ref, req.Env)
+	if err != nil {
+		return nil, fmt.Errorf("golden template %s: %w", found.Name, err)
+	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return nil, err
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := world.Lock(ctx, filepath.Join(d.home.GoldenDir(), found.Name+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	gs := adapters.Slice{Name: found.Name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, found.Adapter, found.Name)}
+	if err := a.Teardown(ctx, gs); err != nil {
+		if errors.Is(err, adapters.ErrNotOurs) {
+			return nil, fmt.Errorf("golden template %s is not marked as this home's: left alone: %w", found.Name, err)
+		}
+		return nil, fmt.Errorf("drop golden template %s: %w", found.Name, err)
+	}
+	if err := os.Remove(foundPath); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	d.log.Info("golden template dropped", "name", found.Name, "adapter", found.Adapter)
+	for i := range out {
+		if out[i].Name == found.Name {
+			out[i].Dropped = true
+		}
+	}
+	return out, nil
+}
+
+// goldenAdmin turns a template's server reference into its admin URL:
+// the managed server of a kind, or an admin_url (read again from env when
+// it names ${env.X}).
+func (d *Daemon) goldenAdmin(ctx context.Context, ref string, env []string) (string, error) {
+	if kind, ok := strings.CutPrefix(ref, "managed:"); ok {
+		return d.servers.AdminURL(ctx, kind)
+	}
+	if !strings.Contains(ref, "${") {
+		return ref, nil
+	}
+	vars := map[string]string{}
+	for _, list := range [][]string{d.env, env} {
+		for _, kv := range list {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+	}
+	u := world.Interpolate(ref, func(tok string) (string, bool) {
+		name, ok := strings.CutPrefix(tok, "env.")
+		v := vars[name]
+		return v, ok && v != ""
+	})
+	if strings.Contains(u, "${") {
+		return "", fmt.Errorf("its admin_url %s names a variable this command's environment does not set: export it and run 'git binky golden drop' again", ref)
+	}
+	return u, nil
+}

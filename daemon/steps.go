@@ -1,0 +1,152 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// stepEnv is the environment a slice's migrate and seed commands run with:
+// the world's (the caller's environment, env files, every coordinate), then
+// the names the kind's tools read, filled from this slice's address
+// (DATABASE_URL, PGHOST... for Postgres; REDIS_URL for Redis: the table's
+// Env column), then the slice service's own env table, which wins. A tool
+// such as `miniflux -migrate` or `alembic upgrade head` reads
+// DATABASE_URL, not binky's DB_URL.
+func stepEnv(w *world.World, rec *world.Record, n string, addr adapters.Address, callerEnv []string) (map[string]string, error) {
+	env, err := w.ProcessEnv(rec, callerEnv, n)
+	if err != nil {
+		return nil, err
+	}
+	own := w.Config.Services[n].Env
+	for k, v := range conventionalEnv(w.Config.Services[n].Adapter, addr) {
+		if _, set := own[k]; !set {
+			env[k] = v
+		}
+	}
+	return env, nil
+}
+
+// conventionalEnv maps the names apps read for a kind (its row's Env
+// column) to this slice's address fields; a field the address lacks is
+// left out.
+func conventionalEnv(adapter string, addr adapters.Address) map[string]string {
+	out := map[string]string{}
+	k, ok := adapters.Lookup(adapter)
+	if !ok {
+		return out
+	}
+	for _, e := range k.Env {
+		if v := addr[e.Field]; v != "" {
+			if _, done := out[e.Name]; !done {
+				out[e.Name] = v
+			}
+		}
+	}
+	return out
+}
+
+// migrateClone runs the service's migrate command (not seed) on a slice
+// just cloned from the golden template: the template was built at the
+// migrations of whichever branch built it first, and this branch may add
+// some. Migration tools make that a no-op when nothing is pending.
+func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
+	callerEnv []string, emit func(api.Event)) error {
+	svc := w.Config.Services[n]
+	if svc.Migrate == "" {
+		return nil
+	}
+	addr, err := a.Resolve(ctx, s)
+	if err != nil {
+		return fmt.Errorf("service %s: %w", n, err)
+	}
+	tmp := *rec
+	tmp.Slices = append([]world.SliceRecord(nil), rec.Slices...)
+	if cur := findSlice(&tmp, n); cur != nil {
+		cur.Address = addr
+	} else {
+		tmp.Slices = append(tmp.Slices, world.SliceRecord{Service: n, Address: addr})
+	}
+	env, err := stepEnv(w, &tmp, n, addr, callerEnv)
+	if err != nil {
+		return err
+	}
+	lookup := w.Lookup(w.Coordinates(&tmp), "", env)
+	emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate (on the clone, for this branch's migrations): " + svc.Migrate})
+	logPath := filepath.Join(world.LogDir(w.Worktree.AdminDir), n+".log")
+	if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.Interpolate(svc.Migrate, lookup), svc.Migrate, logPath); err != nil {
+		return fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
+	}
+	return nil
+}
+
+// hookEnv is the environment a world the hook (or `trust`) starts runs
+// with: the caller's, which the hook hands over as an explicit up does, so
+// ${env.X} reads the shell that ran `git worktree add`, not the daemon's.
+// An older hook that sends none gets the daemon's own.
+func hookEnv(req api.Request, own []string) []string {
+	if len(req.Env) > 0 {
+		return req.Env
+	}
+	return own
+}
+
+// unsetEnv refuses an up whose services (and slices, all of which every up
+// provisions) read ${env.X}, with no default, that the caller's
+// environment and env files do not set: left literal, such a token would
+// become an app's password or a server's address.
+func unsetEnv(w *world.World, names []string, env []string) error {
+	check := append([]string(nil), names...)
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter != "" && !slices.Contains(check, n) {
+			check = append(check, n)
+		}
+	}
+	var errs []error
+	for _, n := range check {
+		vars, err := w.ProcessEnv(&world.Record{}, env, n)
+		if err != nil {
+			continue // a missing env_file is reported where it is read
+		}
+		if err := w.Config.UnsetEnv(vars, []string{n}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &api.Error{Code: api.CodeConfig, Message: errors.Join(errs...).Error()}
+}
+
+// watcherEnv is the environment for a world the watcher starts (a worktree
+// born with no hook to hand over its shell's): that of the last explicit
+// up of another world of the same repository this daemon still runs, the
+// nearest thing to "the caller"; else the daemon's own. (An unset
+// ${env.X} still fails the up, naming it, rather than start a literal.)
+func (d *Daemon) watcherEnv(common string) []string {
+	recs, err := d.home.Records()
+	if err != nil {
+		return d.env
+	}
+	for _, rec := range recs {
+		if rec.CommonDir != common {
+			continue
+		}
+		r := d.run(rec.ID)
+		if !r.mu.TryLock() {
+			continue // busy with an up or down: never hold the watcher on it
+		}
+		env := r.env
+		r.mu.Unlock()
+		if env != nil {
+			return env
+		}
+	}
+	return d.env
+}

@@ -1,0 +1,4 @@
+CREATE TABLE notes (
+    id   bigserial PRIMARY KEY,
+    body text NOT NULL
+);

@@ -1,0 +1,151 @@
+package world
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// EnvRefs are the variables a service reads with ${env.X} and no default
+// (${env.X:-value} has one), in its cmd, env, env_file, cwd, health,
+// admin_url, migrate, seed and string options, sorted and deduplicated.
+func (s *Service) EnvRefs() []string {
+	seen := map[string]bool{}
+	values := []string{}
+	for _, f := range s.fields() {
+		values = append(values, f.value)
+	}
+	for _, k := range sortedKeys(s.Options) {
+		if str, ok := s.Options[k].(string); ok {
+			values = append(values, str)
+		}
+	}
+	for _, v := range values {
+		for _, ref := range Tokens(v) {
+			name, ok := strings.CutPrefix(ref, "env.")
+			if !ok || name == "" || strings.Contains(name, ":-") {
+				continue
+			}
+			seen[name] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnsetEnv returns an error naming every ${env.X} (without a default) the
+// given services read that env does not set: left literal, such a token
+// became an app's admin password. Services "" means every service.
+func (c *Config) UnsetEnv(env map[string]string, services []string) error {
+	if len(services) == 0 {
+		services = c.ServiceNames()
+	}
+	var missing []string
+	for _, n := range services {
+		s := c.Services[n]
+		if s == nil {
+			continue
+		}
+		for _, name := range s.EnvRefs() {
+			if _, ok := env[name]; !ok {
+				missing = append(missing, fmt.Sprintf("${env.%s} (service %s)", name, n))
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s not set in the environment of the command that started this world: export it and run 'git binky up' again, or write a default like ${env.NAME:-value}",
+		c.Path, strings.Join(missing, ", "))
+}
+
+// listenRE finds a service choosing its own listen address in its cmd;
+// compiled on first use, as check's other patterns are (env runs on every
+// shell prompt).
+var listenRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s='"])(0\.0\.0\.0|\[::\])(?::\d+)?(?:$|[\s'"/])`)
+})
+
+// listenKeys are env names apps read their listen address from.
+var listenKeys = []string{"LISTEN_ADDR", "LISTEN_ADDRESS", "BIND_ADDR", "BIND_ADDRESS", "HOST", "HTTP_ADDR", "ADDR", "LISTEN"}
+
+// listenProblems are check's warnings about a service that sets its own
+// listen address: on every interface (0.0.0.0, ::), a world is reachable
+// from the network; and an app that reads both PORT and its own address
+// may prefer PORT and listen on *:PORT.
+func (s *Service) listenProblems() []field {
+	if s.Adapter != "" {
+		return nil
+	}
+	var out []field
+	portOn := s.HasPort() && (s.PortEnv == nil || *s.PortEnv)
+	for _, k := range listenKeys {
+		v, ok := s.Env[k]
+		if !ok {
+			continue
+		}
+		key := []string{"env", k}
+		if strings.Contains(v, "0.0.0.0") || strings.Contains(v, "::") && !strings.Contains(v, "::1") {
+			out = append(out, field{key, fmt.Sprintf("%s = %q listens on every interface: this world is then reachable from the network; binky's worlds are for loopback: use 127.0.0.1", k, v)})
+		} else if portOn && strings.Contains(v, ":") {
+			out = append(out, field{key, fmt.Sprintf("service %q sets its own listen address (%s) and binky also gives it PORT: an app that reads PORT may listen on *:PORT instead; add port_env = false to leave PORT out", s.Name, k)})
+		}
+	}
+	if m := listenRE().FindStringSubmatch(s.Cmd); m != nil {
+		out = append(out, field{[]string{"cmd"}, fmt.Sprintf("cmd listens on %s, every interface: this world is then reachable from the network; use 127.0.0.1 (binky's proxy and direct URLs reach it there)", m[1])})
+	}
+	return out
+}
+
+// createTableRE finds a CREATE TABLE (or INDEX, SCHEMA...) that fails when
+// it runs twice; compiled on first use.
+var createTableRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bcreate\s+(?:unique\s+)?(table|index|schema|type|extension|sequence|view)\s+(?:if\s+not\s+exists\b)?`)
+})
+
+// rerunProblem warns of a migrate command that cannot run twice: binky
+// runs migrate on every clone of the golden template (for the branch's own
+// migrations), so it must be a no-op when nothing is pending, as migration
+// tools are.
+func (s *Service) rerunProblem() string {
+	if s.CloneFrom != "golden" || s.Migrate == "" {
+		return ""
+	}
+	for _, m := range createTableRE().FindAllStringSubmatch(s.Migrate, -1) {
+		if !strings.Contains(strings.ToLower(m[0]), "if not exists") {
+			return fmt.Sprintf("migrate runs again on every clone of the golden template (for this branch's migrations), and CREATE %s without IF NOT EXISTS fails the second time: write CREATE %s IF NOT EXISTS, or use a migration tool", strings.ToUpper(m[1]), strings.ToUpper(m[1]))
+		}
+	}
+	return ""
+}
+
+// shellEnv is what ${env.X} will read for service s when the command
+// that runs check starts the world: this process's environment and the
+// env files (those that can be read).
+func (c *Config) shellEnv(s *Service) map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for _, f := range []string{c.Project.EnvFile, s.EnvFile} {
+		if f == "" || c.Path == "" {
+			continue
+		}
+		if fe, err := ReadEnvFile(filepath.Join(filepath.Dir(c.Path), f)); err == nil {
+			for k, v := range fe {
+				env[k] = v
+			}
+		}
+	}
+	return env
+}
