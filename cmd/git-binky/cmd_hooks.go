@@ -60,7 +60,7 @@ It also approves the binky.toml you stand in for automatic starts.`,
 			if c, err := app.Client(); err == nil {
 				_ = c.Call(ctx, api.Request{Op: api.OpWatch, Dir: app.Dir}, nil, nil)
 			}
-			st := style{Color(app.Out)}
+			st := app.Style()
 			switch {
 			case res.Method == "config":
 				fmt.Fprintln(app.Out, st.ok("installed: hook.git-binky.command in this repository's config (post-checkout)"))
@@ -95,7 +95,7 @@ func newUninstallCmd(app *App) *cobra.Command {
 			if err := home.UnregisterRepo(repo.CommonDir); err != nil {
 				return err
 			}
-			st := style{Color(app.Out)}
+			st := app.Style()
 			if res.Changed {
 				fmt.Fprintln(app.Out, st.ok("uninstalled from "+res.Path+"; worlds already up keep running"))
 			} else {
@@ -129,7 +129,7 @@ does what [project] auto says for that worktree.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(app.Out, style{Color(app.Out)}.ok(fmt.Sprintf("trusted %s (sha256 %s)", t.File, t.Hash[:12])))
+			fmt.Fprintln(app.Out, app.Style().ok(fmt.Sprintf("trusted %s (sha256 %s)", t.File, t.Hash[:12])))
 			return nil
 		},
 	}

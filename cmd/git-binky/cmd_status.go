@@ -46,9 +46,9 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(app.Out, s)
+		return app.WriteJSON(s)
 	}
-	renderStatus(app.Out, s, style{Color(app.Out)})
+	renderStatus(app.Out, s, app.Style())
 	return nil
 }
 

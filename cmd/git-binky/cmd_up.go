@@ -60,9 +60,9 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	if err != nil {
 		return err
 	}
-	st := style{Color(app.Err)}
+	st := app.ErrStyle()
 	show := progress(app.Err, st)
-	tty := IsTTY(app.Err)
+	tty := app.IsStderrTTY()
 	onEvent := func(e api.Event) {
 		switch {
 		case e.State == "queued":
@@ -82,9 +82,9 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(app.Out, w)
+		return app.WriteJSON(w)
 	}
-	out := style{Color(app.Out)}
+	out := app.Style()
 	printServices(app.Out, out, w, "  ")
 	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%d services)", verb, w.Worktree, len(w.Services))))
 	return nil
