@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +110,7 @@ func newConverter(s *source) *converter {
 	}
 	c.discoverPorts()
 	for _, sv := range c.services {
-		for _, d := range sortedKeys(sv.cfg.DependsOn) {
+		for _, d := range slices.Sorted(maps.Keys(sv.cfg.DependsOn)) {
 			if t := c.byCompose[d]; t != nil {
 				sv.deps = append(sv.deps, d)
 				if t.kind != nil {
@@ -134,7 +136,7 @@ func hostsOf(sv *service) []string {
 	if sv.cfg.Hostname != "" {
 		hs = append(hs, strings.ToLower(sv.cfg.Hostname))
 	}
-	for _, n := range sortedKeys(sv.cfg.Networks) {
+	for _, n := range slices.Sorted(maps.Keys(sv.cfg.Networks)) {
 		if nc := sv.cfg.Networks[n]; nc != nil {
 			for _, a := range nc.Aliases {
 				hs = append(hs, strings.ToLower(a))
@@ -361,7 +363,7 @@ func (c *converter) convertService(sv *service) {
 		c.guess(sv, "compose ran it in the container folder "+commentText(w)+"; binky runs it in the worktree (or cwd)")
 	}
 	var dropped []string
-	for _, k := range sortedKeys(sv.raw) {
+	for _, k := range slices.Sorted(maps.Keys(sv.raw)) {
 		if handled[k] || strings.HasPrefix(k, "x-") || k == "working_dir" {
 			continue
 		}
@@ -420,7 +422,7 @@ func (c *converter) convertSlice(sv *service) {
 		c.note(sv, "no admin_url: binky runs one shared server for the machine; set admin_url = \"${env.NAME}\" to use yours")
 	}
 	var replaced []string
-	for _, key := range sortedKeys(sv.raw) {
+	for _, key := range slices.Sorted(maps.Keys(sv.raw)) {
 		if key != "image" && !strings.HasPrefix(key, "x-") && !(key == "networks" && onlyDefaultNetwork(sv.raw[key])) {
 			replaced = append(replaced, key)
 		}
@@ -429,7 +431,7 @@ func (c *converter) convertSlice(sv *service) {
 		c.note(sv, "the slice has its own address, user and password, so the container's "+strings.Join(replaced, ", ")+" are not needed")
 	}
 	if env := sv.rawEnv(); len(env) > 0 {
-		c.note(sv, "its environment ("+strings.Join(sortedKeys(env), ", ")+") configured the container; dependents now read this slice's fields")
+		c.note(sv, "its environment ("+strings.Join(slices.Sorted(maps.Keys(env)), ", ")+") configured the container; dependents now read this slice's fields")
 	}
 	c.mapped = append(c.mapped, fmt.Sprintf("%s: a %s slice (was the %s container)", sv.name, k.Name, commentText(sv.image)))
 }
@@ -614,7 +616,7 @@ func (c *converter) render() string {
 	if len(top) > 0 {
 		fmt.Fprintf(&b, "# not carried (containers only): the top-level %s\n", strings.Join(top, ", "))
 	}
-	for _, name := range sortedKeys(p.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(p.Secrets)) {
 		used := false
 		for _, sv := range c.services {
 			for _, s := range sv.cfg.Secrets {
@@ -661,17 +663,17 @@ func (c *converter) render() string {
 		groups["default"] = append(groups["default"], plain...)
 		b.WriteString("\n# compose profiles: `git binky up --group NAME` starts one (with what it depends on);\n")
 		b.WriteString("# a plain `git binky up` starts the default group: the services compose starts with no profile.\n[groups]\n")
-		for _, g := range sortedKeys(groups) {
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
 			fmt.Fprintf(&b, "%s = %s\n", tomlKey(g), tomlList(dedupe(groups[g])))
 		}
-		c.mapped = append(c.mapped, fmt.Sprintf("profiles became groups (%s); the default group is what a plain up starts", strings.Join(sortedKeys(groups), ", ")))
+		c.mapped = append(c.mapped, fmt.Sprintf("profiles became groups (%s); the default group is what a plain up starts", strings.Join(slices.Sorted(maps.Keys(groups)), ", ")))
 	}
 	if len(c.secrets) > 0 {
 		b.WriteString("\n# Credentials kept out of this file, each written ${env.NAME}: set them in your environment\n")
-		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", strings.Join(sortedSet(c.secrets), ", "))
+		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", strings.Join(slices.Sorted(maps.Keys(c.secrets)), ", "))
 	}
 	var unset []string
-	for _, n := range sortedSet(c.refs) {
+	for _, n := range slices.Sorted(maps.Keys(c.refs)) {
 		if _, ok := c.src.dotenv[n]; !ok {
 			unset = append(unset, n)
 		}
@@ -716,17 +718,6 @@ func shellJoin(args []string) string {
 	}
 	return strings.Join(out, " ")
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func sortedSet(m map[string]bool) []string { return sortedKeys(m) }
 
 // discoverPorts gives a service the ports other services reach it on:
 // containers talk on ports they never publish (memcached:11211), and on
