@@ -1,8 +1,6 @@
 package compose
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -168,30 +166,14 @@ func cut(s string, n int) string {
 	return strings.TrimRight(s[:n], "-")
 }
 
-// label makes a name fit binky's: lowercase letters, digits and '-', at
-// most 63 bytes (a DNS label), with a hash when cut.
+// label makes a name fit binky's: world.DNSLabel (lowercase letters,
+// digits and '-', at most 63 bytes, a hash when cut), and "app" for a name
+// with no letter or digit at all.
 func label(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	for strings.Contains(out, "--") {
-		out = strings.ReplaceAll(out, "--", "-")
-	}
-	if out == "" {
+	if !strings.ContainsFunc(strings.ToLower(s), func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' }) {
 		return "app"
 	}
-	if len(out) > 63 {
-		sum := sha256.Sum256([]byte(s))
-		out = cut(out, 54) + "-" + hex.EncodeToString(sum[:4])
-	}
-	return out
+	return world.DNSLabel(s)
 }
 
 // readPorts collects every container port the service publishes or
