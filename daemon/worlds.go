@@ -91,10 +91,7 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	if cfg, err := world.LoadConfig(filepath.Join(base, world.ConfigFile)); err == nil {
 		dir = cfg.Project.WorktreeDir
 	}
-	path := filepath.Join(base, dir, req.Name)
-	if !filepath.IsAbs(dir) {
-		path = filepath.Clean(filepath.Join(base, dir, req.Name))
-	}
+	path := filepath.Join(base, dir, req.Name) // worktree_dir is relative to the main worktree
 	if _, err := os.Stat(path); err == nil {
 		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
 	}
@@ -471,10 +468,7 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		}
 		common = repo.CommonDir
 	}
-	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}}
-	for _, s := range d.servers.Status() {
-		out.Servers = append(out.Servers, api.Server(s))
-	}
+	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}, Servers: d.servers.Status()}
 	for _, rec := range recs {
 		if common != "" && rec.CommonDir != common {
 			continue

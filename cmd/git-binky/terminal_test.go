@@ -134,8 +134,13 @@ func TestEnvRendering(t *testing.T) {
 	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{
 		"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\nurl = \"api\"\n",
 	})
+	var home *world.Home // one home for both: a world belongs to the home that made it
 	for _, tty := range []bool{false, true} {
 		app, out, errw := testApp(t, repo, tty)
+		if home == nil {
+			home = app.home
+		}
+		app.home = home
 		cmd := &cobra.Command{}
 		cmd.SetContext(context.Background())
 		if err := runEnv(cmd, app, envOptions{}); err != nil {
