@@ -42,8 +42,8 @@ const (
 // one place that does. Staying in a state is always allowed.
 var transitions = map[State][]State{
 	"":               {StateNew},
-	StateNew:         {StateProvisioned, StateStarting, StateUntrusted, StateRemoved},
-	StateProvisioned: {StateStarting, StateUntrusted, StateRemoved},
+	StateNew:         {StateProvisioned, StateStarting, StateStopped, StateUntrusted, StateRemoved},
+	StateProvisioned: {StateStarting, StateStopped, StateUntrusted, StateRemoved},
 	StateStarting:    {StateRunning, StateStopped, StateFailed, StateUntrusted, StateRemoved},
 	StateRunning:     {StateStarting, StateStopped, StateSuspended, StateFailed, StateUntrusted, StateRemoved},
 	StateSuspended:   {StateRunning, StateStarting, StateStopped, StateFailed, StateRemoved},

@@ -177,7 +177,7 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		if err := w.Home.checkOwner(w.Worktree.AdminDir, w.ID, w.Name); err != nil {
 			return nil, err
 		}
-		rec = &Record{ID: w.ID, State: "new", Ports: map[string]int{}}
+		rec = &Record{ID: w.ID, State: StateNew, Ports: map[string]int{}}
 		dirty = true
 	case err != nil:
 		return nil, err

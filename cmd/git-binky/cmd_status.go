@@ -63,7 +63,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			project = w.Project
 			fmt.Fprintln(out, st.bold(project))
 		}
-		state := w.State
+		state := string(w.State)
 		if w.Missing {
 			state += ", worktree missing"
 		}

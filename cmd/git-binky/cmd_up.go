@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
 )
 
 type upOptions struct {
@@ -65,7 +66,7 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	tty := app.IsStderrTTY()
 	onEvent := func(e api.Event) {
 		switch {
-		case e.State == "queued":
+		case e.State == string(world.StateQueued):
 			// Waiting is always worth saying, terminal or not.
 			fmt.Fprintln(app.Err, "  ⏳ "+e.Message)
 		case tty:
