@@ -7,6 +7,8 @@ package api
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 // Ops the daemon answers.
@@ -189,7 +191,7 @@ type World struct {
 	Worktree string         `json:"worktree"`
 	Path     string         `json:"path"`
 	Branch   string         `json:"branch,omitempty"`
-	State    string         `json:"state"`
+	State    world.State    `json:"state"`
 	Missing  bool           `json:"missing,omitempty"` // the worktree folder is gone
 	Ports    map[string]int `json:"ports"`
 	Services []Service      `json:"services"`

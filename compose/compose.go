@@ -16,8 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -98,12 +100,12 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 	}
 	c := newConverter(s)
 	out := c.render()
-	res = Result{Source: path, Files: s.files, TOML: out, Secrets: sortedSet(c.secrets), Mapped: c.mapped, Guessed: c.guessed, Left: c.left,
+	res = Result{Source: path, Files: s.files, TOML: out, Secrets: slices.Sorted(maps.Keys(c.secrets)), Mapped: c.mapped, Guessed: c.guessed, Left: c.left,
 		Services: map[string]string{}}
 	for _, sv := range c.services {
 		res.Services[sv.compose] = sv.name
 	}
-	for _, n := range sortedSet(c.refs) {
+	for _, n := range slices.Sorted(maps.Keys(c.refs)) {
 		if _, ok := dotenv[n]; !ok {
 			res.SetEnv = append(res.SetEnv, n)
 		}

@@ -1,10 +1,10 @@
 package compose
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +108,7 @@ func newConverter(s *source) *converter {
 	}
 	c.discoverPorts()
 	for _, sv := range c.services {
-		for _, d := range sortedKeys(sv.cfg.DependsOn) {
+		for _, d := range slices.Sorted(maps.Keys(sv.cfg.DependsOn)) {
 			if t := c.byCompose[d]; t != nil {
 				sv.deps = append(sv.deps, d)
 				if t.kind != nil {
@@ -134,7 +134,7 @@ func hostsOf(sv *service) []string {
 	if sv.cfg.Hostname != "" {
 		hs = append(hs, strings.ToLower(sv.cfg.Hostname))
 	}
-	for _, n := range sortedKeys(sv.cfg.Networks) {
+	for _, n := range slices.Sorted(maps.Keys(sv.cfg.Networks)) {
 		if nc := sv.cfg.Networks[n]; nc != nil {
 			for _, a := range nc.Aliases {
 				hs = append(hs, strings.ToLower(a))
@@ -166,30 +166,14 @@ func cut(s string, n int) string {
 	return strings.TrimRight(s[:n], "-")
 }
 
-// label makes a name fit binky's: lowercase letters, digits and '-', at
-// most 63 bytes (a DNS label), with a hash when cut.
+// label makes a name fit binky's: world.DNSLabel (lowercase letters,
+// digits and '-', at most 63 bytes, a hash when cut), and "app" for a name
+// with no letter or digit at all.
 func label(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	for strings.Contains(out, "--") {
-		out = strings.ReplaceAll(out, "--", "-")
-	}
-	if out == "" {
+	if !strings.ContainsFunc(strings.ToLower(s), func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' }) {
 		return "app"
 	}
-	if len(out) > 63 {
-		sum := sha256.Sum256([]byte(s))
-		out = cut(out, 54) + "-" + hex.EncodeToString(sum[:4])
-	}
-	return out
+	return world.DNSLabel(s)
 }
 
 // readPorts collects every container port the service publishes or
@@ -361,7 +345,7 @@ func (c *converter) convertService(sv *service) {
 		c.guess(sv, "compose ran it in the container folder "+commentText(w)+"; binky runs it in the worktree (or cwd)")
 	}
 	var dropped []string
-	for _, k := range sortedKeys(sv.raw) {
+	for _, k := range slices.Sorted(maps.Keys(sv.raw)) {
 		if handled[k] || strings.HasPrefix(k, "x-") || k == "working_dir" {
 			continue
 		}
@@ -420,7 +404,7 @@ func (c *converter) convertSlice(sv *service) {
 		c.note(sv, "no admin_url: binky runs one shared server for the machine; set admin_url = \"${env.NAME}\" to use yours")
 	}
 	var replaced []string
-	for _, key := range sortedKeys(sv.raw) {
+	for _, key := range slices.Sorted(maps.Keys(sv.raw)) {
 		if key != "image" && !strings.HasPrefix(key, "x-") && !(key == "networks" && onlyDefaultNetwork(sv.raw[key])) {
 			replaced = append(replaced, key)
 		}
@@ -429,7 +413,7 @@ func (c *converter) convertSlice(sv *service) {
 		c.note(sv, "the slice has its own address, user and password, so the container's "+strings.Join(replaced, ", ")+" are not needed")
 	}
 	if env := sv.rawEnv(); len(env) > 0 {
-		c.note(sv, "its environment ("+strings.Join(sortedKeys(env), ", ")+") configured the container; dependents now read this slice's fields")
+		c.note(sv, "its environment ("+strings.Join(slices.Sorted(maps.Keys(env)), ", ")+") configured the container; dependents now read this slice's fields")
 	}
 	c.mapped = append(c.mapped, fmt.Sprintf("%s: a %s slice (was the %s container)", sv.name, k.Name, commentText(sv.image)))
 }
@@ -614,7 +598,7 @@ func (c *converter) render() string {
 	if len(top) > 0 {
 		fmt.Fprintf(&b, "# not carried (containers only): the top-level %s\n", strings.Join(top, ", "))
 	}
-	for _, name := range sortedKeys(p.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(p.Secrets)) {
 		used := false
 		for _, sv := range c.services {
 			for _, s := range sv.cfg.Secrets {
@@ -661,17 +645,17 @@ func (c *converter) render() string {
 		groups["default"] = append(groups["default"], plain...)
 		b.WriteString("\n# compose profiles: `git binky up --group NAME` starts one (with what it depends on);\n")
 		b.WriteString("# a plain `git binky up` starts the default group: the services compose starts with no profile.\n[groups]\n")
-		for _, g := range sortedKeys(groups) {
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
 			fmt.Fprintf(&b, "%s = %s\n", tomlKey(g), tomlList(dedupe(groups[g])))
 		}
-		c.mapped = append(c.mapped, fmt.Sprintf("profiles became groups (%s); the default group is what a plain up starts", strings.Join(sortedKeys(groups), ", ")))
+		c.mapped = append(c.mapped, fmt.Sprintf("profiles became groups (%s); the default group is what a plain up starts", strings.Join(slices.Sorted(maps.Keys(groups)), ", ")))
 	}
 	if len(c.secrets) > 0 {
 		b.WriteString("\n# Credentials kept out of this file, each written ${env.NAME}: set them in your environment\n")
-		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", strings.Join(sortedSet(c.secrets), ", "))
+		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", strings.Join(slices.Sorted(maps.Keys(c.secrets)), ", "))
 	}
 	var unset []string
-	for _, n := range sortedSet(c.refs) {
+	for _, n := range slices.Sorted(maps.Keys(c.refs)) {
 		if _, ok := c.src.dotenv[n]; !ok {
 			unset = append(unset, n)
 		}
@@ -716,17 +700,6 @@ func shellJoin(args []string) string {
 	}
 	return strings.Join(out, " ")
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func sortedSet(m map[string]bool) []string { return sortedKeys(m) }
 
 // discoverPorts gives a service the ports other services reach it on:
 // containers talk on ports they never publish (memcached:11211), and on

@@ -2,11 +2,13 @@ package compose
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +96,7 @@ func kindPrefixes(k *adapters.Kind) []string {
 func (c *converter) convertEnv(sv *service) {
 	raw := sv.rawEnv()
 	vals := map[string]string{}
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		if v == nil {
 			// KEY alone: compose passes the caller's value through.
@@ -107,7 +109,7 @@ func (c *converter) convertEnv(sv *service) {
 	// First the variables whose value names a slice (a URL, host:port or
 	// host): they fix which prefix addresses which slice, so
 	// WORDPRESS_DB_HOST: db makes WORDPRESS_DB_USER db's user.
-	for _, k := range sortedKeys(vals) {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		if t, _ := c.sliceRef(k, vals[k]); t != nil {
 			if p, f, ok := splitField(k, t.kind.Fields); ok && (f == "host" || f == "url" || f == "port") {
 				sv.prefixes[p] = t
@@ -141,7 +143,7 @@ func (c *converter) convertEnv(sv *service) {
 	}
 	wired := map[*service]map[string]bool{}
 	var invalid []string
-	for _, k := range sortedKeys(vals) {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		if !validEnvName(k) {
 			invalid = append(invalid, k)
 			continue
@@ -154,7 +156,7 @@ func (c *converter) convertEnv(sv *service) {
 	// never copied; what does is written here, overriding the file.
 	for _, f := range sv.cfg.EnvFiles {
 		file := envFileVars(filepath.Join(c.src.dir, f.Path))
-		for _, k := range sortedKeys(file) {
+		for _, k := range slices.Sorted(maps.Keys(file)) {
 			if t, _ := c.sliceRef(k, file[k]); t != nil {
 				if p, fl, ok := splitField(k, t.kind.Fields); ok && (fl == "host" || fl == "url" || fl == "port") {
 					sv.prefixes[p] = t
@@ -164,7 +166,7 @@ func (c *converter) convertEnv(sv *service) {
 				}
 			}
 		}
-		for _, k := range sortedKeys(file) {
+		for _, k := range slices.Sorted(maps.Keys(file)) {
 			if _, ok := vals[k]; ok || !validEnvName(k) {
 				continue
 			}
@@ -426,7 +428,7 @@ func (c *converter) sliceField(sv *service, key, val string, raw map[string]any)
 		}
 	}
 	up := strings.ToUpper(key)
-	for _, p := range sortedKeys(sv.prefixes) {
+	for _, p := range slices.Sorted(maps.Keys(sv.prefixes)) {
 		t := sv.prefixes[p]
 		if rest, ok := strings.CutPrefix(up, p); ok {
 			if f, ok := exactField(rest, t.kind.Fields); ok {
@@ -701,7 +703,7 @@ func (c *converter) secretName(lit, fallback string) string {
 	search:
 		for _, t := range c.services {
 			env := t.rawEnv()
-			for _, k := range sortedKeys(env) {
+			for _, k := range slices.Sorted(maps.Keys(env)) {
 				if env[k] != nil && world.SecretKey(k) && c.src.written(k, env[k]) == lit {
 					name = k
 					break search
@@ -819,7 +821,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 	if key != "" {
 		return v // an environment value: its own name decides (secretValue)
 	}
-	for _, lit := range sortedKeys(c.secretVal) {
+	for _, lit := range slices.Sorted(maps.Keys(c.secretVal)) {
 		if len(lit) >= 6 && strings.Contains(v, lit) {
 			word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(lit) + `($|[^A-Za-z0-9_])`)
 			v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")

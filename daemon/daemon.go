@@ -73,8 +73,8 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 		adopted: make(chan struct{})}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
-	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, "suspended") }
-	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, "running") }
+	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, world.StateSuspended) }
+	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, world.StateRunning) }
 	return d
 }
 
@@ -317,7 +317,7 @@ func (d *Daemon) settings() world.Settings {
 }
 
 // signalWorld suspends or resumes a world's process groups and records it.
-func (d *Daemon) signalWorld(id string, sig syscall.Signal, state string) error {
+func (d *Daemon) signalWorld(id string, sig syscall.Signal, state world.State) error {
 	d.mu.Lock()
 	r := d.worlds[id]
 	d.mu.Unlock()

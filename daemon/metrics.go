@@ -19,7 +19,7 @@ func (d *Daemon) Metrics(ctx context.Context) (api.Metrics, error) {
 	}
 	m := api.Metrics{Schema: 1, WorldsByState: map[string]int{}, ServicesByState: map[string]int{}, SlicesByAdapter: map[string]int{}}
 	for _, w := range st.Worlds {
-		m.WorldsByState[w.State]++
+		m.WorldsByState[string(w.State)]++
 		for _, s := range w.Services {
 			m.ServicesByState[s.State]++
 			m.Restarts += s.Restarts

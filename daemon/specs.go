@@ -42,7 +42,7 @@ func serviceNames(cfg *world.Config, group string) ([]string, error) {
 }
 
 // buildSpecs turns the world's services into supervisor specs; each
-// process gets world.ProcessEnv.
+// process gets world.ProcessEnvFor, over coordinates worked out once.
 func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []string) ([]supervisor.Spec, error) {
 	cfg := w.Config
 	coords := w.Coordinates(rec)
@@ -53,7 +53,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 	var specs []supervisor.Spec
 	for _, name := range names {
 		s := cfg.Services[name]
-		env, err := w.ProcessEnv(rec, callerEnv, name)
+		env, err := w.ProcessEnvFor(coords, rec, callerEnv, name)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", name, err)
 		}

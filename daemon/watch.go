@@ -269,7 +269,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	}
 	if !d.home.Trusted(world.TrustHash(w.Config.Source)) {
 		_, _ = w.Update(ctx, func(r *world.Record) error {
-			r.State, r.Reason = StateUntrusted, untrustedReason(w)
+			r.State, r.Reason = world.StateUntrusted, untrustedReason(w)
 			return nil
 		})
 		d.log.Info("not starting a world whose binky.toml is not trusted", "worktree", wt.Path)
@@ -277,8 +277,8 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	}
 	if mode == "provision" || wt.NoCheckout {
 		rec, err := w.Update(ctx, func(r *world.Record) error {
-			if r.State == "new" || r.State == StateUntrusted {
-				r.State = "provisioned"
+			if r.State == world.StateNew || r.State == world.StateUntrusted {
+				r.State = world.StateProvisioned
 			}
 			return nil
 		})
@@ -295,10 +295,6 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
 }
-
-// StateUntrusted is the state of a world whose config is not approved: it
-// is not started, and services it already runs keep the approved config.
-const StateUntrusted = "untrusted"
 
 func untrustedReason(w *world.World) string {
 	return fmt.Sprintf("%s is not approved on this machine: 'git binky up' in the worktree approves it and starts the world", w.Config.Path)
@@ -393,12 +389,12 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 			// The running services keep the approved config (a crash
 			// restart runs it); status says the worktree's file is not it.
 			if d.running(w.ID) {
-				d.setState(w.ID, StateUntrusted, fmt.Sprintf("%s changed (checkout) and is not approved: the services keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path))
+				d.setState(w.ID, world.StateUntrusted, fmt.Sprintf("%s changed (checkout) and is not approved: the services keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path))
 			}
 			return
 		}
-		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == StateUntrusted && d.running(w.ID) {
-			d.setState(w.ID, "running", "") // back on an approved file
+		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == world.StateUntrusted && d.running(w.ID) {
+			d.setState(w.ID, world.StateRunning, "") // back on an approved file
 		}
 		if !w.Config.Project.ReloadOnCheckout {
 			return

@@ -91,10 +91,7 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	if cfg, err := world.LoadConfig(filepath.Join(base, world.ConfigFile)); err == nil {
 		dir = cfg.Project.WorktreeDir
 	}
-	path := filepath.Join(base, dir, req.Name)
-	if !filepath.IsAbs(dir) {
-		path = filepath.Clean(filepath.Join(base, dir, req.Name))
-	}
+	path := filepath.Join(base, dir, req.Name) // worktree_dir is relative to the main worktree
 	if _, err := os.Stat(path); err == nil {
 		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
 	}
@@ -172,7 +169,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	approved := world.TrustHash(w.Config.Source)
 	if !d.home.Trusted(approved) {
 		msg := untrustedReason(w)
-		d.setState(w.ID, StateUntrusted, msg)
+		d.setState(w.ID, world.StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}
 	if err := unsetEnv(w, names, env); err != nil {
@@ -186,10 +183,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group) {
 		emit(api.Event{World: w.Name, Message: "already up"})
-		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == StateUntrusted {
+		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == world.StateUntrusted {
 			// The user approved the current file; what runs is still the
 			// config approved before, until a reload.
-			d.setState(w.ID, "running", "")
+			d.setState(w.ID, world.StateRunning, "")
 		}
 		return d.describe(w.ID, r)
 	}
@@ -202,7 +199,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 	}
 	if err := d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
-		emit(api.Event{World: w.Name, State: "queued", Message: q.String(w.Name)})
+		emit(api.Event{World: w.Name, State: string(world.StateQueued), Message: q.String(w.Name)})
 	}); err != nil {
 		return api.World{}, err
 	}
@@ -213,7 +210,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 	}()
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
-		rec.State, rec.Reason = "starting", ""
+		rec.State, rec.Reason = world.StateStarting, ""
 		// What starts now is what restarts later, even after a daemon
 		// restart: this config, approved above.
 		rec.Approved = approved
@@ -224,7 +221,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	failPoint(exitAtUpStarting)
 	if err := checkPortsFree(rec, names, w.Config); err != nil {
-		d.setState(w.ID, "stopped", err.Error())
+		d.setState(w.ID, world.StateStopped, err.Error())
 		return api.World{}, err
 	}
 	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
@@ -232,18 +229,18 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		if ctx.Err() != nil {
 			reason = "up was cancelled while its slices were provisioned (the client went away): run 'git binky up' again"
 		}
-		d.setState(w.ID, "failed", reason)
+		d.setState(w.ID, world.StateFailed, reason)
 		return api.World{}, fmt.Errorf("up %s: %w", w.Name, err)
 	}
 	failPoint(exitAtUpSlices)
 	specs, err := buildSpecs(w, rec, names, env)
 	if err != nil {
-		d.setState(w.ID, "stopped", err.Error())
+		d.setState(w.ID, world.StateStopped, err.Error())
 		return api.World{}, err
 	}
 	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
 	if err != nil {
-		d.setState(w.ID, "failed", err.Error())
+		d.setState(w.ID, world.StateFailed, err.Error())
 		return api.World{}, err
 	}
 	events, unsubscribe := g.Subscribe()
@@ -267,14 +264,14 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	if err != nil {
 		g.Close()
-		d.setState(w.ID, "failed", err.Error())
+		d.setState(w.ID, world.StateFailed, err.Error())
 		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
 	failPoint(exitAtUpServices)
 	r.group, r.names, r.env = g, names, env
 	admitted = true
-	d.setState(w.ID, "running", "")
+	d.setState(w.ID, world.StateRunning, "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
 }
@@ -361,10 +358,15 @@ func toStatus(name string, s *world.ServiceState) supervisor.Status {
 		Restarts: s.Restarts, ExitCode: s.ExitCode, Started: s.Started, Message: s.Message}
 }
 
-func (d *Daemon) setState(id, state, msg string) {
+func (d *Daemon) setState(id string, state world.State, msg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
+		if !r.State.CanBecome(state) {
+			// Logged, not refused: the table (world/state.go) is what the
+			// daemon means to do, and a surprise here is a bug to see.
+			d.log.Warn("world state transition not in world's table", "world", id, "from", r.State, "to", state)
+		}
 		r.State, r.Reason = state, msg
 		return nil
 	})
@@ -391,7 +393,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err
 	}
-	d.setState(w.ID, "stopped", "")
+	d.setState(w.ID, world.StateStopped, "")
 	desc, err := d.describe(w.ID, r)
 	if warning != "" {
 		desc.Message = warning
@@ -501,7 +503,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	d.mu.Lock()
 	delete(d.worlds, w.ID)
 	d.mu.Unlock()
-	desc.State, desc.Message = "removed", warning
+	desc.State, desc.Message = world.StateRemoved, warning
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)
 	return desc, nil
 }
@@ -545,10 +547,7 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		}
 		common = repo.CommonDir
 	}
-	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}}
-	for _, s := range d.servers.Status() {
-		out.Servers = append(out.Servers, api.Server(s))
-	}
+	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}, Servers: d.servers.Status()}
 	for _, rec := range recs {
 		if common != "" && rec.CommonDir != common {
 			continue
@@ -655,7 +654,7 @@ func (d *Daemon) adoptAll(ctx context.Context) {
 }
 
 func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
-	if rec.State == "starting" {
+	if rec.State == world.StateStarting {
 		// Adoption runs before any request is served, so no up of this
 		// daemon is in flight: the daemon that was starting this world
 		// died during its up. Finish it as a failed up would: nothing left
@@ -708,9 +707,9 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	d.admission.Admit(rec.ID)
 	switch {
 	case untrusted != "":
-		d.setState(rec.ID, StateUntrusted, untrusted)
-	case rec.State == StateUntrusted:
-		d.setState(rec.ID, "running", "") // its file is approved again
+		d.setState(rec.ID, world.StateUntrusted, untrusted)
+	case rec.State == world.StateUntrusted:
+		d.setState(rec.ID, world.StateRunning, "") // its file is approved again
 	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }
@@ -731,7 +730,7 @@ func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 			}
 			s.PID, s.PGID, s.StartTick = 0, 0, 0
 		}
-		r.State, r.Reason = "failed", reason
+		r.State, r.Reason = world.StateFailed, reason
 		return nil
 	})
 	d.log.Warn("an up was cut off by the daemon's death; world failed", "world", rec.Worktree, "project", rec.Project)

@@ -3,7 +3,10 @@
 // runs hooks from (core.hooksPath honoured), keeping whatever else the file
 // holds and how it behaves, and removes only that block. Where git runs
 // hooks defined in config (hook.<name>.command), it uses that instead, so no
-// file is touched at all.
+// file is touched at all. A block an earlier binky wrote is upgraded in
+// place. It also holds what the hook commands do beyond the file: the
+// install sequence (Setup, Teardown) and the post-checkout entry point
+// (PostCheckout), so the commands in cmd/git-binky only parse and print.
 package hooks
 
 import (
@@ -43,7 +46,9 @@ var ErrNotShell = errors.New("the existing hook is not a shell script")
 type Result struct {
 	Path    string // the hook file, or "config" for a config-defined hook
 	Changed bool
-	Method  string // "config" or "file"
+	// Upgraded is set when a stale binky hook was replaced by the current one.
+	Upgraded bool
+	Method   string // "config" or "file"
 }
 
 // Install adds binky's post-checkout hook for the repository around dir.
@@ -70,7 +75,7 @@ func Install(ctx context.Context, dir string) (Result, error) {
 		return res, fmt.Errorf("read %s: %w", path, err)
 	}
 	if bytes.Contains(old, []byte(beginMarker)) {
-		return res, nil
+		return upgrade(path, old, res)
 	}
 	if !isShell(old) {
 		return res, fmt.Errorf("%s: %w, so binky leaves it alone: add this line to it by hand:\n  git-binky hook post-checkout \"$@\" || true", path, ErrNotShell)
@@ -134,9 +139,47 @@ func Uninstall(ctx context.Context, dir string) (Result, error) {
 	}
 	res.Changed = true
 	if strings.TrimSpace(string(out)) == "#!/bin/sh" {
-		return res, os.Remove(path) // only what binky wrote was there
+		err := os.Remove(path) // only what binky wrote was there
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		return res, err
 	}
-	fi, _ := os.Stat(path)
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Removed under us since it was read: binky's block went with it,
+		// and what else it held is not for binky to bring back.
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("uninstall: %w", err)
+	}
+	return res, writeHook(path, out, fi.Mode().Perm())
+}
+
+// upgrade replaces a stale binky block (one an earlier binky wrote) with the
+// current one, in place, leaving every other byte of the hook as it is.
+// Everything between binky's markers is binky's, so any earlier body is
+// recognised by them (git-lfs keeps a list of its old hook bodies instead).
+func upgrade(path string, old []byte, res Result) (Result, error) {
+	start := bytes.Index(old, []byte(beginMarker))
+	rel := bytes.Index(old[start:], []byte(endMarker))
+	if rel < 0 {
+		return res, fmt.Errorf("%s has git-binky's begin marker but no end marker (%q): fix or delete the block by hand, then install again", path, endMarker)
+	}
+	end := start + rel + len(endMarker)
+	if end < len(old) && old[end] == '\n' {
+		end++
+	}
+	if string(old[start:end]) == block() {
+		return res, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return res, fmt.Errorf("upgrade %s: %w", path, err)
+	}
+	out := append(append(append([]byte{}, old[:start]...), block()...), old[end:]...)
+	res.Changed, res.Upgraded = true, true
 	return res, writeHook(path, out, fi.Mode().Perm())
 }
 
@@ -218,9 +261,11 @@ func writeHook(path string, b []byte, mode os.FileMode) error {
 
 func installConfig(ctx context.Context, dir string) (Result, error) {
 	res := Result{Path: "config", Method: "config"}
-	if cur, err := gitx.Git(ctx, dir, "config", "--local", "--get", "hook."+configName+".command"); err == nil && cur == Line {
+	cur, err := gitx.Git(ctx, dir, "config", "--local", "--get", "hook."+configName+".command")
+	if err == nil && cur == Line {
 		return res, nil
 	}
+	res.Upgraded = err == nil // an earlier binky's command, rewritten below
 	for _, kv := range [][2]string{{"hook." + configName + ".command", Line}, {"hook." + configName + ".event", "post-checkout"}} {
 		if _, err := gitx.Git(ctx, dir, "config", "--local", "--replace-all", kv[0], kv[1]); err != nil {
 			return res, err

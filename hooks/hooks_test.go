@@ -121,3 +121,79 @@ func TestIsNullRef(t *testing.T) {
 		}
 	}
 }
+
+// A block an earlier binky wrote (here: the first release's line) is
+// replaced by the current one where it stands; the user's lines around it
+// are kept byte for byte, and a second install changes nothing.
+func TestInstallUpgradesAStaleBlock(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	before, after := "#!/bin/sh\necho before\n", "echo after\nexit 0\n"
+	stale := beginMarker + " managed by 'git binky install'\ngit-binky hook post-checkout \"$@\" || true\n" + endMarker + "\n"
+	if err := os.WriteFile(hook, []byte(before+stale+after), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Install(ctx, repo)
+	if err != nil || !res.Changed || !res.Upgraded {
+		t.Fatalf("install over a stale block: %+v %v", res, err)
+	}
+	b, _ := os.ReadFile(hook)
+	if want := before + block() + after; string(b) != want {
+		t.Fatalf("hook after upgrade:\n%q\nwant\n%q", b, want)
+	}
+	if fi, _ := os.Stat(hook); fi.Mode().Perm() != 0o700 {
+		t.Errorf("mode %v, want the hook's own 0700", fi.Mode().Perm())
+	}
+	res, err = Install(ctx, repo)
+	if err != nil || res.Changed || res.Upgraded {
+		t.Errorf("install over the current block: %+v %v", res, err)
+	}
+	// Uninstall still finds the upgraded block and leaves the user's lines.
+	if _, err := Uninstall(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(hook); string(b) != before+after {
+		t.Errorf("after uninstall: %q", b)
+	}
+}
+
+func TestInstallRefusesABlockWithNoEndMarker(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	broken := "#!/bin/sh\n" + beginMarker + "\ngit-binky hook post-checkout \"$@\"\necho mine\n"
+	if err := os.WriteFile(hook, []byte(broken), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(context.Background(), repo); err == nil || !strings.Contains(err.Error(), "no end marker") {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(hook); string(b) != broken {
+		t.Error("a hook binky could not parse was rewritten")
+	}
+}
+
+// The hook file may be deleted (by another tool, or the user) while
+// Uninstall works on it, at any point: Uninstall returns without an error
+// and does not panic (it once stat'ed the file after reading it and used
+// the result unchecked).
+func TestUninstallWhenTheHookVanishes(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	content := []byte("#!/bin/sh\n" + block() + "echo mine\n")
+	for i := 0; i < 100; i++ {
+		if err := os.WriteFile(hook, content, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); os.Remove(hook) }()
+		if _, err := Uninstall(ctx, repo); err != nil {
+			t.Fatalf("uninstall %d: %v", i, err)
+		}
+		<-done
+	}
+}

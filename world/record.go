@@ -39,8 +39,8 @@ type Record struct {
 	Slices []SliceRecord `json:"slices,omitempty"`
 	// Services is the supervised processes' last known state.
 	Services map[string]*ServiceState `json:"services,omitempty"`
-	// State is the world's lifecycle state: "new", "running", "stopped", ...
-	State string `json:"state"`
+	// State is the world's lifecycle state (see State: new, running, ...).
+	State State `json:"state"`
 	// Ownership, labels, approval and the reason for State: see trust.go.
 	Standing
 	Created time.Time `json:"created"`

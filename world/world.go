@@ -180,7 +180,7 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		if err := w.Home.checkOwner(w.Worktree.AdminDir, w.ID, w.Name); err != nil {
 			return nil, err
 		}
-		rec = &Record{ID: w.ID, State: "new", Ports: map[string]int{}}
+		rec = &Record{ID: w.ID, State: StateNew, Ports: map[string]int{}}
 		dirty = true
 	case err != nil:
 		return nil, err
@@ -461,6 +461,13 @@ func SortedEnv(env map[string]string) []string {
 // the service's own env, later ones winning. service "" is for commands
 // that belong to no service (verify checks, migrations).
 func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[string]string, error) {
+	return w.ProcessEnvFor(w.Coordinates(rec), rec, base, service)
+}
+
+// ProcessEnvFor is ProcessEnv with the world's coordinates already worked
+// out (coords is w.Coordinates(rec)), for callers that build the env of
+// every service at once: the coordinates are the same for all of them.
+func (w *World) ProcessEnvFor(coords Coordinates, rec *Record, base []string, service string) (map[string]string, error) {
 	env := make(map[string]string, len(base)+32)
 	for _, kv := range base {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -488,7 +495,6 @@ func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[stri
 			env[k] = v
 		}
 	}
-	coords := w.Coordinates(rec)
 	for k, v := range coords.Env {
 		env[k] = v
 	}

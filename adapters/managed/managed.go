@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -55,15 +56,6 @@ func Kinds() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Server is a managed server as status and doctor show it.
-type Server struct {
-	Kind    string `json:"kind"`
-	Port    int    `json:"port,omitempty"`
-	Running bool   `json:"running"`
-	Dir     string `json:"dir"`
-	Message string `json:"message,omitempty"`
 }
 
 // Servers starts and finds the managed servers of one BINKY_HOME.
@@ -109,15 +101,16 @@ func (m *Servers) AdminURL(ctx context.Context, kind string) (string, error) {
 	return start(ctx, m, m.dir(kind))
 }
 
-// Status describes every managed server that exists.
-func (m *Servers) Status() []Server {
-	var out []Server
+// Status describes every managed server that exists, as status and doctor
+// show it.
+func (m *Servers) Status() []api.Server {
+	var out []api.Server
 	for _, kind := range Kinds() {
 		d := m.dir(kind)
 		if _, err := os.Stat(d); err != nil {
 			continue
 		}
-		s := Server{Kind: kind, Dir: d}
+		s := api.Server{Kind: kind, Dir: d}
 		s.Port, _ = readPort(d)
 		s.Running = s.Port != 0 && listening(s.Port)
 		if !s.Running {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -90,16 +91,16 @@ func (m *Servers) Stop(ctx context.Context, kind string) error {
 
 // Start starts the shared server of kind (a no-op when it runs) and
 // returns its status.
-func (m *Servers) Start(ctx context.Context, kind string) (Server, error) {
+func (m *Servers) Start(ctx context.Context, kind string) (api.Server, error) {
 	if _, err := m.AdminURL(ctx, kind); err != nil {
-		return Server{}, err
+		return api.Server{}, err
 	}
 	for _, s := range m.Status() {
 		if s.Kind == kind {
 			return s, nil
 		}
 	}
-	return Server{Kind: kind, Dir: m.dir(kind)}, nil
+	return api.Server{Kind: kind, Dir: m.dir(kind)}, nil
 }
 
 func containsAny(s string, names []string) bool {

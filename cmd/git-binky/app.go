@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,11 +12,12 @@ import (
 	"github.com/git-binky/git-binky/world"
 )
 
-// App is what every command shares: the streams and how to find state. It
-// is built once in Main; tests build their own.
+// App is what every command shares: the terminal and how to find state.
+// It is built once in Main; tests build their own.
 type App struct {
-	In       io.Reader
-	Out, Err io.Writer
+	// IOStreams is embedded, so app.Out and app.Err are the terminal's
+	// streams and app.Style() its colours.
+	*IOStreams
 	// Dir is the directory commands act from (the process's cwd).
 	Dir string
 	// home is resolved on first use, so `--version` and `--help` never
@@ -30,7 +30,7 @@ func newApp(in io.Reader, out, errw io.Writer) *App {
 	if err != nil {
 		dir = "."
 	}
-	return &App{In: in, Out: out, Err: errw, Dir: dir}
+	return &App{IOStreams: newIOStreams(in, out, errw, os.LookupEnv), Dir: dir}
 }
 
 // Home is the machine state folder.
@@ -44,30 +44,6 @@ func (a *App) Home() (world.Home, error) {
 	}
 	a.home = &h
 	return h, nil
-}
-
-// IsTTY reports whether w is a terminal; colour and tables are for people.
-func IsTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// Color reports whether output to w may use colour: a TTY, and no NO_COLOR.
-func Color(w io.Writer) bool {
-	if _, set := os.LookupEnv("NO_COLOR"); set {
-		return false
-	}
-	return IsTTY(w) && os.Getenv("TERM") != "dumb"
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // hint turns an error callers can branch on into the next thing to try.

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/client"
-	"github.com/git-binky/git-binky/verify"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -98,70 +95,5 @@ func newCurlCmd(app *App) *cobra.Command {
 	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, "extra header, \"Name: value\" (repeatable)")
 	cmd.Flags().BoolVarP(&opts.Include, "include", "i", false, "print the status line and headers")
 	cmd.Flags().BoolVarP(&opts.Fail, "fail", "f", false, "exit 22 on an HTTP error, printing no body")
-	return cmd
-}
-
-type verifyOptions struct {
-	Name string
-	JSON bool
-}
-
-func newVerifyCmd(app *App) *cobra.Command {
-	var opts verifyOptions
-	cmd := &cobra.Command{
-		Use:   "verify [name]",
-		Short: "Run the project's [agents] verify checks with the world's env; exit 1 on a failure",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Name = args[0]
-			}
-			home, err := app.Home()
-			if err != nil {
-				return err
-			}
-			st := style{Color(app.Out)}
-			tail := &lineEnd{w: app.Out}
-			var out io.Writer = tail
-			if opts.JSON {
-				out = nil
-			}
-			res, err := verify.RunWorld(cmd.Context(), home, app.Dir, opts.Name, osEnviron(), out)
-			if err != nil {
-				return err
-			}
-			if opts.JSON {
-				if err := writeJSON(app.Out, res); err != nil {
-					return err
-				}
-			} else {
-				if tail.open {
-					// A check whose last line had no newline: end it, so the
-					// summary starts on a line of its own.
-					fmt.Fprintln(app.Out)
-				}
-				fmt.Fprintln(app.Out)
-				failed := 0
-				for _, c := range res.Checks {
-					mark := st.wrap("32", "pass")
-					if !c.Passed {
-						mark = st.wrap("31", "FAIL")
-						failed++
-					}
-					fmt.Fprintf(app.Out, "  %s  %s  (%.1fs, exit %d)\n", mark, c.Cmd, c.Seconds, c.ExitCode)
-				}
-				if failed == 0 {
-					fmt.Fprintln(app.Out, st.ok(fmt.Sprintf("verify: %s (%d checks passed)", res.World, len(res.Checks))))
-				} else {
-					fmt.Fprintf(app.Out, "verify: %s: %d of %d checks failed\n", res.World, failed, len(res.Checks))
-				}
-			}
-			if !res.Passed {
-				return exitError{1}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON (output captured, not streamed)")
 	return cmd
 }

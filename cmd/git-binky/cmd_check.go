@@ -52,7 +52,7 @@ func runCheck(app *App, opts checkOptions) error {
 		if diags == nil {
 			diags = []world.Diagnostic{}
 		}
-		if err := writeJSON(app.Out, map[string]any{"file": file, "ok": errs == 0, "diagnostics": diags}); err != nil {
+		if err := app.WriteJSON(map[string]any{"file": file, "ok": errs == 0, "diagnostics": diags}); err != nil {
 			return err
 		}
 	} else {

@@ -36,7 +36,7 @@ func newDaemonCmd(app *App) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.Out, h)
+				return app.WriteJSON(h)
 			}
 			fmt.Fprintf(app.Out, "daemon: running, pid %d, version %s, since %s, %d worlds held\n", h.PID, h.Version, h.Started.Local().Format("2006-01-02 15:04:05"), h.Worlds)
 			for _, p := range h.Problems {

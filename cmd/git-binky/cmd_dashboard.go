@@ -22,12 +22,12 @@ func newDashboardCmd(app *App) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			tty := IsTTY(app.Out)
+			tty := app.IsStdoutTTY()
 			if tty {
 				fmt.Fprint(app.Out, "\033[?1049h\033[?25l") // alternate screen, no cursor
 				defer fmt.Fprint(app.Out, "\033[?25h\033[?1049l")
 			}
-			st := style{Color(app.Out)}
+			st := app.Style()
 			for {
 				s, err := c.Status(ctx, app.Dir, false)
 				if err != nil {

@@ -29,11 +29,11 @@ func newDoctorCmd(app *App) *cobra.Command {
 				}
 			}
 			if asJSON {
-				if err := writeJSON(app.Out, map[string]any{"ok": problems == 0, "findings": findings}); err != nil {
+				if err := app.WriteJSON(map[string]any{"ok": problems == 0, "findings": findings}); err != nil {
 					return err
 				}
 			} else {
-				st := style{Color(app.Out)}
+				st := app.Style()
 				tw := tabwriter.NewWriter(app.Out, 0, 2, 2, ' ', 0)
 				for _, f := range findings {
 					level := f.Level
@@ -76,7 +76,7 @@ func newMetricsCmd(app *App) *cobra.Command {
 			if err := c.Call(cmd.Context(), api.Request{Op: api.OpMetrics}, nil, &m); err != nil {
 				return err
 			}
-			return writeJSON(app.Out, m)
+			return app.WriteJSON(m)
 		},
 	}
 }

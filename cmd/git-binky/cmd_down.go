@@ -34,9 +34,9 @@ func newDownCmd(app *App) *cobra.Command {
 			}
 			warnBroken(app, w)
 			if opts.JSON {
-				return writeJSON(app.Out, w)
+				return app.WriteJSON(w)
 			}
-			fmt.Fprintln(app.Out, style{Color(app.Out)}.ok("down: "+w.Worktree+" (ports and data kept; 'git binky up' brings it back)"))
+			fmt.Fprintln(app.Out, app.Style().ok("down: "+w.Worktree+" (ports and data kept; 'git binky up' brings it back)"))
 			return nil
 		},
 	}
@@ -67,9 +67,9 @@ The main worktree's folder is never removed, only its world.`,
 			}
 			warnBroken(app, w)
 			if opts.JSON {
-				return writeJSON(app.Out, w)
+				return app.WriteJSON(w)
 			}
-			fmt.Fprintln(app.Out, style{Color(app.Out)}.ok("removed: "+w.Worktree))
+			fmt.Fprintln(app.Out, app.Style().ok("removed: "+w.Worktree))
 			return nil
 		},
 	}

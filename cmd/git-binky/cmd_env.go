@@ -64,10 +64,10 @@ func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
 	warnProxyDown(app)
 	switch {
 	case opts.JSON:
-		return writeJSON(app.Out, envJSON{Schema: 1, Coordinates: c})
+		return app.WriteJSON(envJSON{Schema: 1, Coordinates: c})
 	case opts.Shell:
 		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) })
-	case opts.Dotenv || !IsTTY(app.Out):
+	case opts.Dotenv || !app.IsStdoutTTY():
 		return printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(v) })
 	default:
 		// A person at a terminal sees where things are, not the passwords;

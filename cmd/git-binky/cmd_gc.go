@@ -28,7 +28,7 @@ touched; golden templates are kept.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.Out, res)
+				return app.WriteJSON(res)
 			}
 			for _, e := range res.Errors {
 				fmt.Fprintln(app.Err, "git-binky: gc:", e)

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -50,15 +51,16 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
+	// The same reading as the MCP logs tool: the last lines of each log.
+	logs, err := w.Logs(opts.Service, opts.Lines, -1)
+	if err != nil {
+		return usageError{err}
+	}
 	paths, err := w.LogPaths(opts.Service)
 	if err != nil {
 		return usageError{err}
 	}
-	services := make([]string, 0, len(paths))
-	for s := range paths {
-		services = append(services, s)
-	}
-	sort.Strings(services)
+	services := slices.Sorted(maps.Keys(paths))
 	prefix := len(services) > 1
 	var mu sync.Mutex
 	print := func(svc, line string) {
@@ -72,11 +74,10 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	}
 	found := false
 	for _, s := range services {
-		path := paths[s]
-		if _, err := os.Stat(path); err == nil {
+		if _, err := os.Stat(paths[s]); err == nil {
 			found = true
 		}
-		for _, line := range logfile.Tail(path, opts.Lines) {
+		for _, line := range logs[s].Lines {
 			print(s, line)
 		}
 	}
@@ -93,7 +94,7 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = logfile.Follow(cmd.Context(), path, logfile.Size(path), func(line string) { print(s, line) })
+			_ = logfile.Follow(cmd.Context(), path, logs[s].Next, func(line string) { print(s, line) })
 		}()
 	}
 	wg.Wait()

@@ -46,7 +46,7 @@ Worlds running on a server you stop lose their connections.
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.Out, res)
+				return app.WriteJSON(res)
 			}
 			if len(res) == 0 {
 				fmt.Fprintln(app.Out, "no shared servers yet: binky starts one when a world's slice needs it")
@@ -97,7 +97,7 @@ cloned from it keep their own copies.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.Out, res)
+				return app.WriteJSON(res)
 			}
 			if req.Action == "drop" {
 				fmt.Fprintf(app.Out, "dropped golden template %s: the next up builds it again\n", req.Name)

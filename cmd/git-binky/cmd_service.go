@@ -38,11 +38,11 @@ func newServiceCmd(app *App) *cobra.Command {
 				return err
 			}
 			if opts.JSON {
-				return writeJSON(app.Out, w)
+				return app.WriteJSON(w)
 			}
 			for _, s := range w.Services {
 				if s.Name == opts.Service {
-					fmt.Fprintln(app.Out, style{Color(app.Out)}.ok(fmt.Sprintf("%s: %s of %s is %s", opts.Action, s.Name, w.Worktree, s.State)))
+					fmt.Fprintln(app.Out, app.Style().ok(fmt.Sprintf("%s: %s of %s is %s", opts.Action, s.Name, w.Worktree, s.State)))
 				}
 			}
 			return nil

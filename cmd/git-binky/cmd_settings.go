@@ -77,7 +77,7 @@ func newConfigCmd(app *App) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.Out, s)
+				return app.WriteJSON(s)
 			}
 			https := "off"
 			if s.HTTPS {

@@ -47,9 +47,9 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 	}
 	warnProxyDown(app)
 	if opts.JSON {
-		return writeJSON(app.Out, s)
+		return app.WriteJSON(s)
 	}
-	renderStatus(app.Out, s, style{Color(app.Out)})
+	renderStatus(app.Out, s, app.Style())
 	return nil
 }
 
@@ -64,7 +64,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			project = w.Project
 			fmt.Fprintln(out, st.bold(project))
 		}
-		state := w.State
+		state := string(w.State)
 		if w.Missing {
 			state += ", worktree missing"
 		}

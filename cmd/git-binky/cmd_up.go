@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
 )
 
 type upOptions struct {
@@ -60,12 +61,12 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	if err != nil {
 		return err
 	}
-	st := style{Color(app.Err)}
+	st := app.ErrStyle()
 	show := progress(app.Err, st)
-	tty := IsTTY(app.Err)
+	tty := app.IsStderrTTY()
 	onEvent := func(e api.Event) {
 		switch {
-		case e.State == "queued":
+		case e.State == string(world.StateQueued):
 			// Waiting is always worth saying, terminal or not.
 			fmt.Fprintln(app.Err, "  ⏳ "+e.Message)
 		case tty:
@@ -83,9 +84,9 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	}
 	warnProxyDown(app)
 	if opts.JSON {
-		return writeJSON(app.Out, w)
+		return app.WriteJSON(w)
 	}
-	out := style{Color(app.Out)}
+	out := app.Style()
 	printServices(app.Out, out, w, "  ")
 	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%d services)", verb, w.Worktree, len(w.Services))))
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
 )
 
 // style colours text for a terminal; it is the identity when colour is off.
@@ -21,13 +22,16 @@ func (s style) wrap(code, text string) string {
 	return "\033[" + code + "m" + text + "\033[0m"
 }
 
+// state colours a world's state (world.State) or a service's (the
+// supervisor's healthy, unhealthy, crashed...): green for up, yellow for on
+// the way or paused, red for broken.
 func (s style) state(state string) string {
 	switch state {
-	case "healthy", "running":
+	case "healthy", string(world.StateRunning):
 		return s.wrap("32", state)
-	case "starting", "suspended", "new":
+	case string(world.StateStarting), string(world.StateSuspended), string(world.StateNew):
 		return s.wrap("33", state)
-	case "unhealthy", "crashed", "failed":
+	case "unhealthy", "crashed", string(world.StateFailed):
 		return s.wrap("31", state)
 	}
 	return state

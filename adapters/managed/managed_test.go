@@ -1,0 +1,141 @@
+package managed
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/world"
+)
+
+// The starters and the adapter table agree: a kind binky runs itself has a
+// Server row (its binaries, how to install them), and the other way round.
+func TestStartersAreTheTablesServerRows(t *testing.T) {
+	for _, k := range adapters.Kinds {
+		if (k.Server != nil) != Runs(k.Name) {
+			t.Errorf("%s: Server row %v, starter %v", k.Name, k.Server != nil, Runs(k.Name))
+		}
+	}
+	for _, kind := range Kinds() {
+		if k, ok := adapters.Lookup(kind); !ok || k.Name != kind {
+			t.Errorf("starter %q is no row of the adapter table", kind)
+		}
+	}
+}
+
+func TestAKindBinkyCannotRunAsksForAnAdminURL(t *testing.T) {
+	m := New(world.Home{Dir: t.TempDir()})
+	if _, err := m.AdminURL(context.Background(), "nosuch"); err == nil || !strings.Contains(err.Error(), "admin_url") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// A server's password and port are chosen once and kept: the servers
+// outlive daemons, and every world's URL names them.
+func TestSecretAndPortAreChosenOnceAndKept(t *testing.T) {
+	home := world.Home{Dir: t.TempDir()}
+	m := New(home)
+	dir := filepath.Join(home.ServersDir(), "redis")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pw, err := secret(dir)
+	if err != nil || len(pw) != 32 {
+		t.Fatalf("secret %q %v", pw, err)
+	}
+	if again, _ := secret(dir); again != pw {
+		t.Errorf("secret changed: %q then %q", pw, again)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "admin.password")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin.password: %v %v, want 0600", fi, err)
+	}
+	p, err := m.port("redis", dir)
+	if err != nil || p == 0 {
+		t.Fatalf("port %d %v", p, err)
+	}
+	if again, _ := New(home).port("redis", dir); again != p {
+		t.Errorf("port changed: %d then %d", p, again)
+	}
+}
+
+func TestStatusSaysWhichServersListen(t *testing.T) {
+	home := world.Home{Dir: t.TempDir()}
+	m := New(home)
+	if s := m.Status(); len(s) != 0 {
+		t.Errorf("a new home has servers: %+v", s)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for kind, port := range map[string]int{"postgres": l.Addr().(*net.TCPAddr).Port, "redis": 1} {
+		dir := filepath.Join(home.ServersDir(), kind)
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "port"), []byte(strconv.Itoa(port)+"\n"), 0o600)
+	}
+	got := map[string]bool{}
+	for _, s := range m.Status() {
+		got[s.Kind] = s.Running
+		if !s.Running && !strings.Contains(s.Message, "starts again") {
+			t.Errorf("%s stopped with message %q", s.Kind, s.Message)
+		}
+	}
+	if len(got) != 2 || !got["postgres"] || got["redis"] {
+		t.Errorf("status %v, want postgres running and redis stopped", got)
+	}
+}
+
+// The real redis-server, started as binky starts it: on loopback, with a
+// password, found again (not started twice) by a second daemon.
+func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
+	if adapters.FindServerBinary("redis-server") == "" {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server)")
+	}
+	home := world.Home{Dir: t.TempDir()}
+	ctx := context.Background()
+	admin, err := New(home).AdminURL(ctx, "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home.ServersDir(), "redis")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); u.Hostname() != "127.0.0.1" || pw == "" {
+		t.Errorf("admin URL %s: want 127.0.0.1 and a password", adapters.Redact(admin))
+	}
+	// Without the password the server refuses.
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("PING\r\n"))
+	buf := make([]byte, 64)
+	n, _ := c.Read(buf)
+	c.Close()
+	if !strings.HasPrefix(string(buf[:n]), "-NOAUTH") {
+		t.Errorf("PING without a password: %q", buf[:n])
+	}
+	if again, err := New(home).AdminURL(ctx, "redis"); err != nil || again != admin {
+		t.Errorf("second start: %v (same URL: %v)", err, again == admin)
+	}
+	if s := New(home).Status(); len(s) != 1 || !s[0].Running || s[0].Kind != "redis" {
+		t.Errorf("status %+v", s)
+	}
+}

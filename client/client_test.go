@@ -1,0 +1,185 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
+)
+
+// daemonBin is the real binkyd, built once for these tests; otherBin is
+// the same source built with another stamp, so another version.
+var daemonBin, otherBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "binky-client-test")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		daemonBin, otherBin = filepath.Join(dir, "a", DaemonBinary), filepath.Join(dir, "b", DaemonBinary)
+		for bin, stamp := range map[string]string{daemonBin: "clienttest-a", otherBin: "clienttest-b"} {
+			build := exec.Command("go", "build", "-ldflags", "-X github.com/git-binky/git-binky/version.build="+stamp, "-o", bin, "../cmd/binkyd")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build binkyd: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}())
+}
+
+// newHome is a BINKY_HOME of the test's own whose daemon gets a free proxy
+// port, and is stopped when the test ends.
+func newHome(t *testing.T) world.Home {
+	t.Helper()
+	home := world.Home{Dir: t.TempDir()}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if err := os.WriteFile(filepath.Join(home.Dir, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BINKY_DAEMON", daemonBin)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := New(home, "").Shutdown(ctx); err != nil {
+			t.Errorf("stop the test's daemon: %v", err)
+		}
+	})
+	return home
+}
+
+// hello asks the daemon who it is (a question any version answers) and
+// makes c speak as that version from then on.
+func hello(t *testing.T, c *Client) api.Hello {
+	t.Helper()
+	defer func() {
+		if c.Version == "" {
+			t.Fatal("no version learned")
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var h api.Hello
+	if err := c.Call(ctx, api.Request{Op: api.OpHello}, nil, &h); err != nil {
+		t.Fatalf("hello as %s: %v", c.Version, err)
+	}
+	if c.Version == "" {
+		c.Version = h.Version
+	}
+	return h
+}
+
+func TestNoStartNeverStartsADaemon(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	c.NoStart = true
+	if err := c.Call(context.Background(), api.Request{Op: api.OpHello}, nil, nil); !errors.Is(err, ErrNoDaemon) {
+		t.Fatalf("err = %v, want ErrNoDaemon", err)
+	}
+	if c.Running(context.Background()) {
+		t.Error("a daemon runs")
+	}
+}
+
+func TestAMissingDaemonBinarySaysHowToInstallIt(t *testing.T) {
+	home := world.Home{Dir: t.TempDir()}
+	t.Setenv("BINKY_DAEMON", "")
+	t.Setenv("PATH", t.TempDir())
+	err := New(home, "").Call(context.Background(), api.Request{Op: api.OpHello}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), DaemonBinary) || !strings.Contains(err.Error(), "make install") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The first call starts the daemon; later ones reach the same one.
+func TestACallStartsTheDaemonOnDemand(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	h := hello(t, c)
+	if !strings.HasPrefix(h.Version, "0.") || h.PID == 0 || h.Home != home.Dir {
+		t.Errorf("hello %+v", h)
+	}
+	if !c.Running(context.Background()) {
+		t.Error("Running = false after a call")
+	}
+	if again := hello(t, c); again.PID != h.PID {
+		t.Errorf("a second daemon (pid %d, first %d)", again.PID, h.PID)
+	}
+	s, err := c.Status(context.Background(), home.Dir, false)
+	if err != nil || len(s.Worlds) != 0 {
+		t.Errorf("status of a new home: %+v %v", s, err)
+	}
+}
+
+// A client of another version replaces the daemon (as after an upgrade)
+// instead of talking to a daemon that speaks differently.
+func TestADaemonOfAnotherVersionIsReplaced(t *testing.T) {
+	// Learn the other build's version from a daemon of its own.
+	t.Setenv("BINKY_DAEMON", otherBin)
+	scratch := newHome(t)
+	t.Setenv("BINKY_DAEMON", otherBin)
+	newer := hello(t, New(scratch, "")).Version
+
+	home := newHome(t) // BINKY_DAEMON is daemonBin again
+	c := New(home, "")
+	old := hello(t, c)
+	if old.Version == newer {
+		t.Fatalf("both builds are version %s", newer)
+	}
+	t.Setenv("BINKY_DAEMON", otherBin)
+	up := New(home, newer)
+	if _, err := up.Status(context.Background(), home.Dir, false); err != nil {
+		t.Fatalf("status as %s against a %s daemon: %v", newer, old.Version, err)
+	}
+	cur := hello(t, up)
+	if cur.Version != newer || cur.PID == old.PID {
+		t.Errorf("after the newer client's call: %+v (the old daemon was pid %d)", cur, old.PID)
+	}
+	if processAlive(old.PID) {
+		t.Errorf("the old daemon (pid %d) still runs", old.PID)
+	}
+}
+
+func TestShutdownStopsTheDaemonAndIsANoOpWithoutOne(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	ctx := context.Background()
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with no daemon: %v", err)
+	}
+	h := hello(t, c)
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Running(ctx) || processAlive(h.PID) {
+		t.Errorf("daemon pid %d still answers", h.PID)
+	}
+}
+
+func TestACancelledCallReturnsTheContextsError(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	hello(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Call(ctx, api.Request{Op: api.OpStatus}, nil, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}

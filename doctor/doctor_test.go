@@ -1,0 +1,108 @@
+package doctor
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-binky/git-binky/client"
+	"github.com/git-binky/git-binky/gitx/gittest"
+	"github.com/git-binky/git-binky/hooks"
+	"github.com/git-binky/git-binky/world"
+)
+
+// finding returns the first finding of check at level, if any.
+func finding(fs []Finding, check, level string) (Finding, bool) {
+	for _, f := range fs {
+		if f.Check == check && f.Level == level {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+func newClient(t *testing.T) *client.Client {
+	t.Helper()
+	t.Setenv("BINKY_HOOKS", "file")
+	return client.New(world.Home{Dir: t.TempDir()}, "test")
+}
+
+// doctor only reads: with no daemon running it says so, and starts none.
+func TestNoDaemonIsAProblemAndDoctorStartsNone(t *testing.T) {
+	c := newClient(t)
+	fs := Run(context.Background(), c, t.TempDir())
+	f, ok := finding(fs, "daemon", Problem)
+	if !ok || !strings.Contains(f.Detail, "not running") || f.Fix == "" {
+		t.Fatalf("daemon finding %+v in %+v", f, fs)
+	}
+	if c.Running(context.Background()) {
+		t.Error("doctor started a daemon")
+	}
+	if _, ok := finding(fs, "git", OK); !ok {
+		t.Errorf("no git finding: %+v", fs)
+	}
+}
+
+func TestARepositoryWithoutTheHookIsAProblemUntilInstall(t *testing.T) {
+	c := newClient(t)
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
+	ctx := context.Background()
+	fs := Run(ctx, c, repo)
+	for _, check := range []string{"hook", "watcher"} {
+		if f, ok := finding(fs, check, Problem); !ok || f.Fix != "git binky install" {
+			t.Errorf("%s: %+v, want a problem fixed by git binky install", check, f)
+		}
+	}
+	if _, err := hooks.Setup(ctx, c.Home, repo, nil); err != nil {
+		t.Fatal(err)
+	}
+	fs = Run(ctx, c, repo)
+	for _, check := range []string{"hook", "watcher"} {
+		if _, ok := finding(fs, check, OK); !ok {
+			t.Errorf("%s after install: %+v", check, fs)
+		}
+	}
+}
+
+// A world record whose worktree git removed behind binky's back (no
+// watcher) is reported with where to delete it.
+func TestARecordWithoutItsWorktreeIsAProblem(t *testing.T) {
+	c := newClient(t)
+	if err := c.Home.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &world.Record{ID: "gone1", Project: "acme", Worktree: "feat", AdminDir: filepath.Join(t.TempDir(), "no-such-admin-dir")}
+	if err := c.Home.SaveRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := finding(Run(context.Background(), c, t.TempDir()), "records", Problem)
+	if !ok || !strings.Contains(f.Detail, "acme/feat") || !strings.Contains(f.Fix, c.Home.WorldsDir()) {
+		t.Errorf("records finding %+v", f)
+	}
+}
+
+func TestAMissingDaemonBinaryIsAProblem(t *testing.T) {
+	c := newClient(t)
+	t.Setenv("BINKY_DAEMON", "")
+	t.Setenv("PATH", t.TempDir()+":/usr/bin:/bin")
+	if f, ok := finding(Run(context.Background(), c, t.TempDir()), "binkyd", Problem); !ok || !strings.Contains(f.Fix, "make install") {
+		t.Errorf("binkyd finding %+v", f)
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addrs []string
+		want  bool
+	}{
+		{[]string{"127.0.0.1", "::1"}, true},
+		{[]string{"127.0.0.1", "192.168.1.4"}, false},
+		{nil, false},
+		{[]string{"not-an-ip"}, false},
+	} {
+		if got := loopback(tc.addrs); got != tc.want {
+			t.Errorf("loopback(%v) = %v", tc.addrs, got)
+		}
+	}
+}
