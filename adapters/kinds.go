@@ -252,12 +252,11 @@ func FindServerBinary(name string) string {
 	if d := os.Getenv("BINKY_SERVER_BIN"); d != "" {
 		dirs = append(dirs, filepath.SplitList(d)...)
 	}
-	dirs = append(dirs, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/usr/sbin", "/usr/local/sbin",
-		"/opt/homebrew/bin", "/usr/local/bin")
+	dirs = append(dirs, serverBinDirs()...)
 	for _, dir := range dirs {
-		matches, _ := filepath.Glob(filepath.Join(dir, name))
+		matches, _ := filepath.Glob(filepath.Join(dir, name+exeSuffix))
 		for i := len(matches) - 1; i >= 0; i-- { // newest version sorts last
-			if fi, err := os.Stat(matches[i]); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			if fi, err := os.Stat(matches[i]); err == nil && fi.Mode().IsRegular() && executable(fi) {
 				return matches[i]
 			}
 		}

@@ -1,0 +1,48 @@
+//go:build unix
+
+package managed
+
+import (
+	"errors"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// account is the user a server runs as, when it is not the caller.
+type account = syscall.Credential
+
+// runAs is the account servers run as: the caller, unless it is root, which
+// PostgreSQL refuses; then the "postgres" user that the PostgreSQL packages
+// create.
+func runAs() (*account, error) {
+	if os.Getuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("binky runs as root and PostgreSQL refuses to: create a 'postgres' user (the postgresql package does), or run binky as a normal user")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &account{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func chownTree(root string, cred *account) error {
+	if cred == nil {
+		return nil
+	}
+	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
+	})
+}
+
+// detached starts a server in its own session, as cred when it is set.
+func detached(cred *account) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Credential: cred}
+}
