@@ -9,7 +9,7 @@ STATIC  := CGO_ENABLED=0
 # running daemon of any other build.
 LDFLAGS := -X github.com/git-binky/git-binky/version.build=$(shell date +%s)
 
-.PHONY: all build install test bench lint demo fuzz cross clean
+.PHONY: all build install test bench lint demo fuzz cross clean servers ferretdb
 
 all: build
 
@@ -38,6 +38,14 @@ cross:
 		echo "cross: compile every package's tests for $$os"; \
 		GOOS=$$os $(STATIC) $(GO) test -c -o "$$out/" ./... >"$$out/log" 2>&1 || { cat "$$out/log"; exit 1; }; \
 	done
+
+## servers: build the servers binky runs itself that no package provides (FerretDB) into SERVER_BIN, where binky looks
+SERVER_BIN ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/git-binky/bin
+servers: ferretdb
+
+## ferretdb: build FerretDB v1.24.2 (the managed mongodb, on the managed postgres) into SERVER_BIN, once
+ferretdb:
+	./scripts/build-ferretdb.sh "$(SERVER_BIN)"
 
 ## bench: print the performance tables (env latency, ...)
 bench: build

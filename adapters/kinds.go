@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 // Kind is one row of the adapter table: everything binky knows about an
@@ -32,6 +34,9 @@ type Kind struct {
 	// Server is how binky runs the kind's shared server itself when a
 	// service gives no admin_url; nil when it cannot.
 	Server *Server
+	// AdminURL is the form of the kind's admin_url, for messages that ask
+	// for one ("kafka://user:password@host:9092?mechanism=SCRAM-SHA-256").
+	AdminURL string
 	// Images are the compose images the kind replaces, as repository paths
 	// without registry or tag ("postgres", "bitnami/postgresql").
 	Images []string
@@ -130,13 +135,54 @@ var Kinds = []Kind{
 		Tested:   "not tested against a real server here (unit tests of the requests it sends only)",
 		Caveat:   "isolation needs the security API (xpack.security.enabled, or OpenSearch's security plugin); without it every world can reach every index",
 	},
-}
-
-// Caveat returns what check should warn of for a service using the adapter
-// name, or "".
-func Caveat(name string) string {
-	k, _ := Lookup(name)
-	return k.Caveat
+	{
+		Name:     "rabbitmq",
+		Slice:    "a vhost and a user",
+		Fields:   []string{"url", "host", "port", "vhost", "user", "password", "management_url"},
+		Env:      []EnvName{{"AMQP_URL", "url"}, {"RABBITMQ_URL", "url"}},
+		Server:   &Server{Binaries: []string{"rabbitmq-server"}, Install: "apt-get install rabbitmq-server"},
+		AdminURL: "amqp://user:password@host:5672?management=15672",
+		Images:   []string{"rabbitmq", "bitnami/rabbitmq"},
+		Enforced: "a user per world with permissions on its own vhost only and no management tags",
+		Tested:   "RabbitMQ 3.10 (Debian)",
+	},
+	{
+		Name: "kafka", Aliases: []string{"redpanda"},
+		Slice:  "a topic prefix, a SCRAM user and prefixed ACLs",
+		Fields: []string{"url", "brokers", "host", "port", "prefix", "user", "password", "mechanism"},
+		Env:    []EnvName{{"KAFKA_BROKERS", "brokers"}, {"KAFKA_BOOTSTRAP_SERVERS", "brokers"}},
+		// No Kafka or Redpanda package exists for Debian: no managed server.
+		AdminURL: "kafka://user:password@host:9092?mechanism=SCRAM-SHA-256",
+		Images: []string{"bitnami/kafka", "confluentinc/cp-kafka", "confluentinc/confluent-local", "apache/kafka", "apache/kafka-native",
+			"redpandadata/redpanda", "vectorized/redpanda"},
+		Enforced: "prefixed ACLs: a SCRAM user per world may touch only topics, groups and transactional ids under its prefix",
+		Tested:   "kfake (franz-go's in-process broker, SASL/SCRAM and ACLs on), not a real Kafka",
+	},
+	{
+		Name: "mysql", Aliases: []string{"mariadb", "percona"},
+		Slice:  "a database and a user",
+		Fields: []string{"url", "host", "port", "user", "password", "name", "dsn"},
+		Env: []EnvName{{"DATABASE_URL", "url"}, {"MYSQL_URL", "url"}, {"MYSQL_HOST", "host"}, {"MYSQL_PORT", "port"},
+			{"MYSQL_USER", "user"}, {"MYSQL_PASSWORD", "password"}, {"MYSQL_DATABASE", "name"}, {"MYSQL_DSN", "dsn"}},
+		Server: &Server{Binaries: []string{"mariadbd", "mariadb-install-db"}, Install: "apt-get install mariadb-server"},
+		Images: []string{"mysql", "mariadb", "percona", "bitnami/mysql", "bitnami/mariadb", "percona/percona-server",
+			"mysql/mysql-server"},
+		Enforced: "a user per world granted ALL on its database only (no global privilege, no FILE, no GRANT OPTION); marks in a binky schema no world can read",
+		Tested:   "MariaDB 10.11 (Debian); MySQL 8 differences handled in code, not run here",
+	},
+	{
+		Name: "mongodb", Aliases: []string{"mongo", "ferretdb"},
+		Slice:  "a database and a user (on FerretDB: a PostgreSQL role that owns the database's schema)",
+		Fields: []string{"url", "host", "port", "user", "password", "name"},
+		Env:    []EnvName{{"MONGO_URL", "url"}, {"MONGODB_URI", "url"}, {"MONGO_URI", "url"}},
+		Server: &Server{Binaries: []string{"ferretdb", "initdb", "pg_ctl"},
+			Install: "make ferretdb (builds FerretDB v1.24.2 into ~/.cache/git-binky/bin) and apt-get install postgresql"},
+		Images: []string{"mongo", "mongodb/mongodb-community-server", "bitnami/mongodb"},
+		Enforced: "mongod --auth: a user per world with readWrite on its database only; FerretDB 1.x: a PostgreSQL role per world " +
+			"owning its schema (other worlds' database names hidden, their collection names visible)",
+		Caveat: "on FerretDB 1.x (the managed default) other worlds' collection and index names are visible through listCollections; their documents are not",
+		Tested: "FerretDB v1.24.2 on PostgreSQL 15 (Debian); not against a real mongod",
+	},
 }
 
 // Lookup finds the table row for a name or alias.
@@ -213,18 +259,32 @@ func ImageRepo(image string) string {
 // through.
 func ExternalCommand(name string) string { return "binky-adapter-" + name }
 
-// Describe tells `check` whether binky can drive the adapter name, and
-// whether a service using it can leave admin_url out: true for built-in
-// kinds whose server binky can start (the binaries are installed) and for
-// external adapters, which own their configuration.
-func Describe(name string) (known, adminOptional bool) {
+// Info describes an adapter name for `check` on this machine: a built-in
+// kind, whose admin_url may be left out when its server's binaries are
+// installed here; or an external binky-adapter-<name> on PATH, which owns
+// its configuration.
+func Info(name string) world.Adapter {
 	if k, ok := Lookup(name); ok {
-		return true, k.Server.Installed()
+		a := TableInfo(name)
+		a.Managed, a.Caveat = k.Server.Installed(), k.Caveat
+		return a
 	}
 	if _, err := exec.LookPath(ExternalCommand(name)); err == nil {
-		return true, true
+		return world.Adapter{Known: true, Managed: true}
 	}
-	return false, false
+	return world.Adapter{}
+}
+
+// TableInfo describes an adapter name from the table alone, whatever this
+// machine has installed and whatever server admin_url will name: what
+// `init` checks the file it writes against (so without the caveats, which
+// depend on the server).
+func TableInfo(name string) world.Adapter {
+	k, ok := Lookup(name)
+	if !ok {
+		return world.Adapter{}
+	}
+	return world.Adapter{Known: true, Managed: k.Server != nil, Fields: k.Fields, AdminURL: k.AdminURL}
 }
 
 // Installed reports whether every binary the server needs is found.
@@ -251,6 +311,9 @@ func FindServerBinary(name string) string {
 	var dirs []string
 	if d := os.Getenv("BINKY_SERVER_BIN"); d != "" {
 		dirs = append(dirs, filepath.SplitList(d)...)
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, filepath.Join(d, "git-binky", "bin")) // make servers builds here
 	}
 	dirs = append(dirs, serverBinDirs()...)
 	for _, dir := range dirs {

@@ -13,6 +13,15 @@ func TestForImage(t *testing.T) {
 		{"localhost:5000/redis", "redis"},
 		{"valkey/valkey:8", "redis"},
 		{"redis/redis-stack:latest", "redis"},
+		{"rabbitmq:3-management", "rabbitmq"},
+		{"bitnami/rabbitmq:3.13", "rabbitmq"},
+		{"confluentinc/cp-kafka:7.6.0", "kafka"},
+		{"docker.redpanda.com/redpandadata/redpanda:v24.1.1", "kafka"},
+		{"mysql:8.0", "mysql"},
+		{"mariadb:10.11", "mysql"},
+		{"bitnami/mariadb:latest", "mysql"},
+		{"percona/percona-server:8.0", "mysql"},
+		{"container-registry.oracle.com/mysql/mysql-server:8.0", "mysql"},
 		{"nginx:1.25", ""},
 		{"", ""},
 		{"myorg/postgres-exporter", ""},
@@ -51,7 +60,7 @@ func TestMarksRoundTripAndReadTheOldForm(t *testing.T) {
 }
 
 func TestCanonical(t *testing.T) {
-	for in, want := range map[string]string{"valkey": "redis", "postgresql": "postgres", "filestore": "filestore", "opensearch": "elasticsearch"} {
+	for in, want := range map[string]string{"valkey": "redis", "postgresql": "postgres", "mariadb": "mysql", "percona": "mysql", "filestore": "filestore", "opensearch": "elasticsearch"} {
 		if got := Canonical(in); got != want {
 			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)
 		}

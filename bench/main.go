@@ -25,6 +25,8 @@ var sections = []section{
 	{"hooks", benchHooks},
 	{"proxy", benchProxy},
 	{"worlds", benchWorlds},
+	{"mysql", benchMySQL},
+	{"mongodb", benchMongoDB},
 }
 
 type bench struct {
@@ -39,7 +41,16 @@ func main() {
 	flag.StringVar(&b.bin, "bin", "bin", "folder with the built git-binky binaries")
 	flag.StringVar(&only, "only", "", "comma-separated sections to run ("+names()+")")
 	flag.IntVar(&b.runs, "runs", 200, "repetitions per timed command")
+	// The mongodb section's seed command: bench loads documents itself.
+	loadMongo := flag.String("load-mongo", "", "load -load-docs documents into this mongodb:// URL's database and exit")
+	loadN := flag.Int("load-docs", 0, "documents for -load-mongo")
 	flag.Parse()
+	if *loadMongo != "" {
+		if err := loadDocs(*loadMongo, *loadN); err != nil {
+			fail(err)
+		}
+		return
+	}
 	abs, err := filepath.Abs(b.bin)
 	if err != nil {
 		fail(err)

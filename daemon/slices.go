@@ -42,6 +42,9 @@ func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env 
 		if raw != "" {
 			return "", "", fmt.Errorf("service %s: admin_url %q has a variable that is not set: export it before 'git binky up'", name, svc.AdminURL)
 		}
+		if k, ok := adapters.Lookup(svc.Adapter); ok && k.AdminURL != "" {
+			return "", "", fmt.Errorf("service %s: adapter %q needs admin_url (binky cannot run that server itself): point it at yours, e.g. admin_url = \"${env.ADMIN_URL}\" with ADMIN_URL=%s", name, svc.Adapter, k.AdminURL)
+		}
 		return "", "", fmt.Errorf("service %s: adapter %q needs admin_url (binky cannot run that server itself)", name, svc.Adapter)
 	}
 	u, err := d.servers.AdminURL(ctx, kind)

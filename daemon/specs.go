@@ -9,14 +9,22 @@ import (
 	"github.com/git-binky/git-binky/world"
 )
 
-// serviceNames returns the services to run for group ("" = all), with
-// their dependencies, in start order; adapter slices are not processes.
+// serviceNames returns the services to run for group ("" = the group
+// named default when there is one, as init writes for compose profiles;
+// else all), with their dependencies, in start order; adapter slices are
+// not processes.
 func serviceNames(cfg *world.Config, group string) ([]string, error) {
 	var only []string
+	if _, ok := cfg.Groups["default"]; ok && group == "" {
+		group = "default"
+	}
 	if group != "" {
 		g, err := cfg.Group(group)
 		if err != nil {
 			return nil, err
+		}
+		if len(g) == 0 {
+			return nil, nil // an empty group starts nothing, not everything
 		}
 		only = g
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/gitx"
@@ -97,6 +98,19 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		} else {
 			conn.Close()
 			add("proxy", OK, fmt.Sprintf("127.0.0.1:%d", settings.ProxyPort), "")
+		}
+	}
+	// Every kind of the adapter table binky can run itself: whether it can
+	// here, or what to install (services of that kind then need admin_url).
+	for _, k := range adapters.Kinds {
+		if k.Server == nil {
+			continue
+		}
+		if k.Server.Installed() {
+			add("server", OK, fmt.Sprintf("%s: can run a shared server (%s)", k.Name, strings.Join(k.Server.Binaries, ", ")), "")
+		} else {
+			add("server", Warning, fmt.Sprintf("%s: cannot run a shared server, %s not found", k.Name, strings.Join(k.Server.Binaries, ", ")),
+				k.Server.Install+", or give each "+k.Name+" service an admin_url")
 		}
 	}
 	if addrs, lerr := net.DefaultResolver.LookupHost(ctx, "binky-doctor.localhost"); lerr != nil || !loopback(addrs) {

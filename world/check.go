@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,14 +16,29 @@ import (
 // The patterns used only by `check` compile on first use: every `env` on a
 // shell prompt parses the config, and start-up time is its whole cost.
 var (
+	// A credential's name: it says so anywhere in it (DB_PASSWORD,
+	// GITHUB_TOKEN), or it ends like one (MYSQL_PWD, REDIS_PASS, AUTH_KEY).
 	secretKeyRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)`)
+		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)|(^|_)(PASS|PWD|KEY|SALT)$`)
 	})
 	// scheme://user:password@host — a password written into a URL.
 	urlPasswordRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^@\s/]+)@`)
 	})
 )
+
+// SecretKey reports whether an environment variable's name says it holds
+// a credential; check warns when one is written inline, and init keeps its
+// value out of the file.
+// A name ending in _FILE or _PATH holds where a credential is, not the
+// credential (POSTGRES_PASSWORD_FILE=/run/secrets/db).
+func SecretKey(name string) bool {
+	up := strings.ToUpper(name)
+	if strings.HasSuffix(up, "_FILE") || strings.HasSuffix(up, "_PATH") {
+		return false
+	}
+	return secretKeyRE().MatchString(name)
+}
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
@@ -279,20 +295,30 @@ func (c *Config) Group(name string) ([]string, error) {
 	return g, nil
 }
 
-// AdapterInfo tells Check what it needs to know of an adapter name: whether
-// binky can drive it at all, and whether binky can run a shared server for it
-// itself when admin_url is absent. The adapters package provides it; world
-// cannot import adapters (dependencies point down).
-type AdapterInfo func(name string) (known, managed bool)
+// Adapter is what Check needs to know of an adapter name, from the adapter
+// table (world cannot import adapters: dependencies point down).
+type Adapter struct {
+	// Known: binky can drive it (built in, or an external adapter on PATH).
+	Known bool
+	// Managed: binky can run its shared server itself when admin_url is
+	// absent.
+	Managed bool
+	// Fields are the tokens a slice of it answers (${db.url}, ...); nil
+	// when any is possible (an external adapter says at run time).
+	Fields []string
+	// Caveat is a limit of isolation that depends on the server, to warn of.
+	Caveat string
+	// AdminURL is the form of its admin_url, for the error that asks for one.
+	AdminURL string
+}
 
-// AdapterCaveat returns what check should warn of for every service of an
-// adapter name (a limit of isolation that depends on the server), or "".
-type AdapterCaveat func(name string) string
+// AdapterInfo describes an adapter name; the adapters package provides it.
+type AdapterInfo func(name string) Adapter
 
 // Check returns every error and warning about a parsed config: the structural
 // errors ParseConfig found, adapter problems, and footguns that still load.
-// caveats, if given, add a warning per adapter service whose kind has one.
-func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnostic {
+// With info nil, adapter names are not checked.
+func Check(c *Config, info AdapterInfo) []Diagnostic {
 	var diags []Diagnostic
 	warn := func(key []string, format string, args ...any) {
 		diags = append(diags, c.at(SeverityWarning, key, format, args...))
@@ -300,15 +326,22 @@ func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnost
 	for _, name := range c.ServiceNames() {
 		s := c.Services[name]
 		key := []string{"services", name}
-		if s.Adapter != "" && adapters != nil {
-			known, managed := adapters(s.Adapter)
+		if s.Adapter != "" && info != nil {
+			a := info(s.Adapter)
 			switch {
-			case !known:
+			case !a.Known:
 				diags = append(diags, c.at(SeverityError, append(key, "adapter"),
-					"adapter %q is not built in and no binky-adapter-%s is on PATH: install it, or use postgres, redis or valkey", s.Adapter, s.Adapter))
-			case !managed && s.AdminURL == "":
+					"adapter %q is not built in and no binky-adapter-%s is on PATH: install it, or use one of binky's (git binky check --help lists them)", s.Adapter, s.Adapter))
+			case !a.Managed && s.AdminURL == "":
+				example := ""
+				if a.AdminURL != "" {
+					example = " (its form: " + a.AdminURL + ")"
+				}
 				diags = append(diags, c.at(SeverityError, append(key, "admin_url"),
-					"adapter %q needs admin_url (binky cannot run a %s server itself): set admin_url = \"${env.NAME}\" and export NAME", s.Adapter, s.Adapter))
+					"adapter %q needs admin_url: binky cannot run a %s server itself here: set admin_url = \"${env.NAME}\" and export NAME%s", s.Adapter, s.Adapter, example))
+			}
+			if a.Caveat != "" {
+				warn(append(key, "adapter"), "%s: %s", s.Adapter, a.Caveat)
 			}
 			// Keys in the options are what a server that cannot make a
 			// user per world (a plain S3 endpoint) hands every world.
@@ -316,14 +349,9 @@ func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnost
 				warn(append(key, "options", "access_key"), "options access_key/secret_key are keys every world of %q shares: binky gives them to worlds only where the server cannot make a user per world (S3 without MinIO's admin API), and isolation between worlds is then by convention only", name)
 			}
 		}
-		for _, caveat := range caveats {
-			if msg := caveat(s.Adapter); s.Adapter != "" && msg != "" {
-				warn(append(key, "adapter"), "%s: %s", s.Adapter, msg)
-			}
-		}
 		for _, f := range s.fields() {
 			for _, ref := range Tokens(f.value) {
-				if msg := c.tokenProblem(s, ref); msg != "" {
+				if msg := c.tokenProblem(s, ref, info); msg != "" {
 					warn(append(key, f.key...), "%s", msg)
 				}
 			}
@@ -333,14 +361,14 @@ func Check(c *Config, adapters AdapterInfo, caveats ...AdapterCaveat) []Diagnost
 		}
 		for _, k := range sortedKeys(s.Env) {
 			v := s.Env[k]
-			if secretKeyRE().MatchString(k) && v != "" && !strings.Contains(v, "${") {
+			if SecretKey(k) && v != "" && !strings.Contains(v, "${") {
 				warn(append(key, "env", k), "%s looks like a credential written inline: use %s = \"${env.%s}\" (or env_file) so it is not committed", k, k, k)
 			}
 		}
 	}
 	for i, v := range c.Agents.Verify {
 		for _, ref := range Tokens(v) {
-			if msg := c.tokenProblem(nil, ref); msg != "" {
+			if msg := c.tokenProblem(nil, ref, info); msg != "" {
 				warn([]string{"agents", "verify"}, "verify[%d]: %s", i, msg)
 			}
 		}
@@ -372,15 +400,13 @@ func (s *Service) fields() []field {
 	return fs
 }
 
-// adapterFields are the tokens an adapter slice answers (${db.url}, ...).
-var adapterFields = map[string]bool{"url": true, "host": true, "port": true, "name": true,
-	"database": true, "user": true, "password": true, "prefix": true,
-	"bucket": true, "access_key": true, "secret_key": true, "region": true, // s3
-	"api_key": true, "collection": true, "isolation": true} // qdrant, elasticsearch, clickhouse
+// adapterFields are the tokens every adapter slice answers, for a check
+// that has no adapter table (info nil).
+var adapterFields = []string{"url", "host", "port", "name", "user", "password", "prefix"}
 
 // tokenProblem says what is wrong with ${ref} used in service s (nil for
 // tokens outside any service), or "" when the token will resolve.
-func (c *Config) tokenProblem(s *Service, ref string) string {
+func (c *Config) tokenProblem(s *Service, ref string, info AdapterInfo) string {
 	ns, rest, _ := strings.Cut(ref, ".")
 	switch ns {
 	case "env":
@@ -405,21 +431,30 @@ func (c *Config) tokenProblem(s *Service, ref string) string {
 		if !s.HasPort() && s.Adapter == "" && (rest == "port" || rest == "url" || rest == "direct_url" || strings.HasPrefix(rest, "ports.")) {
 			return fmt.Sprintf("${%s} but service %q asks for no port, so it stays literal and the process will likely fail on it: add url = \"%s\" or ports = [...]", ref, s.Name, DNSLabel(s.Name))
 		}
-		return c.fieldProblem(s, ref, rest)
+		return c.fieldProblem(s, ref, rest, info)
 	}
 	target, ok := c.Services[ns]
 	if !ok {
 		return fmt.Sprintf("unknown token ${%s}: %q is not a service (nor self, env, worktree or project); it will be left as written", ref, ns)
 	}
-	return c.fieldProblem(target, ref, rest)
+	return c.fieldProblem(target, ref, rest, info)
 }
 
-func (c *Config) fieldProblem(t *Service, ref, field string) string {
+func (c *Config) fieldProblem(t *Service, ref, field string, info AdapterInfo) string {
 	if t.Adapter != "" {
-		if adapterFields[field] {
+		fields := adapterFields
+		if info != nil {
+			if a := info(t.Adapter); a.Known {
+				if a.Fields == nil {
+					return "" // an external adapter: only it knows
+				}
+				fields = a.Fields
+			}
+		}
+		if slices.Contains(fields, field) {
 			return ""
 		}
-		return fmt.Sprintf("unknown token ${%s}: adapter service %q offers url, host, port, name, user, password and prefix", ref, t.Name)
+		return fmt.Sprintf("unknown token ${%s}: adapter service %q (%s) offers %s", ref, t.Name, t.Adapter, strings.Join(fields, ", "))
 	}
 	switch {
 	case field == "host":
@@ -454,7 +489,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // or (when path is "") the root of the worktree dir is in. It returns the
 // file it read and every diagnostic; the error is for a file it could not
 // read at all.
-func CheckPath(dir, path string, adapters AdapterInfo, caveats ...AdapterCaveat) (string, []Diagnostic, error) {
+func CheckPath(dir, path string, info AdapterInfo) (string, []Diagnostic, error) {
 	file, err := FindConfig(dir, path)
 	if err != nil {
 		return file, nil, err
@@ -470,7 +505,7 @@ func CheckPath(dir, path string, adapters AdapterInfo, caveats ...AdapterCaveat)
 	if cfg == nil || hasErrors(diags) {
 		return file, diags, nil
 	}
-	return file, Check(cfg, adapters, caveats...), nil
+	return file, Check(cfg, info), nil
 }
 
 // FindConfig resolves which binky.toml a command means: path if given (a

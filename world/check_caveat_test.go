@@ -17,15 +17,16 @@ adapter = "redis"
 	if hasErrors(diags) {
 		t.Fatal(diags)
 	}
-	known := func(string) (bool, bool) { return true, true }
-	caveat := func(name string) string {
+	known := func(string) Adapter { return Adapter{Known: true, Managed: true} }
+	caveat := func(name string) Adapter {
+		a := known(name)
 		if name == "clickhouse" {
-			return "isolation is not enforced on 18.16"
+			a.Caveat = "isolation is not enforced on 18.16"
 		}
-		return ""
+		return a
 	}
 	var warned []Diagnostic
-	for _, d := range Check(cfg, known, caveat) {
+	for _, d := range Check(cfg, caveat) {
 		if strings.Contains(d.Message, "isolation") {
 			warned = append(warned, d)
 		}

@@ -19,7 +19,7 @@ env = { S3_BUCKET = "${store.bucket}", AWS_ACCESS_KEY_ID = "${store.access_key}"
 		t.Fatal(diags)
 	}
 	var convention bool
-	for _, d := range Check(cfg, func(string) (bool, bool) { return true, true }) {
+	for _, d := range Check(cfg, func(string) Adapter { return Adapter{Known: true, Managed: true} }) {
 		if strings.Contains(d.Message, "by convention only") && d.Line == 4 {
 			convention = true
 		}

@@ -165,7 +165,9 @@ adapter = "mysql"
 	if hasErrors(diags) {
 		t.Fatal(diags)
 	}
-	adapters := func(name string) (bool, bool) { return name == "redis" || name == "mysql", name == "redis" }
+	adapters := func(name string) Adapter {
+		return Adapter{Known: name == "redis" || name == "mysql", Managed: name == "redis"}
+	}
 	got := Check(cfg, adapters)
 	want := []struct {
 		sev, text string

@@ -58,7 +58,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 		if cfg != nil && !hasErrors(diags) {
-			Check(cfg, func(string) (bool, bool) { return true, true })
+			Check(cfg, func(string) Adapter { return Adapter{Known: true, Managed: true} })
 			_, _ = cfg.Order(nil)
 		}
 	})

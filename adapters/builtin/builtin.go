@@ -12,8 +12,12 @@ import (
 	"github.com/git-binky/git-binky/adapters/clickhouse"
 	"github.com/git-binky/git-binky/adapters/elasticsearch"
 	"github.com/git-binky/git-binky/adapters/external"
+	"github.com/git-binky/git-binky/adapters/kafka"
+	"github.com/git-binky/git-binky/adapters/mongodb"
+	"github.com/git-binky/git-binky/adapters/mysql"
 	"github.com/git-binky/git-binky/adapters/postgres"
 	"github.com/git-binky/git-binky/adapters/qdrant"
+	"github.com/git-binky/git-binky/adapters/rabbitmq"
 	"github.com/git-binky/git-binky/adapters/redis"
 	"github.com/git-binky/git-binky/adapters/s3"
 )
@@ -26,6 +30,10 @@ var constructors = map[string]func() adapters.Adapter{
 	"clickhouse":    func() adapters.Adapter { return clickhouse.New() },
 	"qdrant":        func() adapters.Adapter { return qdrant.New() },
 	"elasticsearch": func() adapters.Adapter { return elasticsearch.New() },
+	"rabbitmq":      func() adapters.Adapter { return rabbitmq.New() },
+	"kafka":         func() adapters.Adapter { return kafka.New() },
+	"mysql":         func() adapters.Adapter { return mysql.New() },
+	"mongodb":       func() adapters.Adapter { return mongodb.New() },
 }
 
 // Lookup returns the adapter for a name from binky.toml: built in, or an

@@ -1,7 +1,10 @@
 // Package external drives an adapter that is a program of its own:
 // binky-adapter-<name> on PATH, run once per verb with the verb as argv[1],
 // {"slice": ..., "config": {...}} on stdin, and {"ok": true, ...} or
-// {"ok": false, "error": ...} on stdout. Any language can write one.
+// {"ok": false, "error": ..., "code": ...} on stdout. Any language can
+// write one. The codes binky branches on: "taken" (the name exists and is
+// not this world's: binky retries with a salted name) and "not_ours"
+// (teardown left the slice alone).
 package external
 
 import (
@@ -48,6 +51,7 @@ type request struct {
 type response struct {
 	OK           bool                  `json:"ok"`
 	Error        string                `json:"error"`
+	Code         string                `json:"code"`
 	Address      json.RawMessage       `json:"address"`
 	Capabilities adapters.Capabilities `json:"capabilities"`
 	// Slices (from list) maps each slice to its owner: {"world": ...,
@@ -83,7 +87,14 @@ func (e *External) call(ctx context.Context, verb string, req request) (response
 		if s := strings.TrimSpace(stderr.String()); s != "" {
 			msg += " (stderr: " + s + ")"
 		}
-		return resp, fmt.Errorf("adapter %s %s %s: %s", e.Name, verb, req.Slice, msg)
+		err := fmt.Errorf("adapter %s %s %s: %s", e.Name, verb, req.Slice, msg)
+		switch resp.Code {
+		case "taken":
+			err = fmt.Errorf("%w: %w", err, adapters.ErrTaken)
+		case "not_ours":
+			err = fmt.Errorf("%w: %w", err, adapters.ErrNotOurs)
+		}
+		return resp, err
 	}
 	return resp, nil
 }

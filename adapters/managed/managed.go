@@ -36,6 +36,9 @@ var starters = map[string]starter{
 	"redis":      startRedis,
 	"s3":         startS3,
 	"clickhouse": startClickHouse,
+	"rabbitmq":   startRabbitMQ,
+	"mysql":      startMySQL,
+	"mongodb":    startMongoDB,
 }
 
 // Runs reports whether binky can run the shared server of kind.
@@ -64,6 +67,9 @@ type Server struct {
 type Servers struct {
 	Home world.Home
 	mu   sync.Mutex
+	// kinds holds a lock per kind, not one for all: a starter may need
+	// another kind's server (FerretDB runs on the shared postgres).
+	kinds map[string]*sync.Mutex
 }
 
 // New returns the managed servers of home.
@@ -74,7 +80,16 @@ func (m *Servers) dir(kind string) string { return filepath.Join(m.Home.ServersD
 // AdminURL makes sure the server of kind runs and returns its admin URL.
 func (m *Servers) AdminURL(ctx context.Context, kind string) (string, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	if m.kinds == nil {
+		m.kinds = map[string]*sync.Mutex{}
+	}
+	if m.kinds[kind] == nil {
+		m.kinds[kind] = &sync.Mutex{}
+	}
+	mu := m.kinds[kind]
+	m.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
 	// Across processes too: two daemons never init one data folder.
 	if err := os.MkdirAll(m.Home.ServersDir(), 0o700); err != nil {
 		return "", err

@@ -1,7 +1,8 @@
 // Command binkyd is the git-binky daemon, and the home of the commands that
-// need what only it links (net/http, mcp-go): 'run' serves the daemon
-// (git-binky starts it on demand), 'mcp' is the MCP stdio server behind
-// 'git binky mcp', and 'curl' is behind 'git binky curl'. It is a binary of
+// need what only it links (net/http, mcp-go, the compose loader): 'run'
+// serves the daemon (git-binky starts it on demand), 'mcp' is the MCP stdio
+// server behind 'git binky mcp', 'curl' is behind 'git binky curl', and
+// 'init' behind 'git binky init'. It is a binary of
 // its own so that git-binky, which shell prompts run on every cd, does not
 // pay their start-up cost.
 package main
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/client"
+	"github.com/git-binky/git-binky/compose"
 	"github.com/git-binky/git-binky/daemon"
 	"github.com/git-binky/git-binky/mcpserver"
 	"github.com/git-binky/git-binky/proxy"
@@ -30,7 +32,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = "usage: binkyd run | mcp | curl ...   (git-binky runs these for you)"
+const usage = "usage: binkyd run | mcp | curl ... | init ...   (git-binky runs these for you)"
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -51,6 +53,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runMCP(ctx, home, stdin, stdout, stderr)
 	case "curl":
 		return runCurl(ctx, args[1:], stdout, stderr)
+	case "init":
+		return runInit(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return 2
@@ -133,5 +137,24 @@ func runCurl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-binky: curl: the service answered HTTP %d\n", code)
 		return 22 // curl's own code for -f on an HTTP error
 	}
+	return 0
+}
+
+func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts compose.Options
+	fs.BoolVar(&opts.Force, "force", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: binkyd init [-force] DIR")
+		return 2
+	}
+	opts.Dir = fs.Arg(0)
+	out, res, err := compose.Init(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "git-binky: init:", err)
+		return 1
+	}
+	compose.WriteSummary(stdout, out, res)
 	return 0
 }

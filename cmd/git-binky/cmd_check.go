@@ -36,7 +36,7 @@ Exits 1 when there is an error, 0 otherwise (warnings included).`,
 }
 
 func runCheck(app *App, opts checkOptions) error {
-	file, diags, err := world.CheckPath(app.Dir, opts.Path, adapters.Describe, adapters.Caveat)
+	file, diags, err := world.CheckPath(app.Dir, opts.Path, adapters.Info)
 	if err != nil {
 		return err
 	}

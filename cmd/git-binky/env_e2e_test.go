@@ -125,13 +125,28 @@ func TestEnvInSixteenWorktreesAtOnceGivesDistinctPorts(t *testing.T) {
 func TestEnvSkipsAPortHeldFromOutside(t *testing.T) {
 	tmp := t.TempDir()
 	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": "[services.api]\ncmd = \"./api\"\nurl = \"api\"\n"})
-	// Hold the lower of a two-port range: the only free choice is the other.
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Hold the lower of a two-port range: the only free choice is the other,
+	// so the pair is picked where the upper one is free too (other programs
+	// on a busy machine take ephemeral ports).
+	var l net.Listener
+	var held int
+	for range 50 {
+		c, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := c.Addr().(*net.TCPAddr).Port
+		if up, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", p+1)); err == nil {
+			up.Close()
+			l, held = c, p
+			break
+		}
+		c.Close()
+	}
+	if l == nil {
+		t.Fatal("found no two adjacent free ports")
 	}
 	defer l.Close()
-	held := l.Addr().(*net.TCPAddr).Port
 	home := filepath.Join(tmp, "home")
 	os.MkdirAll(home, 0o700)
 	settings := fmt.Sprintf("[ports]\nmin = %d\nmax = %d\n", held, held+1)

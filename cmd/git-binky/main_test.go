@@ -149,9 +149,11 @@ func raceReport(home string) string {
 // stopManagedServers ends the shared servers a test's daemon started.
 func stopManagedServers(home string) {
 	for _, pidfile := range []string{
+		filepath.Join(home, "servers", "mongodb", "ferretdb.pid"),
 		filepath.Join(home, "servers", "postgres", "data", "postmaster.pid"),
 		filepath.Join(home, "servers", "redis", "redis.pid"),
 		filepath.Join(home, "servers", "clickhouse", "clickhouse.pid"),
+		filepath.Join(home, "servers", "mysql", "data", "mysql.pid"),
 	} {
 		b, err := os.ReadFile(pidfile)
 		if err != nil {
@@ -163,15 +165,24 @@ func stopManagedServers(home string) {
 			signalPID(pid, syscall.SIGTERM)
 		}
 	}
-	// As root, the shared postgres keeps its files outside BINKY_HOME.
-	if target, err := os.Readlink(filepath.Join(home, "servers", "postgres", "data")); err == nil {
-		for i := 0; i < 100; i++ {
-			if _, err := os.Stat(filepath.Join(target, "postmaster.pid")); err != nil {
+	// As root, the shared postgres and mariadb keep their files outside
+	// BINKY_HOME (one folder per home holds both): removed once both stopped.
+	var outside []string
+	for kind, pid := range map[string]string{"postgres": "postmaster.pid", "mysql": "mysql.pid"} {
+		target, err := os.Readlink(filepath.Join(home, "servers", kind, "data"))
+		if err != nil {
+			continue
+		}
+		for i := 0; i < 200; i++ {
+			if _, err := os.Stat(filepath.Join(target, pid)); err != nil {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+		outside = append(outside, filepath.Dir(filepath.Dir(target)))
+	}
+	for _, d := range outside {
+		os.RemoveAll(d)
 	}
 }
 

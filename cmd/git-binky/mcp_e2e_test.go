@@ -146,6 +146,9 @@ func TestMCPUpSendsProgressAndACancelledUpGetsNoResponse(t *testing.T) {
 	if res == nil || res["result"].(map[string]any)["isError"] == true {
 		t.Fatalf("up: %v", res)
 	}
+	// mcp-go queues notifications apart from responses, so the last ones
+	// may trail the result by a moment.
+	r.wait(-1, time.Now().Add(time.Second), collect)
 	joined := strings.Join(notes, "\n")
 	if !strings.Contains(joined, "api starting") || !strings.Contains(joined, "api healthy") || !strings.Contains(joined, "so far") {
 		t.Errorf("progress notes lack the service's start, health or heartbeat:\n%s", joined)

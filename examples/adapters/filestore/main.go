@@ -4,8 +4,12 @@
 //
 // The protocol: the verb is argv[1] (provision, resolve, teardown,
 // capabilities, list); the request is JSON on stdin,
-// {"slice": ..., "world": ..., "config": {...}}; the answer is JSON on
-// stdout, {"ok": true, "address": ...} or {"ok": false, "error": ...}.
+// {"slice": ..., "world": ..., "home": ..., "config": {...}}; the answer is
+// JSON on stdout, {"ok": true, "address": ...} or {"ok": false, "error": ...,
+// "code": ...}, where code "taken" says the name belongs to someone else
+// (binky then tries a salted name) and "not_ours" that teardown left it
+// alone. list answers {"slices": {name: {"world": ..., "home": ...}}}.
+// A slice is a world's only when its mark names both its world and home.
 // The root is config.root, else $BINKY_FILESTORE_ROOT, else
 // $TMPDIR/binky-filestore.
 package main
@@ -22,11 +26,40 @@ import (
 type request struct {
 	Slice  string         `json:"slice"`
 	World  string         `json:"world"`
+	Home   string         `json:"home"`
 	Config map[string]any `json:"config"`
 }
 
-// mark is the file that says a folder is the world's.
+// owner is who a mark names.
+type owner struct {
+	World string `json:"world"`
+	Home  string `json:"home"`
+}
+
+// mark is the file that says a folder is the world's. An adapter that
+// shares its store with worlds would keep it where they cannot write; a
+// folder's owner here is the only one who writes it.
 const mark = ".binky-world"
+
+// errTaken and errNotOurs are answered with their codes.
+var (
+	errTaken   = errors.New("belongs to another world")
+	errNotOurs = errors.New("is not marked as this world's: left alone")
+)
+
+// readMark reads a folder's mark; the first form of it was the world id
+// alone, which names no home.
+func readMark(dir string) (owner, error) {
+	b, err := os.ReadFile(filepath.Join(dir, mark))
+	if err != nil {
+		return owner{}, err
+	}
+	var o owner
+	if json.Unmarshal(b, &o) != nil || o.World == "" {
+		o = owner{World: strings.TrimSpace(string(b))}
+	}
+	return o, nil
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -54,40 +87,47 @@ func main() {
 	dir := filepath.Join(root, req.Slice)
 	switch os.Args[1] {
 	case "provision":
-		if b, err := os.ReadFile(filepath.Join(dir, mark)); err == nil {
-			if string(b) != req.World {
-				answer(nil, fmt.Errorf("%s belongs to another world", dir))
+		me := owner{World: req.World, Home: req.Home}
+		if o, err := readMark(dir); err == nil {
+			if o != me {
+				answer(nil, fmt.Errorf("%s %w", dir, errTaken))
 				return
 			}
 			answer(map[string]any{}, nil)
+			return
+		}
+		if _, err := os.Stat(dir); err == nil {
+			// A folder binky did not make: never taken over.
+			answer(nil, fmt.Errorf("%s exists and has no mark: it %w", dir, errTaken))
 			return
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			answer(nil, err)
 			return
 		}
-		answer(map[string]any{}, os.WriteFile(filepath.Join(dir, mark), []byte(req.World), 0o644))
+		b, _ := json.Marshal(me)
+		answer(map[string]any{}, os.WriteFile(filepath.Join(dir, mark), b, 0o644))
 	case "resolve":
 		answer(map[string]any{"address": map[string]string{"url": "file://" + dir, "path": dir, "name": req.Slice}}, nil)
 	case "teardown":
-		b, err := os.ReadFile(filepath.Join(dir, mark))
-		if errors.Is(err, os.ErrNotExist) {
+		o, err := readMark(dir)
+		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
 			answer(map[string]any{}, nil) // nothing there: nothing to do
 			return
 		}
-		if err != nil || string(b) != req.World {
-			answer(nil, fmt.Errorf("%s is not marked as this world's: left alone", dir))
+		if err != nil || o != (owner{World: req.World, Home: req.Home}) {
+			answer(nil, fmt.Errorf("%s %w", dir, errNotOurs))
 			return
 		}
 		answer(map[string]any{}, os.RemoveAll(dir))
 	case "capabilities":
 		answer(map[string]any{"capabilities": map[string]bool{"clone": false, "list": true}}, nil)
 	case "list":
-		out := map[string]string{}
+		out := map[string]owner{}
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
-			if b, err := os.ReadFile(filepath.Join(root, e.Name(), mark)); err == nil {
-				out[e.Name()] = string(b)
+			if o, err := readMark(filepath.Join(root, e.Name())); err == nil {
+				out[e.Name()] = o
 			}
 		}
 		answer(map[string]any{"slices": out}, nil)
@@ -98,7 +138,14 @@ func main() {
 
 func answer(fields map[string]any, err error) {
 	if err != nil {
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"ok": false, "error": err.Error()})
+		resp := map[string]any{"ok": false, "error": err.Error()}
+		switch {
+		case errors.Is(err, errTaken):
+			resp["code"] = "taken"
+		case errors.Is(err, errNotOurs):
+			resp["code"] = "not_ours"
+		}
+		json.NewEncoder(os.Stdout).Encode(resp)
 		os.Exit(1)
 	}
 	fields["ok"] = true

@@ -1,0 +1,413 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/adapterstest"
+)
+
+func adminURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("BINKY_TEST_MONGO")
+	if u == "" {
+		t.Skip("BINKY_TEST_MONGO is unset: set it to a MongoDB admin URL (mongod with --auth, or FerretDB with ?authMechanism=PLAIN&postgres=host:port/db); make test starts a FerretDB")
+	}
+	return u
+}
+
+func adminClient(t *testing.T, admin string) *mongo.Client {
+	t.Helper()
+	du, _, _, err := adminParts(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dial(context.Background(), du)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return c
+}
+
+func isFerret(t *testing.T, admin string) bool {
+	_, pg, _, err := adminParts(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg != ""
+}
+
+func TestConformance(t *testing.T) {
+	admin := adminURL(t)
+	c := adminClient(t, admin)
+	ferret := isFerret(t, admin)
+	adapterstest.RunServer(t, New(), adapterstest.Server{
+		AdminURL: admin,
+		// An admin's own database (and, on mongod, a user in it) under the
+		// slice's name.
+		Foreign: func(ctx context.Context, slice string) error {
+			if _, err := c.Database(slice).Collection("things").InsertOne(ctx, bson.D{{Key: "foreign", Value: true}}); err != nil {
+				return err
+			}
+			if ferret {
+				return nil
+			}
+			return c.Database(slice).RunCommand(ctx, bson.D{{Key: "createUser", Value: slice}, {Key: "pwd", Value: "foreign-pw"},
+				{Key: "roles", Value: bson.A{}}}).Err()
+		},
+		Intact: func(ctx context.Context, slice string) (bool, error) {
+			n, err := c.Database(slice).Collection("things").CountDocuments(ctx, bson.D{{Key: "foreign", Value: true}})
+			if err != nil || n != 1 {
+				return false, err
+			}
+			if !ferret {
+				there, err := (&server{c: c}).exists(ctx, "user", slice)
+				if err != nil || !there {
+					return false, err
+				}
+				c.Database(slice).RunCommand(ctx, bson.D{{Key: "dropUser", Value: slice}})
+			}
+			return true, c.Database(slice).Drop(ctx)
+		},
+	})
+}
+
+// world provisions a slice for the attack tests and connects as its user.
+func world(t *testing.T, ctx context.Context, admin, name string) (adapters.Slice, *mongo.Client) {
+	t.Helper()
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: adapters.SliceName("attack"+run, name, "w-"+name+run, 0), World: "w-" + name + run, Home: "home" + run,
+		AdminURL: admin, Password: adapters.Password([]byte("attack-secret"), "mongodb", name+run)}
+	a := New()
+	if err := a.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Teardown(context.Background(), s); err != nil {
+			t.Errorf("teardown %s: %v", s.Name, err)
+		}
+	})
+	addr, err := a.Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dial(ctx, addr["url"])
+	if err != nil {
+		t.Fatalf("connect as the world's user: %v", err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return s, c
+}
+
+func TestOneWorldCannotReachAnother(t *testing.T) {
+	admin := adminURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sa, a := world(t, ctx, admin, "a")
+	sb, b := world(t, ctx, admin, "b")
+	ferret := isFerret(t, admin)
+
+	// Each world works in its own database.
+	if _, err := b.Database(sb.Name).Collection("secrets").InsertOne(ctx, bson.D{{Key: "secret", Value: "b's"}}); err != nil {
+		t.Fatalf("b cannot write its own database: %v", err)
+	}
+	if _, err := a.Database(sa.Name).Collection("mine").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatalf("a cannot write its own database: %v", err)
+	}
+	bSecrets := func() int64 {
+		n, err := b.Database(sb.Name).Collection("secrets").CountDocuments(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: allowed, want refused", what)
+		} else {
+			t.Logf("%s: refused: %.160s", what, err)
+		}
+	}
+	var doc bson.M
+	refused("a reads b's documents", a.Database(sb.Name).Collection("secrets").FindOne(ctx, bson.D{}).Decode(&doc))
+	_, err := a.Database(sb.Name).Collection("secrets").InsertOne(ctx, bson.D{{Key: "planted", Value: true}})
+	refused("a writes into b's database", err)
+	_, err = a.Database(sb.Name).Collection("secrets").DeleteMany(ctx, bson.D{})
+	refused("a deletes b's documents", err)
+	refused("a drops b's collection", a.Database(sb.Name).RunCommand(ctx, bson.D{{Key: "drop", Value: "secrets"}}).Err())
+	refused("a drops b's database", a.Database(sb.Name).RunCommand(ctx, bson.D{{Key: "dropDatabase", Value: 1}}).Err())
+	if n := bSecrets(); n != 1 {
+		t.Errorf("b's collection holds %d documents after a's attempts, want 1", n)
+	}
+	refused("a lists b's users", a.Database(sb.Name).RunCommand(ctx, bson.D{{Key: "usersInfo", Value: 1}}).Err())
+	refused("a lists every user", a.Database("admin").RunCommand(ctx, bson.D{{Key: "usersInfo", Value: bson.D{{Key: "forAllDBs", Value: true}}}}).Err())
+	refused("a creates a user", a.Database(sa.Name).RunCommand(ctx, bson.D{{Key: "createUser", Value: "evil"}, {Key: "pwd", Value: "evil-pw"}, {Key: "roles", Value: bson.A{}}}).Err())
+	refused("a creates a user in admin", a.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: "evil"}, {Key: "pwd", Value: "evil-pw"},
+		{Key: "roles", Value: bson.A{"root"}}}).Err())
+	refused("a creates a role", a.Database(sa.Name).RunCommand(ctx, bson.D{{Key: "createRole", Value: "evil"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}}).Err())
+	refused("a grants itself a role", a.Database(sa.Name).RunCommand(ctx, bson.D{{Key: "grantRolesToUser", Value: sa.Name}, {Key: "roles", Value: bson.A{"root"}}}).Err())
+	refused("a reads binky's marks", a.Database(markDB).Collection(markColl).FindOne(ctx, bson.D{}).Decode(&doc))
+	_, err = a.Database(markDB).Collection(markColl).InsertOne(ctx, bson.D{{Key: "_id", Value: "database:forged"}, {Key: "world", Value: sa.World}})
+	refused("a forges a mark", err)
+	_, err = a.Database(sa.Name+"_more").Collection("x").InsertOne(ctx, bson.D{{Key: "x", Value: 1}})
+	refused("a creates another database", err)
+
+	// listDatabases names only what the caller can read: never b's, never
+	// binky's.
+	names, err := a.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		t.Logf("listDatabases as a: refused (%v)", err)
+	}
+	for _, n := range names {
+		if n == sb.Name || n == markDB {
+			t.Errorf("listDatabases as a shows %q (all: %v)", n, names)
+		}
+	}
+
+	// Collection names: mongod refuses; FerretDB 1.x answers listCollections
+	// from its own catalog, shared by every client, so a learns the names
+	// of b's collections (never their documents). Pinned, and said in
+	// docs/adapters/mongodb.md.
+	colls, err := a.Database(sb.Name).ListCollectionNames(ctx, bson.D{})
+	switch {
+	case ferret && (err != nil || !slices.Contains(colls, "secrets")):
+		t.Errorf("FerretDB no longer shows b's collection names to a (%v, %v): isolation improved; update this test and the docs", colls, err)
+	case !ferret && err == nil && len(colls) > 0:
+		t.Errorf("mongod shows b's collection names to a: %v", colls)
+	}
+}
+
+func TestResolveCarriesTheWorldsUserNeverTheAdmin(t *testing.T) {
+	s := adapters.Slice{Name: "acme_feat", Password: "0123abcd"}
+	for _, tc := range []struct{ admin, want string }{
+		{"mongodb://root:adminpw@127.0.0.1:27017/?authSource=admin",
+			"mongodb://acme_feat:0123abcd@127.0.0.1:27017/acme_feat?authSource=acme_feat"},
+		{"mongodb://binky:adminpw@127.0.0.1:27018/?authMechanism=PLAIN&postgres=127.0.0.1:5432/ferretdb",
+			"mongodb://mongo_acme_feat:0123abcd@127.0.0.1:27018/acme_feat?authMechanism=PLAIN&authSource=acme_feat"},
+	} {
+		s.AdminURL = tc.admin
+		addr, err := New().Resolve(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr["url"] != tc.want {
+			t.Errorf("url = %s, want %s", addr["url"], tc.want)
+		}
+		if strings.Contains(addr["url"], "adminpw") || strings.Contains(addr["url"], "postgres=") {
+			t.Errorf("the world's url carries the admin's: %s", addr["url"])
+		}
+		if addr["name"] != "acme_feat" || addr["port"] == "" || addr["host"] != "127.0.0.1" || addr["password"] != s.Password {
+			t.Errorf("address %v", addr)
+		}
+	}
+}
+
+func TestAdminURLParameters(t *testing.T) {
+	for _, tc := range []struct{ in, driver, pg string }{
+		{"mongodb://root:pw@127.0.0.1:27017/?authSource=admin", "mongodb://root:pw@127.0.0.1:27017/?authSource=admin", ""},
+		{"mongodb://binky:pw@127.0.0.1:27018/?authMechanism=PLAIN&postgres=127.0.0.1:5432/ferretdb",
+			"mongodb://binky:pw@127.0.0.1:27018/?authMechanism=PLAIN", "postgres://binky:pw@127.0.0.1:5432/ferretdb?sslmode=disable"},
+		{"mongodb://binky:pw@127.0.0.1:27018/?authMechanism=PLAIN&postgres=" + "postgres%3A%2F%2Fpg%3Apgpw%40db%3A5433%2Ff%3Fsslmode%3Drequire",
+			"mongodb://binky:pw@127.0.0.1:27018/?authMechanism=PLAIN", "postgres://pg:pgpw@db:5433/f?sslmode=require"},
+	} {
+		d, pg, _, err := adminParts(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != tc.driver || pg != tc.pg {
+			t.Errorf("adminParts(%s) = %s, %s; want %s, %s", tc.in, d, pg, tc.driver, tc.pg)
+		}
+	}
+	for _, bad := range []string{"postgres://x@y/z", "mongodb://a:b@h/?postgres=%zz", "::"} {
+		if _, _, _, err := adminParts(bad); err == nil {
+			t.Errorf("adminParts(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "b@") {
+			t.Errorf("error shows a password: %v", err)
+		}
+	}
+}
+
+func TestCloneCopiesDocumentsAndIndexes(t *testing.T) {
+	admin := adminURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	golden, g := world(t, ctx, admin, "golden")
+	docs := make([]any, 50)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "n", Value: i}, {Key: "email", Value: fmt.Sprintf("u%d@example.com", i)}}
+	}
+	if _, err := g.Database(golden.Name).Collection("users").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Database(golden.Name).Collection("users").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}},
+		Options: options.Index().SetUnique(true).SetName("email_unique")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Database(golden.Name).Collection("empty").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: adapters.SliceName("clone"+run, "copy", "w-copy"+run, 0), World: "w-copy" + run, Home: golden.Home,
+		AdminURL: admin, Password: adapters.Password([]byte("attack-secret"), "mongodb", "copy"+run)}
+	a := New()
+	t.Cleanup(func() { a.Teardown(context.Background(), s) })
+	if err := a.Clone(ctx, golden.Name, s); err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	addr, err := a.Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dial(ctx, addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Disconnect(context.Background())
+	users := w.Database(s.Name).Collection("users")
+	if n, err := users.CountDocuments(ctx, bson.D{}); err != nil || n != 50 {
+		t.Errorf("the copy's users: %d documents (err %v), want 50", n, err)
+	}
+	// The unique index came along: the world's user hits it.
+	if _, err := users.InsertOne(ctx, bson.D{{Key: "email", Value: "u7@example.com"}}); !mongo.IsDuplicateKeyError(err) {
+		t.Errorf("insert of a duplicate email into the copy: %v, want a duplicate key error", err)
+	}
+	// The world owns its copy: it can write, and the golden is untouched.
+	if _, err := users.InsertOne(ctx, bson.D{{Key: "email", Value: "new@example.com"}}); err != nil {
+		t.Errorf("the world cannot write its copy: %v", err)
+	}
+	if n, _ := g.Database(golden.Name).Collection("users").CountDocuments(ctx, bson.D{}); n != 50 {
+		t.Errorf("the golden has %d users after the copy was written, want 50", n)
+	}
+	if n, err := w.Database(s.Name).Collection("empty").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Errorf("the copy's second collection: %d documents (err %v), want 1", n, err)
+	}
+}
+
+// A FerretDB whose --postgresql-url can log in lends that role to every
+// client that sends no credentials: binky refuses to carve worlds from it.
+func TestRefusesAFerretDBThatLendsItsCredentials(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	bin := adapters.FindServerBinary("ferretdb")
+	if pg == "" || bin == "" {
+		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
+	}
+	addr := startFerretDB(t, bin, pg)
+	u, _ := url.Parse(admin)
+	u.Host = addr
+	s := adapters.Slice{Name: "lent_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-lent", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
+	err := New().Provision(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "send no credentials") {
+		t.Errorf("provision on a FerretDB that lends its credentials: %v, want a refusal", err)
+	}
+	if err := New().Teardown(context.Background(), s); err != nil {
+		t.Errorf("teardown after the refusal: %v", err)
+	}
+}
+
+// startFerretDB starts a FerretDB of our own on the test's PostgreSQL with
+// pgURL as its --postgresql-url, and returns its address.
+func startFerretDB(t *testing.T, bin, pgURL string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "--postgresql-url="+pgURL, "--listen-addr="+addr, "--debug-addr=-", "--telemetry=disable",
+		"--state-dir="+t.TempDir(), "--log-level=error")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the FerretDB of the test did not listen")
+		}
+	}
+}
+
+// FerretDB 1.x loads its catalog from the first client that connects after
+// it starts. When that is a world, the catalog holds the world's database
+// only: binky notices, instead of taking every other database (its marks
+// among them) for absent.
+func TestNoticesAFerretDBCatalogLoadedByAWorld(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	bin := adapters.FindServerBinary("ferretdb")
+	if pg == "" || bin == "" {
+		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, _ := world(t, ctx, admin, "first")
+	pu, _ := url.Parse(pg)
+	pu.User = url.User("binky_nobody")
+	addr := startFerretDB(t, bin, pu.String())
+	wa, err := New().Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wu, _ := url.Parse(wa["url"])
+	wu.Host = addr
+	w, err := dial(ctx, wu.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Disconnect(context.Background())
+	if _, err := w.ListDatabaseNames(ctx, bson.D{}); err != nil {
+		t.Fatalf("the world's first call: %v", err)
+	}
+	au, _ := url.Parse(admin)
+	au.Host = addr
+	other := s
+	other.Name, other.World, other.AdminURL = s.Name+"_x", s.World+"x", au.String()
+	if err := New().Provision(ctx, other); !errors.Is(err, ErrStaleCatalog) {
+		t.Errorf("provision on a FerretDB whose catalog a world loaded: %v, want ErrStaleCatalog", err)
+	}
+}
+
+// FerretDB has no users of its own: without the PostgreSQL behind it binky
+// cannot give a world one, and says what to add instead of carving a slice
+// that every world could reach.
+func TestRefusesAFerretDBWithoutItsPostgres(t *testing.T) {
+	admin := adminURL(t)
+	if !isFerret(t, admin) {
+		t.Skip("BINKY_TEST_MONGO is not a FerretDB")
+	}
+	u, _ := url.Parse(admin)
+	q := u.Query()
+	q.Del("postgres")
+	u.RawQuery = q.Encode()
+	s := adapters.Slice{Name: "nopg_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w", Home: "h", AdminURL: u.String(), Password: "0123456789abcdef"}
+	err := New().Provision(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "postgres=") {
+		t.Errorf("provision on FerretDB without postgres=: %v, want a refusal saying what to add", err)
+	}
+	if err != nil && strings.Contains(err.Error(), u.User.String()) {
+		t.Errorf("the error shows the admin's credentials: %v", err)
+	}
+}

@@ -1,0 +1,261 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// Clone creates the world's slice as a server-side copy of the template
+// database: each base table from its SHOW CREATE TABLE (indexes, foreign
+// keys and the AUTO_INCREMENT counter with it; CREATE TABLE ... LIKE would
+// drop the foreign keys), its rows by INSERT ... SELECT with foreign key
+// checks off, then routines, views and triggers from their SHOW CREATE,
+// rewritten to the new schema and to the world's user as definer.
+// Triggers come last, so the copied rows do not fire them. Anything it
+// cannot copy faithfully (sequences, events) is an error: the daemon then
+// falls back to provision + migrate + seed.
+func (m *MySQL) Clone(ctx context.Context, template string, s adapters.Slice) error {
+	c, err := connect(ctx, s.AdminURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	template = DBName(template)
+	if reserved[template] {
+		return fmt.Errorf("mysql: %s cannot be a template", template)
+	}
+	if there, err := c.exists(ctx, "database", template); err != nil {
+		return err
+	} else if !there {
+		return fmt.Errorf("mysql: template database %s does not exist", template)
+	}
+	if err := m.provision(ctx, c, s); err != nil {
+		return err
+	}
+	if err := c.copySchema(ctx, template, DBName(s.Name), UserName(s.Name)); err != nil {
+		return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
+	}
+	return nil
+}
+
+func (c *session) strings(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := c.c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// showCreate runs SHOW CREATE <what> and returns the column named col and
+// the sql_mode the object was made under ("" for tables, which have none).
+func (c *session) showCreate(ctx context.Context, what, col string) (stmt, mode string, err error) {
+	rows, err := c.c.QueryContext(ctx, "SHOW CREATE "+what)
+	if err != nil {
+		return "", "", err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", "", err
+	}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("SHOW CREATE %s returned nothing", what)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", "", err
+	}
+	for i, name := range cols {
+		switch {
+		case strings.EqualFold(name, col):
+			if !vals[i].Valid {
+				return "", "", fmt.Errorf("SHOW CREATE %s: no %s (missing privilege?)", what, col)
+			}
+			stmt = vals[i].String
+		case strings.EqualFold(name, "sql_mode"):
+			mode = vals[i].String
+		}
+	}
+	if stmt == "" {
+		return "", "", fmt.Errorf("SHOW CREATE %s has no column %q", what, col)
+	}
+	return stmt, mode, nil
+}
+
+// definer matches the DEFINER clause at the head of a view, trigger or
+// routine's CREATE statement.
+var definer = regexp.MustCompile("DEFINER\\s*=\\s*(`(?:[^`]|``)*`|'[^']*'|[^\\s@]+)@(`(?:[^`]|``)*`|'[^']*'|[^\\s]+)")
+
+// rewrite points a CREATE statement of the template at the new schema and
+// makes the world's user its definer (else the copy would run with the
+// golden user's rights, which reach the template and not the copy).
+func rewrite(stmt, from, to, user string) string {
+	if loc := definer.FindStringIndex(stmt); loc != nil {
+		stmt = stmt[:loc[0]] + "DEFINER=" + account(user) + stmt[loc[1]:]
+	}
+	// Qualified names of the template: `tmpl`.x or tmpl.x (the golden
+	// template's name is binky's, distinctive, and never a column's).
+	qualified := regexp.MustCompile("(`" + regexp.QuoteMeta(strings.ReplaceAll(from, "`", "``")) + "`|\\b" + regexp.QuoteMeta(from) + "\\b)\\s*\\.")
+	return qualified.ReplaceAllLiteralString(stmt, ident(to)+".")
+}
+
+func (c *session) copySchema(ctx context.Context, from, to, user string) error {
+	// Session state for the copy: the new schema is the current one (an
+	// unqualified name in a CREATE binds to it), and rows load in any
+	// order whatever their foreign keys say.
+	for _, stmt := range []string{"USE " + ident(to), "SET SESSION FOREIGN_KEY_CHECKS = 0", "SET SESSION UNIQUE_CHECKS = 0"} {
+		if err := c.exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	defer c.c.ExecContext(context.Background(), "SET SESSION FOREIGN_KEY_CHECKS = 1")
+	if n, err := c.strings(ctx, "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", from); err != nil {
+		return err
+	} else if len(n) > 0 {
+		return fmt.Errorf("the template has events (%s), which binky does not copy", strings.Join(n, ", "))
+	}
+	tables, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", from)
+	if err != nil {
+		return err
+	}
+	if seqs, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'SEQUENCE'", from); err != nil {
+		return err
+	} else if len(seqs) > 0 {
+		return fmt.Errorf("the template has sequences (%s), which binky does not copy", strings.Join(seqs, ", "))
+	}
+	for _, t := range tables {
+		stmt, _, err := c.showCreate(ctx, "TABLE "+ident(from)+"."+ident(t), "Create Table")
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t, err)
+		}
+		if err := c.exec(ctx, stmt); err != nil {
+			return fmt.Errorf("table %s: %w", t, err)
+		}
+		// Named columns, not *: generated columns cannot be written, and
+		// MariaDB's invisible columns are not in *.
+		cols, err := c.strings(ctx, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? "+
+			"AND (GENERATION_EXPRESSION IS NULL OR GENERATION_EXPRESSION = '') ORDER BY ORDINAL_POSITION", from, t)
+		if err != nil {
+			return err
+		}
+		list := make([]string, len(cols))
+		for i, col := range cols {
+			list[i] = ident(col)
+		}
+		colList := strings.Join(list, ", ")
+		if err := c.exec(ctx, "INSERT INTO "+ident(to)+"."+ident(t)+" ("+colList+") SELECT "+colList+" FROM "+ident(from)+"."+ident(t)); err != nil {
+			return fmt.Errorf("rows of %s: %w", t, err)
+		}
+	}
+	type routine struct{ name, kind string }
+	var routines []routine
+	rows, err := c.c.QueryContext(ctx, "SELECT ROUTINE_NAME, ROUTINE_TYPE FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_NAME", from)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var r routine
+		if err := rows.Scan(&r.name, &r.kind); err != nil {
+			rows.Close()
+			return err
+		}
+		routines = append(routines, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range routines {
+		if r.kind != "PROCEDURE" && r.kind != "FUNCTION" {
+			return fmt.Errorf("routine %s is a %s, which binky does not copy", r.name, r.kind)
+		}
+		col := "Create Procedure"
+		if r.kind == "FUNCTION" {
+			col = "Create Function"
+		}
+		stmt, mode, err := c.showCreate(ctx, r.kind+" "+ident(from)+"."+ident(r.name), col)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", strings.ToLower(r.kind), r.name, err)
+		}
+		if err := c.createAs(ctx, rewrite(stmt, from, to, user), mode); err != nil {
+			return fmt.Errorf("%s %s: %w", strings.ToLower(r.kind), r.name, err)
+		}
+	}
+	views, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME", from)
+	if err != nil {
+		return err
+	}
+	// A view may select from another view: create what can be created
+	// until nothing more can.
+	pending := views
+	for len(pending) > 0 {
+		var next []string
+		var lastErr error
+		for _, v := range pending {
+			stmt, _, err := c.showCreate(ctx, "TABLE "+ident(from)+"."+ident(v), "Create View")
+			if err != nil {
+				return fmt.Errorf("view %s: %w", v, err)
+			}
+			if err := c.exec(ctx, rewrite(stmt, from, to, user)); err != nil {
+				next, lastErr = append(next, v), fmt.Errorf("view %s: %w", v, err)
+			}
+		}
+		if len(next) == len(pending) {
+			return lastErr
+		}
+		pending = next
+	}
+	triggers, err := c.strings(ctx, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? ORDER BY EVENT_OBJECT_TABLE, ACTION_ORDER", from)
+	if err != nil {
+		return err
+	}
+	for _, tr := range triggers {
+		stmt, mode, err := c.showCreate(ctx, "TRIGGER "+ident(from)+"."+ident(tr), "SQL Original Statement")
+		if err != nil {
+			return fmt.Errorf("trigger %s: %w", tr, err)
+		}
+		if err := c.createAs(ctx, rewrite(stmt, from, to, user), mode); err != nil {
+			return fmt.Errorf("trigger %s: %w", tr, err)
+		}
+	}
+	return nil
+}
+
+// createAs runs a CREATE under the sql_mode its original was made under,
+// which decides how its body parses and behaves.
+func (c *session) createAs(ctx context.Context, stmt, mode string) error {
+	var saved string
+	if err := c.c.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&saved); err != nil {
+		return err
+	}
+	if _, err := c.c.ExecContext(ctx, "SET SESSION sql_mode = ?", mode); err != nil {
+		return fmt.Errorf("set sql_mode %q: %w", mode, err)
+	}
+	err := c.exec(ctx, stmt)
+	if _, rerr := c.c.ExecContext(ctx, "SET SESSION sql_mode = ?", saved); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

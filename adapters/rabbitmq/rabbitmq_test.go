@@ -1,0 +1,164 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/adapters/adapterstest"
+)
+
+func TestParseAdminURL(t *testing.T) {
+	for _, tc := range []struct {
+		raw, amqp, management string
+		bad                   bool
+	}{
+		{raw: "amqp://admin:pw@127.0.0.1:5673", amqp: "127.0.0.1:5673", management: "http://127.0.0.1:15672"},
+		{raw: "amqp://admin:pw@127.0.0.1", amqp: "127.0.0.1:5672", management: "http://127.0.0.1:15672"},
+		{raw: "amqp://admin:pw@127.0.0.1:5673?management=25673", amqp: "127.0.0.1:5673", management: "http://127.0.0.1:25673"},
+		{raw: "amqp://admin:pw@10.0.0.1:5672?management=https://mq.example:443/rabbit/", amqp: "10.0.0.1:5672", management: "https://mq.example:443/rabbit"},
+		{raw: "amqps://admin:pw@mq:5671", amqp: "mq:5671", management: "http://mq:15672"},
+		{raw: "amqp://127.0.0.1:5672", bad: true},
+		{raw: "http://admin:pw@127.0.0.1:5672", bad: true},
+		{raw: "amqp://admin:pw@127.0.0.1?management=notaport", bad: true},
+	} {
+		a, err := ParseAdminURL(tc.raw)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%s: parsed, want an error", tc.raw)
+			} else if strings.Contains(err.Error(), ":pw@") {
+				t.Errorf("%s: the error shows the password: %v", tc.raw, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.raw, err)
+			continue
+		}
+		if got := a.Host + ":" + a.Port; got != tc.amqp {
+			t.Errorf("%s: amqp listener %s, want %s", tc.raw, got, tc.amqp)
+		}
+		if got := a.Management.String(); got != tc.management {
+			t.Errorf("%s: management %s, want %s", tc.raw, got, tc.management)
+		}
+	}
+}
+
+func TestResolveEscapesTheVhostAndKeepsTheAdminOut(t *testing.T) {
+	s := adapters.Slice{Name: "acme_main", AdminURL: "amqp://admin:adminpw@127.0.0.1:5673?management=25673", Password: "worldpw"}
+	addr, err := New().Resolve(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "amqp://acme_main:worldpw@127.0.0.1:5673/acme_main"; addr["url"] != want {
+		t.Errorf("url %s, want %s", addr["url"], want)
+	}
+	if addr["management_url"] != "http://127.0.0.1:25673" || addr["vhost"] != "acme_main" {
+		t.Errorf("address %v", addr)
+	}
+	for k, v := range addr {
+		if strings.Contains(v, "adminpw") {
+			t.Errorf("field %s carries the admin's password", k)
+		}
+	}
+}
+
+// adminURL is the throwaway server make test starts (in the background, so
+// its management API may still be coming up: wait for it).
+func adminURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("BINKY_TEST_RABBITMQ")
+	if u == "" {
+		t.Skip("BINKY_TEST_RABBITMQ is unset: make test starts a throwaway RabbitMQ and sets it (amqp://user:pw@127.0.0.1:port?management=port)")
+	}
+	a, err := (&RabbitMQ{}).open(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for {
+		err := a.do(ctx, http.MethodGet, nil, nil, "overview")
+		if err == nil {
+			return u
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the RabbitMQ of BINKY_TEST_RABBITMQ answers no management API: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func admin(t *testing.T, u string) *api {
+	a, err := New().open(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestConformance(t *testing.T) {
+	u := adminURL(t)
+	a := admin(t, u)
+	adapterstest.RunServer(t, New(), adapterstest.Server{
+		AdminURL: u,
+		// A vhost an admin made by hand, with a queue in it.
+		Foreign: func(ctx context.Context, slice string) error {
+			t.Cleanup(func() { a.do(context.Background(), http.MethodDelete, nil, nil, "vhosts", slice) })
+			if err := a.do(ctx, http.MethodPut, nil, map[string]any{"description": "made by hand"}, "vhosts", slice); err != nil {
+				return err
+			}
+			return a.do(ctx, http.MethodPut, nil, map[string]any{"durable": true}, "queues", slice, "handmade")
+		},
+		Intact: func(ctx context.Context, slice string) (bool, error) {
+			v, ok, err := a.vhost(ctx, slice)
+			if err != nil || !ok || v.Description != "made by hand" {
+				return false, err
+			}
+			if err := a.do(ctx, http.MethodGet, nil, nil, "queues", slice, "handmade"); err != nil {
+				return false, err
+			}
+			return true, nil
+		},
+	})
+}
+
+func TestAUserMadeByHandIsNeitherTakenNorChanged(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	a := admin(t, u)
+	name := fmt.Sprintf("handmade_%d", time.Now().UnixNano())
+	if err := a.do(ctx, http.MethodPut, nil, map[string]any{"password": "theirs", "tags": ""}, "users", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.do(context.Background(), http.MethodDelete, nil, nil, "users", name) })
+	s := adapters.Slice{Name: name, World: "w", Home: "h", AdminURL: u, Password: "ours"}
+	if err := New().Provision(ctx, s); !errors.Is(err, adapters.ErrTaken) {
+		t.Fatalf("provision over a hand-made user: %v, want ErrTaken", err)
+	}
+	if _, ok, _ := a.vhost(ctx, name); ok {
+		t.Error("a vhost was made for a name whose user is someone else's")
+	}
+	// Its password is still its owner's: it logs in with it.
+	if err := a.do(ctx, http.MethodPut, nil, map[string]string{"configure": "", "write": "", "read": ".*"}, "permissions", "/", name); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := amqp.Dial(amqpURL(a.admin, name, "theirs", "/"))
+	if err != nil {
+		t.Fatalf("the hand-made user cannot log in with its own password any more: %v", err)
+	}
+	conn.Close()
+}
+
+func amqpURL(a Admin, user, pw, vhost string) string {
+	return fmt.Sprintf("amqp://%s:%s@%s:%s/%s", user, pw, a.Host, a.Port, strings.ReplaceAll(vhost, "/", "%2F"))
+}

@@ -1,0 +1,556 @@
+package compose
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/world"
+)
+
+// project writes files into a temporary folder and converts its
+// docker-compose.yml (or compose.yaml).
+func project(t *testing.T, files map[string]string) (Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, err := Find(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Convert(context.Background(), path)
+}
+
+// converted converts and parses, failing the test on any error or check
+// diagnostic.
+func converted(t *testing.T, files map[string]string) (Result, *world.Config) {
+	t.Helper()
+	res, err := project(t, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := world.ParseConfig("binky.toml", []byte(res.TOML))
+	if cfg == nil {
+		t.Fatalf("does not parse: %v\n%s", diags, res.TOML)
+	}
+	for _, d := range append(diags, world.Check(cfg, adapters.TableInfo)...) {
+		t.Errorf("check: %s\n%s", d, res.TOML)
+	}
+	return res, cfg
+}
+
+func TestKeysAndStringsAreWrittenSoTOMLReadsThemBack(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  Web_App:
+    build: .
+    command: ./web
+    environment:
+      discovery.type: single-node
+      "key with space": x
+      QUOTED: "say \"hi\" \\ back\u0007bell\ttab"
+      UNICODE: "héllo ✓"
+  web-app:
+    build: .
+    command: ./other
+`})
+	web, other := cfg.Services[res.Services["Web_App"]], cfg.Services[res.Services["web-app"]]
+	if web == nil || other == nil || web == other {
+		t.Fatalf("Web_App and web-app must stay two services: %v\n%s", res.Services, res.TOML)
+	}
+	if got, want := web.Env["QUOTED"], "say \"hi\" \\ back\abell\ttab"; got != want {
+		t.Errorf("QUOTED = %q, want %q", got, want)
+	}
+	if got := web.Env["UNICODE"]; got != "héllo ✓" {
+		t.Errorf("UNICODE = %q", got)
+	}
+	if !strings.Contains(res.TOML, "left to you: compose set discovery.type, key with space") {
+		t.Errorf("the keys binky cannot set are not noted:\n%s", res.TOML)
+	}
+}
+
+func TestDependentsAreWiredToTheSlice(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  app:
+    build: .
+    command: ./app
+    depends_on: [db, cache]
+    environment:
+      DB_HOST: db
+      DB_PORT: 5432
+      DB_USER: app
+      DB_PASS: hunter22
+      PG_DBNAME: appdb
+      POSTGRES_USER: app
+      CACHE_ADDR: cache:6379
+      REDIS_URL: redis://cache:6379/0
+  worker:
+    build: .
+    command: ./worker --db postgres://app:hunter22@db/appdb --cache=redis://cache:6379
+    depends_on: [db]
+    environment:
+      DATABASE_URL: postgres://app:hunter22@db:5432/appdb?sslmode=disable
+      JDBC_URL: jdbc:postgresql://db:5432/appdb
+      ASYNC_URL: postgresql+asyncpg://app:hunter22@db:5432/appdb
+  db:
+    image: pgvector/pgvector:pg16
+    environment:
+      POSTGRES_USER: app
+      POSTGRES_PASSWORD: hunter22
+      POSTGRES_DB: appdb
+  cache:
+    image: redis/redis-stack:latest
+`})
+	app, worker := cfg.Services["app"].Env, cfg.Services["worker"].Env
+	for k, want := range map[string]string{
+		"DB_HOST": "${db.host}", "DB_PORT": "${db.port}", "DB_USER": "${db.user}", "DB_PASS": "${db.password}",
+		"PG_DBNAME": "${db.name}", "POSTGRES_USER": "${db.user}", "CACHE_ADDR": "${cache.host}:${cache.port}",
+		"REDIS_URL": "${cache.url}", "DATABASE_URL": "${db.url}",
+	} {
+		if app[k] != want {
+			t.Errorf("app %s = %q, want %q", k, app[k], want)
+		}
+	}
+	if got := worker["ASYNC_URL"]; got != "postgresql+asyncpg://${db.user}:${db.password}@${db.host}:${db.port}/${db.name}" {
+		t.Errorf("worker ASYNC_URL = %q", got)
+	}
+	if got := cfg.Services["worker"].Cmd; got != "./worker --db ${db.url} --cache=${cache.url}" {
+		t.Errorf("worker cmd = %q", got)
+	}
+	if worker["DATABASE_URL"] != "${db.url}" {
+		t.Errorf("worker DATABASE_URL = %q", worker["DATABASE_URL"])
+	}
+	if got := worker["JDBC_URL"]; got != "jdbc:postgresql://${db.host}:${db.port}/${db.name}" {
+		t.Errorf("worker JDBC_URL = %q: an app's own scheme keeps its form, around the slice's parts", got)
+	}
+	if strings.Contains(res.TOML, "hunter22") {
+		t.Errorf("the container's password is in the file:\n%s", res.TOML)
+	}
+}
+
+// TestWiringComesFromTheTable adds a kind to a copy of the adapter table,
+// as the adapters of this wave do: init knows its images and env names
+// from the row alone.
+func TestWiringComesFromTheTable(t *testing.T) {
+	saved := adapters.Kinds
+	t.Cleanup(func() { adapters.Kinds = saved })
+	adapters.Kinds = append(slices.Clone(saved), adapters.Kind{
+		Name: "mysql", Aliases: []string{"mariadb"}, Slice: "a database and a user",
+		Fields: []string{"url", "host", "port", "user", "password", "name"},
+		Env:    []adapters.EnvName{{Name: "DATABASE_URL", Field: "url"}, {Name: "MYSQL_HOST", Field: "host"}},
+		Server: &adapters.Server{Binaries: []string{"mariadbd"}}, Images: []string{"mysql", "mariadb", "bitnami/mysql"},
+	})
+	res, cfg := converted(t, map[string]string{"compose.yaml": mustRead(t, "testdata/corpus/wordpress-mysql/compose.yaml")})
+	if cfg.Services["db"].Adapter != "mysql" {
+		t.Fatalf("db runs mariadb, which the added row replaces, but is not a mysql slice:\n%s", res.TOML)
+	}
+	wp := cfg.Services["wordpress"].Env
+	for k, want := range map[string]string{"WORDPRESS_DB_HOST": "${db.host}", "WORDPRESS_DB_USER": "${db.user}",
+		"WORDPRESS_DB_PASSWORD": "${db.password}", "WORDPRESS_DB_NAME": "${db.name}", "DATABASE_URL": "${db.url}"} {
+		if wp[k] != want {
+			t.Errorf("wordpress %s = %q, want %q", k, wp[k], want)
+		}
+	}
+}
+
+func TestAKindWithNoServerAsksForAdminURL(t *testing.T) {
+	// Elasticsearch: a kind with no managed server in the table.
+	res, cfg := converted(t, map[string]string{"compose.yaml": mustRead(t, "testdata/corpus/elasticsearch-logstash-kibana/compose.yaml")})
+	es := cfg.Services["elasticsearch"]
+	if es == nil || es.Adapter != "elasticsearch" || es.AdminURL != "${env.ELASTICSEARCH_ADMIN_URL}" {
+		t.Fatalf("elasticsearch = %+v\n%s", es, res.TOML)
+	}
+	if !slices.Contains(res.SetEnv, "ELASTICSEARCH_ADMIN_URL") {
+		t.Errorf("ELASTICSEARCH_ADMIN_URL is not listed: %v", res.SetEnv)
+	}
+	if !strings.Contains(res.TOML, "compose set discovery.seed_hosts") {
+		t.Errorf("logstash's dotted key is not noted:\n%s", res.TOML)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestNoCredentialIsWrittenInline(t *testing.T) {
+	res, cfg := converted(t, map[string]string{
+		".env": "ADMIN_PASS=from-dotenv-1\nLOG=debug\n",
+		"docker-compose.yml": `
+services:
+  api:
+    build: .
+    # the admin password is s3cr3t-in-a-comment
+    command: ./api --requirepass literal-pass-1 --stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc
+    ports: ["8080:8080"]
+    environment:
+      ADMIN_PASS: ${ADMIN_PASS}
+      MYSQL_PWD: pwd-value-1
+      SIGNING_KEY: key-value-1
+      GITHUB_TOKEN: ghp_abcdefghijklmnopqrstuvwxyz012345
+      SESSION_SECRET: secret-value-1
+      OPAQUE: Zr8kQ2vX9pL4mN7tB1cY6wE3
+      JWT_SECRET: ${JWT_SECRET:-default-jwt-1}
+      LEVEL: ${LOG}
+      EXTERNAL_DB: postgres://u:url-pass-1@db.example.com/x
+    healthcheck:
+      test: ["CMD-SHELL", "redis-cli -a health-pass-1 ping && mysqladmin ping -pexample_123"]
+`})
+	for _, s := range []string{"sk_live_", "from-dotenv-1", "s3cr3t", "literal-pass-1", "pwd-value-1", "key-value-1", "ghp_", "secret-value-1",
+		"Zr8kQ2vX9pL4mN7tB1cY6wE3", "default-jwt-1", "url-pass-1", "health-pass-1", "example_123"} {
+		if strings.Contains(res.TOML, s) {
+			t.Errorf("%q is written in the file:\n%s", s, res.TOML)
+		}
+	}
+	api := cfg.Services["api"]
+	if api.Env["LEVEL"] != "${env.LOG}" {
+		t.Errorf("LEVEL = %q: a variable .env sets is read at run time", api.Env["LEVEL"])
+	}
+	for _, n := range []string{"ADMIN_PASS", "MYSQL_PWD", "SIGNING_KEY", "GITHUB_TOKEN", "SESSION_SECRET", "OPAQUE", "JWT_SECRET"} {
+		if !slices.Contains(res.Secrets, n) {
+			t.Errorf("%s is not listed among the credentials kept out: %v", n, res.Secrets)
+		}
+		if !strings.Contains(res.TOML, n) {
+			t.Errorf("%s is not listed at the end of the file", n)
+		}
+	}
+	if !strings.Contains(api.Env["EXTERNAL_DB"], "u:${env.") {
+		t.Errorf("EXTERNAL_DB = %q: the password in the URL should be ${env.NAME}", api.Env["EXTERNAL_DB"])
+	}
+}
+
+func TestCheckFindsTheCredentialNamesInitKeepsOut(t *testing.T) {
+	for _, k := range []string{"DB_PASS", "MYSQL_PWD", "AUTH_KEY", "API_TOKEN", "APP_SECRET", "WORDPRESS_AUTH_SALT", "PASSWORD"} {
+		if !world.SecretKey(k) {
+			t.Errorf("SecretKey(%q) = false", k)
+		}
+	}
+	for _, k := range []string{"PORT", "DB_HOST", "KEYCLOAK_URL", "POSTGRES_PASSWORD_FILE", "PASSAGE"} {
+		if world.SecretKey(k) {
+			t.Errorf("SecretKey(%q) = true", k)
+		}
+	}
+}
+
+func TestPortIsBinkysAndEveryPublishedPortIsKept(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  web:
+    build: .
+    command: node server.js --port 8000 --admin 0.0.0.0:9090
+    environment:
+      PORT: 8000
+      ADMIN_LISTEN: 0.0.0.0:9090
+    ports:
+      - "8000:8000"
+      - "9090:9090"
+      - "5000-5002:5000-5002"
+      - "53:53/udp"
+  worker:
+    build: .
+    command: ./worker
+    environment:
+      PORT: 3000
+`})
+	web := cfg.Services["web"]
+	if web.Env["PORT"] != "${self.port}" || cfg.Services["worker"].Env["PORT"] != "${self.port}" {
+		t.Errorf("PORT must be binky's: web %q, worker %q", web.Env["PORT"], cfg.Services["worker"].Env["PORT"])
+	}
+	if !cfg.Services["worker"].HasPort() {
+		t.Error("a service whose process reads PORT asks for a port")
+	}
+	if web.URL != "web" {
+		t.Errorf("url = %q", web.URL)
+	}
+	if want := []string{"p9090", "p5000", "p5001", "p5002", "p53-udp"}; !slices.Equal(web.Ports, want) {
+		t.Errorf("ports = %v, want %v", web.Ports, want)
+	}
+	if web.Cmd != "node server.js --port ${self.port} --admin 0.0.0.0:${self.ports.p9090}" {
+		t.Errorf("cmd = %q", web.Cmd)
+	}
+	if web.Env["ADMIN_LISTEN"] != "0.0.0.0:${self.ports.p9090}" {
+		t.Errorf("ADMIN_LISTEN = %q", web.Env["ADMIN_LISTEN"])
+	}
+	if !strings.Contains(res.TOML, "UDP 53: a port number for the process, not an HTTP URL") {
+		t.Errorf("the UDP port is not noted:\n%s", res.TOML)
+	}
+}
+
+func TestMergesAndWhatHasNoEquivalentAreNoted(t *testing.T) {
+	res, cfg := converted(t, map[string]string{
+		"docker-compose.yml": `
+include:
+  - extra.yml
+services:
+  web:
+    extends:
+      file: base.yml
+      service: base
+    command: sh -c 'echo $$HOME $${NOT_A_VAR}'
+    restart: unless-stopped
+    stop_signal: SIGQUIT
+    stop_grace_period: 30s
+    secrets: [api_key]
+secrets:
+  api_key:
+    file: ./api_key.txt
+  unused:
+    environment: UNUSED_SECRET
+`,
+		"docker-compose.override.yml": "services:\n  web:\n    environment:\n      FROM_OVERRIDE: \"yes\"\n",
+		"base.yml":                    "services:\n  base:\n    build: .\n    environment:\n      FROM_BASE: \"1\"\n",
+		"extra.yml":                   "services:\n  extra:\n    build: ./extra\n    command: ./extra\n",
+		"api_key.txt":                 "k\n",
+	})
+	web := cfg.Services["web"]
+	if web.Env["FROM_OVERRIDE"] != "yes" || web.Env["FROM_BASE"] != "1" {
+		t.Errorf("override or extends not merged: %v", web.Env)
+	}
+	if _, ok := cfg.Services["extra"]; !ok {
+		t.Error("the included service is missing")
+	}
+	if web.Cmd != "sh -c 'echo $HOME $${NOT_A_VAR}'" {
+		t.Errorf("cmd = %q: compose's $$ is a literal $, and binky's literal ${ is $${", web.Cmd)
+	}
+	if web.Restart != "always" || web.StopTimeout.String() != "30s" {
+		t.Errorf("restart %q, stop_timeout %s", web.Restart, web.StopTimeout)
+	}
+	for _, want := range []string{"merged docker-compose.override.yml", "included extra.yml", "service web extends base of base.yml",
+		"compose stop_signal SIGQUIT", "the secret api_key from the file ./api_key.txt", "the secret unused from the variable UNUSED_SECRET"} {
+		if !strings.Contains(res.TOML, want) {
+			t.Errorf("no note %q:\n%s", want, res.TOML)
+		}
+	}
+}
+
+func TestProfilesBecomeGroupsOutOfTheDefaultSet(t *testing.T) {
+	_, cfg := converted(t, map[string]string{"compose.yaml": mustRead(t, "testdata/profiles/compose.yaml")})
+	if got := cfg.Groups["default"]; !slices.Equal(got, []string{"mysql", "worker"}) {
+		t.Errorf("default = %v, want the services with no profile", got)
+	}
+	if got := cfg.Groups["debug"]; !slices.Equal(got, []string{"admin", "mailhog"}) {
+		t.Errorf("debug = %v", got)
+	}
+}
+
+func TestNumbersKeepTheirText(t *testing.T) {
+	_, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  app:
+    build: .
+    command: ./app
+    environment:
+      PYTHON_VERSION: 3.10
+      UMASK: 0755
+      DEBUG: yes
+      RATIO: 1e3
+      LIST_FORM: "x"
+`})
+	for k, want := range map[string]string{"PYTHON_VERSION": "3.10", "UMASK": "0755", "DEBUG": "yes", "RATIO": "1e3"} {
+		if got := cfg.Services["app"].Env[k]; got != want {
+			t.Errorf("%s = %q, want %q as written", k, got, want)
+		}
+	}
+}
+
+func TestImagesOfTheTableBecomeSlices(t *testing.T) {
+	images := []string{"redis/redis-stack:7", "redislabs/redismod", "bitnami/postgresql:16", "bitnami/redis", "valkey/valkey:8",
+		"pgvector/pgvector:pg16", "timescale/timescaledb:latest-pg16", "supabase/postgres:15.1",
+		"public.ecr.aws/docker/library/postgres:16", "docker.io/library/redis:7@sha256:abc"}
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i, img := range images {
+		b.WriteString("  s" + string(rune('a'+i)) + ":\n    image: " + img + "\n")
+	}
+	_, cfg := converted(t, map[string]string{"docker-compose.yml": b.String()})
+	for i, img := range images {
+		if s := cfg.Services["s"+string(rune('a'+i))]; s.Adapter == "" {
+			t.Errorf("%s is not a slice", img)
+		}
+	}
+}
+
+func TestHealthChecksUseTheServicesOwnPort(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  web:
+    build: .
+    command: ./web
+    ports: ["3000:3000", "9100:9100"]
+    healthcheck:
+      test: ["CMD", "curl", "-f", "http://localhost:3000/healthz?full=1"]
+      interval: 5s
+      retries: 3
+  metrics:
+    build: .
+    command: ./metrics
+    ports: ["8080:8080", "9100:9100"]
+    healthcheck:
+      test: wget -qO- http://127.0.0.1:9100/metrics
+  internal:
+    build: .
+    command: ./internal
+    healthcheck:
+      test: nc -z localhost 7000
+`})
+	if h := cfg.Services["web"].Health; h == nil || h.HTTP != "/healthz?full=1" || h.Retries != 3 {
+		t.Errorf("web health = %+v", h)
+	}
+	if h := cfg.Services["metrics"].Health; h == nil || h.Cmd != "wget -qO- http://127.0.0.1:${self.ports.p9100}/metrics" {
+		t.Errorf("metrics health = %+v", h)
+	}
+	internal := cfg.Services["internal"]
+	if internal.Health == nil || internal.Health.Cmd != "nc -z localhost ${self.port}" || !internal.HasPort() {
+		t.Errorf("internal: the port its health check names is its own: %+v\n%s", internal.Health, res.TOML)
+	}
+}
+
+func TestAnImagesCommandIsMarked(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  prom:
+    image: prom/prometheus
+    command: --config.file=/etc/prometheus/prometheus.yml
+  py:
+    image: python:3.12
+    command: python -m http.server
+`})
+	if strings.Contains(cfg.Services["prom"].Cmd, "--config.file") {
+		t.Errorf("an image's arguments became the command: %q", cfg.Services["prom"].Cmd)
+	}
+	if !strings.Contains(res.TOML, "left to you: compose passed the image prom/prometheus these arguments") {
+		t.Errorf("the arguments are not noted:\n%s", res.TOML)
+	}
+	if !regexp.MustCompile(`guessed: this is the command compose gave the image python:3.12`).MatchString(res.TOML) {
+		t.Errorf("an image's command is not marked as a guess:\n%s", res.TOML)
+	}
+}
+
+func TestBadInputIsAnErrorWithLineAndColumn(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"services as a list", "services:\n  - web\n  - db\n", `docker-compose.yml:2:3: services is a list`},
+		{"a null service", "services:\n  web:\n  db:\n    image: postgres\n", `docker-compose.yml:2:3: service "web" is empty`},
+		{"a service that is a string", "services:\n  web: nginx\n", `docker-compose.yml:2:3: service "web" is a scalar`},
+		{"not a mapping", "- a\n- b\n", `docker-compose.yml:1:1: a compose file is a mapping`},
+		{"malformed", "services:\n  web:\n    ports: [80:80\n", `docker-compose.yml:`},
+		{"tab indentation", "services:\n\tweb:\n", `docker-compose.yml:2:`},
+		{"empty", "", `docker-compose.yml:1:1: the file is empty`},
+		{"a wrong type", "services:\n  web:\n    image: nginx\n    ports: 80\n", `docker-compose.yml:4:5: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := project(t, map[string]string{"docker-compose.yml": tc.src})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheProjectsOwnFixturesMatchTheirGolden(t *testing.T) {
+	for _, name := range []string{"webapp", "profiles"} {
+		t.Run(name, func(t *testing.T) {
+			path, err := Find(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Convert(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, path, res)
+			compareGolden(t, filepath.Join("testdata", name, "binky.toml.golden"), res.TOML)
+			if strings.Contains(res.TOML, "supersecret") {
+				t.Error("a secret from .env was copied into binky.toml")
+			}
+		})
+	}
+}
+
+func TestLooksSecret(t *testing.T) {
+	for _, v := range []string{"Zr8kQ2vX9pL4mN7tB1cY6wE3", "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", "9f8e7d6c5b4a3f2e1d0c9b8a",
+		"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "ghp_abcdefghijklmnopqrstuvwxyz012345"} {
+		if !looksSecret(v) {
+			t.Errorf("looksSecret(%q) = false", v)
+		}
+	}
+	for _, v := range []string{"--stale-threshold-seconds=900", "-filer.defaultReplicaPlacement=000", "development-sql-2024-01-01",
+		"ghcr.io/getsentry/sentry:nightly", "/etc/ssl/certs/ca-certificates.crt", "snuba-generic-metrics-counters-consumers", "PLAINTEXT_HOST"} {
+		if looksSecret(v) {
+			t.Errorf("looksSecret(%q) = true", v)
+		}
+	}
+}
+
+// TestFieldsOfOtherKindsComeFromTheirRows wires a broker list and object
+// store keys by rows like those the Kafka and S3 adapters add. check does
+// not know those fields yet (its list of adapter fields predates them), so
+// the result is only parsed here.
+func TestFieldsOfOtherKindsComeFromTheirRows(t *testing.T) {
+	saved := adapters.Kinds
+	t.Cleanup(func() { adapters.Kinds = saved })
+	adapters.Kinds = append(slices.Clone(saved), adapters.Kind{
+		Name: "kafka", Aliases: []string{"redpanda"}, Fields: []string{"url", "host", "port", "user", "password", "brokers", "mechanism"},
+		Env:    []adapters.EnvName{{Name: "KAFKA_BROKERS", Field: "brokers"}},
+		Server: &adapters.Server{}, Images: []string{"apache/kafka", "bitnami/kafka"},
+	}, adapters.Kind{
+		Name: "s3", Aliases: []string{"minio"}, Fields: []string{"url", "host", "port", "access_key", "secret_key", "bucket"},
+		Env:    []adapters.EnvName{{Name: "AWS_ACCESS_KEY_ID", Field: "access_key"}, {Name: "AWS_SECRET_ACCESS_KEY", Field: "secret_key"}, {Name: "S3_BUCKET", Field: "bucket"}},
+		Server: &adapters.Server{}, Images: []string{"minio/minio"},
+	})
+	res, err := project(t, map[string]string{"docker-compose.yml": `
+services:
+  app:
+    build: .
+    command: ./app
+    depends_on: [kafka, minio]
+    environment:
+      KAFKA_BOOTSTRAP_SERVERS: kafka:9092
+      S3_ENDPOINT: http://minio:9000
+      AWS_ACCESS_KEY_ID: minioadmin
+      AWS_SECRET_ACCESS_KEY: minio-secret-1
+      S3_BUCKET: uploads
+  kafka:
+    image: apache/kafka:3.8.0
+  minio:
+    image: minio/minio
+    command: server /data
+    environment:
+      MINIO_ROOT_USER: minioadmin
+      MINIO_ROOT_PASSWORD: minio-secret-1
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := world.ParseConfig("binky.toml", []byte(res.TOML))
+	if cfg == nil || len(diags) > 0 {
+		t.Fatalf("%v\n%s", diags, res.TOML)
+	}
+	app := cfg.Services["app"].Env
+	for k, want := range map[string]string{"KAFKA_BOOTSTRAP_SERVERS": "${kafka.brokers}", "S3_ENDPOINT": "http://${minio.host}:${minio.port}",
+		"AWS_ACCESS_KEY_ID": "${minio.access_key}", "AWS_SECRET_ACCESS_KEY": "${minio.secret_key}", "S3_BUCKET": "${minio.bucket}"} {
+		if app[k] != want {
+			t.Errorf("app %s = %q, want %q", k, app[k], want)
+		}
+	}
+	if strings.Contains(res.TOML, "minio-secret-1") {
+		t.Errorf("the container's secret is in the file:\n%s", res.TOML)
+	}
+}

@@ -1,0 +1,958 @@
+package compose
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/world"
+)
+
+// fieldSuffixes name the slice field a variable carries by how its name
+// ends (DB_USER → user, WORDPRESS_DB_PASSWORD → password), longest first.
+// A suffix applies only to kinds whose row lists that field, so REDIS_DB
+// (a database index) is not a database name.
+var fieldSuffixes = []struct{ suffix, field string }{
+	{"CONNECTION_STRING", "url"}, {"SECRET_ACCESS_KEY", "secret_key"}, {"BOOTSTRAP_SERVERS", "brokers"},
+	{"ACCESS_KEY_ID", "access_key"}, {"ACCESS_KEY", "access_key"}, {"SECRET_KEY", "secret_key"},
+	{"HOSTNAME", "host"}, {"USERNAME", "user"}, {"PASSWORD", "password"}, {"DATABASE", "name"},
+	{"DB_NAME", "name"}, {"DBNAME", "name"}, {"PASSWD", "password"}, {"BROKERS", "brokers"},
+	{"BUCKET", "bucket"}, {"PREFIX", "prefix"}, {"SERVER", "host"}, {"VHOST", "vhost"},
+	{"LOGIN", "user"}, {"HOST", "host"}, {"PORT", "port"}, {"USER", "user"}, {"PASS", "password"},
+	{"NAME", "name"}, {"URL", "url"}, {"URI", "url"}, {"DSN", "dsn"}, {"DSN", "url"}, {"PWD", "password"}, {"DB", "name"},
+}
+
+// splitField splits key into a prefix and the field its suffix names, for
+// a kind with fields.
+func splitField(key string, fields []string) (prefix, field string, ok bool) {
+	up := strings.ToUpper(key)
+	for _, fs := range fieldSuffixes {
+		if !hasField(fields, fs.field) {
+			continue
+		}
+		if up == fs.suffix {
+			return "", fs.field, true
+		}
+		if strings.HasSuffix(up, fs.suffix) {
+			p := up[:len(up)-len(fs.suffix)]
+			return p, fs.field, true
+		}
+	}
+	return "", "", false
+}
+
+// exactField is the field a whole name (after its prefix) names: NAME,
+// DB, PASSWD...
+func exactField(rest string, fields []string) (string, bool) {
+	rest = strings.TrimPrefix(strings.ToUpper(rest), "_")
+	for _, fs := range fieldSuffixes {
+		if rest == fs.suffix && hasField(fields, fs.field) {
+			return fs.field, true
+		}
+	}
+	return "", false
+}
+
+func hasField(fields []string, f string) bool {
+	for _, x := range fields {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// kindPrefixes are the variable prefixes that name a kind: its name and
+// aliases (POSTGRES_, VALKEY_) and the stems of the names in its Env list
+// (PGHOST → PG, PG_).
+func kindPrefixes(k *adapters.Kind) []string {
+	var out []string
+	for _, n := range append([]string{k.Name}, k.Aliases...) {
+		out = append(out, strings.ToUpper(world.EnvName(n))+"_")
+	}
+	for _, e := range k.Env {
+		if p, _, ok := splitField(e.Name, k.Fields); ok && p != "" {
+			out = append(out, p)
+			if !strings.HasSuffix(p, "_") {
+				out = append(out, p+"_")
+			}
+		}
+	}
+	return out
+}
+
+// convertEnv writes the service's environment: a variable that pointed at
+// a database container now reads the slice, PORT is binky's port, another
+// service's address is that service's, and a credential is ${env.NAME}.
+func (c *converter) convertEnv(sv *service) {
+	raw := sv.rawEnv()
+	vals := map[string]string{}
+	for _, k := range sortedKeys(raw) {
+		v := raw[k]
+		if v == nil {
+			// KEY alone: compose passes the caller's value through.
+			vals[k] = "${env." + k + "}"
+			c.refs[k] = true
+			continue
+		}
+		vals[k] = c.vars(sv, c.src.written(k, v))
+	}
+	// First the variables whose value names a slice (a URL, host:port or
+	// host): they fix which prefix addresses which slice, so
+	// WORDPRESS_DB_HOST: db makes WORDPRESS_DB_USER db's user.
+	for _, k := range sortedKeys(vals) {
+		if t, _ := c.sliceRef(k, vals[k]); t != nil {
+			if p, f, ok := splitField(k, t.kind.Fields); ok && (f == "host" || f == "url" || f == "port") {
+				sv.prefixes[p] = t
+			}
+			if !containsService(sv.slices, t) {
+				sv.slices = append(sv.slices, t) // addressed, though compose did not say depends_on
+			}
+		}
+	}
+	// A kind the project has one slice of is the one its variables mean
+	// (POSTGRES_DB in an app that never said depends_on).
+	perKind := map[string][]*service{}
+	for _, t := range c.services {
+		if t.kind != nil {
+			perKind[t.kind.Name] = append(perKind[t.kind.Name], t)
+		}
+	}
+	for _, ts := range perKind {
+		if len(ts) != 1 || containsService(sv.slices, ts[0]) {
+			continue
+		}
+		for k := range vals {
+			for _, kp := range kindPrefixes(ts[0].kind) {
+				if rest, ok := strings.CutPrefix(strings.ToUpper(k), kp); ok {
+					if _, ok := exactField(rest, ts[0].kind.Fields); ok && !containsService(sv.slices, ts[0]) {
+						sv.slices = append(sv.slices, ts[0])
+					}
+				}
+			}
+		}
+	}
+	wired := map[*service]map[string]bool{}
+	var invalid []string
+	for _, k := range sortedKeys(vals) {
+		if !validEnvName(k) {
+			invalid = append(invalid, k)
+			continue
+		}
+		v, note := c.envValue(sv, k, vals[k], raw, wired)
+		sv.env = append(sv.env, line{key: k, value: tomlString(v), comment: note})
+	}
+	// The app's env_file may address the container too (DB_HOST=postgres,
+	// DB_PASSWORD=...): its values are read to find what points at a slice,
+	// never copied; what does is written here, overriding the file.
+	for _, f := range sv.cfg.EnvFiles {
+		file := envFileVars(filepath.Join(c.src.dir, f.Path))
+		for _, k := range sortedKeys(file) {
+			if t, _ := c.sliceRef(k, file[k]); t != nil {
+				if p, fl, ok := splitField(k, t.kind.Fields); ok && (fl == "host" || fl == "url" || fl == "port") {
+					sv.prefixes[p] = t
+				}
+				if !containsService(sv.slices, t) {
+					sv.slices = append(sv.slices, t)
+				}
+			}
+		}
+		for _, k := range sortedKeys(file) {
+			if _, ok := vals[k]; ok || !validEnvName(k) {
+				continue
+			}
+			v := file[k] // matched, never written
+			var out, note string
+			if t, _ := c.sliceRef(k, v); t != nil {
+				out, note = c.envValue(sv, k, v, raw, wired)
+			} else if t, field := c.sliceField(sv, k, v, raw); t != nil {
+				c.wire(wired, t, field)
+				out, note = "${"+t.name+"."+field+"}", "the "+t.name+" slice's "+field
+			} else {
+				continue
+			}
+			vals[k] = ""
+			sv.env = append(sv.env, line{key: k, value: tomlString(out), comment: note + "; overrides " + commentText(f.Path)})
+		}
+	}
+	// An app given only the parts gets the URL too, under the first name
+	// the kind's row gives for it (DATABASE_URL).
+	for _, t := range sv.slices {
+		got := wired[t]
+		if len(got) == 0 || got["url"] {
+			continue
+		}
+		for _, e := range t.kind.Env {
+			if e.Field != "url" {
+				continue
+			}
+			if _, taken := vals[e.Name]; !taken {
+				vals[e.Name] = ""
+				sv.env = append(sv.env, line{key: e.Name, value: tomlString("${" + t.name + ".url}"),
+					comment: "added: the " + t.name + " slice's URL, for apps that read " + e.Name})
+				c.guessed = append(c.guessed, fmt.Sprintf("%s: added %s = ${%s.url} (compose gave only the parts)", sv.name, e.Name, t.name))
+			}
+			break
+		}
+	}
+	for _, t := range sv.slices {
+		if len(wired[t]) > 0 {
+			continue
+		}
+		name := ""
+		for _, e := range t.kind.Env {
+			if e.Field == "url" {
+				name = e.Name
+				break
+			}
+		}
+		if name != "" {
+			c.leave(sv, fmt.Sprintf("it uses the %s slice, but compose gave it no address for it (it is likely in the app's code or config): point it at ${%s.url}, e.g. %s = \"${%s.url}\" in env", t.name, t.name, name, t.name))
+		}
+	}
+	if len(invalid) > 0 {
+		c.leave(sv, "compose set "+commentText(strings.Join(invalid, ", "))+", which are not variable names binky can set: configure them another way")
+	}
+}
+
+func (c *converter) wire(wired map[*service]map[string]bool, t *service, field string) {
+	if wired[t] == nil {
+		wired[t] = map[string]bool{}
+	}
+	wired[t][field] = true
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i], false) {
+			return false
+		}
+	}
+	return true
+}
+
+// envFileVars reads an env file's variables, only to find which point at
+// a slice: their values are never written.
+func envFileVars(path string) map[string]string {
+	out := map[string]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "export "))
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(l, "="); ok {
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+				v = v[1 : len(v)-1]
+			}
+			out[strings.TrimSpace(k)] = v
+		}
+	}
+	return out
+}
+
+func (c *converter) envValue(sv *service, key, val string, raw map[string]any, wired map[*service]map[string]bool) (string, string) {
+	if key == "PORT" {
+		return "${self.port}", "binky's port for this service (compose set " + fmt.Sprint(commentText(c.maskIfSecret(key, val))) + ")"
+	}
+	// A URL, host:port or host naming a slice.
+	if t, kind := c.sliceRef(key, val); t != nil {
+		_, field, _ := splitField(key, t.kind.Fields)
+		switch {
+		case kind == "url":
+			c.wire(wired, t, "url")
+			return c.sliceURL(t, val), "the " + t.name + " slice (was a URL to the " + t.compose + " container)"
+		case kind == "hostport" && field == "brokers":
+			c.wire(wired, t, "brokers")
+			return "${" + t.name + ".brokers}", "the " + t.name + " slice's brokers"
+		case kind == "hostport":
+			c.wire(wired, t, "host")
+			return "${" + t.name + ".host}:${" + t.name + ".port}", "the " + t.name + " slice's address"
+		case field == "url" && hasField(t.kind.Fields, "url"):
+			c.wire(wired, t, "url")
+			return "${" + t.name + ".url}", "the " + t.name + " slice"
+		default:
+			c.wire(wired, t, "host")
+			return "${" + t.name + ".host}", "the " + t.name + " slice's host"
+		}
+	}
+	if t, field := c.sliceField(sv, key, val, raw); t != nil {
+		c.wire(wired, t, field)
+		return "${" + t.name + "." + field + "}", "the " + t.name + " slice's " + field
+	}
+	v, masked := val, false
+	if !world.SecretKey(key) {
+		v, masked = c.maskURLPassword(key, val)
+	}
+	if hostKey(key) || strings.Contains(v, ":") {
+		v = c.rewriteHosts(sv, v)
+	}
+	if m := listenAddr.FindStringSubmatch(v); m != nil {
+		if tok, ok := sv.portToken("self", m[2]); ok {
+			return m[1] + ":" + tok, "this service's own port"
+		}
+	}
+	if _, f, ok := splitField(key, []string{"port"}); ok && f == "port" {
+		if tok, ok := sv.portToken("self", v); ok {
+			return tok, "this service's own port"
+		}
+	}
+	if v != val {
+		note := "another service's address in this world"
+		if masked {
+			note = "its password is kept out; hosts are this world's"
+		}
+		return v, note
+	}
+	if s, secret := c.secretValue(key, v); secret {
+		return s, "a credential: set " + key + " in your environment or .env"
+	}
+	return c.scrub(sv, key, v), ""
+}
+
+func (c *converter) maskIfSecret(key, v string) string {
+	if world.SecretKey(key) || looksSecret(v) {
+		return "a value"
+	}
+	return v
+}
+
+// sliceRef reports whether v addresses a slice service: as a URL, a
+// host:port or a bare host.
+func (c *converter) sliceRef(key, v string) (*service, string) {
+	if m := urlParts.FindStringSubmatch(v); m != nil {
+		if t := c.byHost[strings.ToLower(m[4])]; t != nil && t.kind != nil {
+			return t, "url"
+		}
+		return nil, ""
+	}
+	if h, p, ok := strings.Cut(v, ":"); ok && isPort(p) {
+		if t := c.byHost[strings.ToLower(h)]; t != nil && t.kind != nil {
+			return t, "hostport"
+		}
+	}
+	if t := c.byHost[strings.ToLower(v)]; t != nil && t.kind != nil && hostKey(key) {
+		return t, "host"
+	}
+	return nil, ""
+}
+
+// hostKey is a variable whose name says it holds a host: a bare value
+// equal to a service's name elsewhere (MYSQL_DATABASE: wordpress) is a
+// database name, not the wordpress service.
+func hostKey(key string) bool {
+	if _, f, ok := splitField(key, []string{"host", "url"}); ok {
+		return f == "host" || f == "url"
+	}
+	up := strings.ToUpper(key)
+	for _, s := range []string{"ADDR", "ADDRESS", "ENDPOINT", "SEEDS", "HOSTS", "NODES", "SERVERS"} {
+		if strings.HasSuffix(up, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 65536
+}
+
+// sliceURL is a URL to slice t in the form the app wrote: the slice's own
+// URL when the scheme is the kind's, else the app's scheme (jdbc:,
+// postgresql+asyncpg://) around the slice's parts.
+func (c *converter) sliceURL(t *service, v string) string {
+	m := urlParts.FindStringSubmatch(v)
+	scheme := strings.ToLower(m[2])
+	for _, n := range append([]string{t.kind.Name}, t.kind.Aliases...) {
+		if m[1] == "" && (scheme == n || scheme == n+"ql") {
+			return "${" + t.name + ".url}"
+		}
+	}
+	tok := func(f string) string { return "${" + t.name + "." + f + "}" }
+	var b strings.Builder
+	b.WriteString(m[1] + m[2] + "://")
+	if m[3] != "" && hasField(t.kind.Fields, "user") {
+		// Credentials only where the app wrote them: an endpoint URL
+		// (http://minio:9000) or a JDBC URL takes them elsewhere.
+		b.WriteString(tok("user"))
+		if hasField(t.kind.Fields, "password") {
+			b.WriteString(":" + tok("password"))
+		}
+		b.WriteString("@")
+	}
+	b.WriteString(tok("host") + ":" + tok("port"))
+	rest := m[6]
+	if hasField(t.kind.Fields, "name") && strings.HasPrefix(rest, "/") {
+		_, query, _ := strings.Cut(rest, "?")
+		rest = "/" + tok("name")
+		if query != "" {
+			rest += "?" + query
+		}
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// sliceField finds the slice a variable of sv addresses by name, and the
+// field it carries: a name in the kind's Env list (DATABASE_URL), a prefix
+// another variable tied to the slice (WORDPRESS_DB_), a prefix naming the
+// kind (POSTGRES_, MYSQL_, PG), or a value equal to the container's own
+// (DB_USER: app where the db container had POSTGRES_USER: app).
+func (c *converter) sliceField(sv *service, key, val string, raw map[string]any) (*service, string) {
+	var byKind = map[string][]*service{}
+	for _, t := range sv.slices {
+		byKind[t.kind.Name] = append(byKind[t.kind.Name], t)
+	}
+	for _, t := range sv.slices {
+		for _, e := range t.kind.Env {
+			if e.Name == key && len(byKind[t.kind.Name]) == 1 {
+				return t, e.Field
+			}
+		}
+	}
+	up := strings.ToUpper(key)
+	for _, p := range sortedKeys(sv.prefixes) {
+		t := sv.prefixes[p]
+		if rest, ok := strings.CutPrefix(up, p); ok {
+			if f, ok := exactField(rest, t.kind.Fields); ok {
+				return t, f
+			}
+		}
+	}
+	for _, t := range sv.slices {
+		if len(byKind[t.kind.Name]) == 1 {
+			for _, kp := range kindPrefixes(t.kind) {
+				if rest, ok := strings.CutPrefix(up, kp); ok {
+					if f, ok := exactField(rest, t.kind.Fields); ok {
+						return t, f
+					}
+				}
+			}
+		}
+		_, f, ok := splitField(key, t.kind.Fields)
+		if !ok {
+			continue
+		}
+		if f == "port" {
+			if _, own := t.portToken(t.name, val); own {
+				return t, f // DB_PORT: 5432, the port of the db container
+			}
+			continue
+		}
+		if val == "" || len(val) < 2 {
+			continue
+		}
+		for tk, tv := range t.rawEnv() {
+			if tv == nil {
+				continue
+			}
+			_, tf, ok := splitField(tk, t.kind.Fields)
+			if ok && tf == f && c.vars(t, c.src.written(tk, tv)) == val {
+				return t, f
+			}
+		}
+	}
+	return nil, ""
+}
+
+// listenAddr is an address a process listens on: 0.0.0.0:9000, :8080.
+var listenAddr = regexp.MustCompile(`^(0\.0\.0\.0|127\.0\.0\.1|localhost|\[::\]|::|):(\d{1,5})$`)
+
+// urlParts splits [jdbc:]scheme://userinfo@host:port/rest leniently:
+// values may hold ${env.X} that net/url rejects.
+var urlParts = regexp.MustCompile(`^(jdbc:)?([a-zA-Z][a-zA-Z0-9+.-]*)://(?:([^/@]*)@)?([^/:?#@,]+)(:\d+)?([/?#].*)?$`)
+
+// urlIn finds URLs inside longer text.
+var urlIn = regexp.MustCompile(`(?:jdbc:)?[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"]+`)
+
+// hostPortIn finds host:port and scheme://host[:port] inside longer text
+// (broker lists, command lines).
+var hostPortIn = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])([A-Za-z0-9][A-Za-z0-9_.-]*)(:\d{1,5})?`)
+
+// rewriteHosts replaces another service's host:port (or URL host) in v by
+// its address in this world.
+func (c *converter) rewriteHosts(sv *service, v string) string {
+	if m := urlParts.FindStringSubmatch(v); m != nil {
+		t := c.byHost[strings.ToLower(m[4])]
+		if t == nil {
+			return v
+		}
+		if t.kind != nil {
+			return c.sliceURL(t, v)
+		}
+		addr, ok := c.processAddr(t, tokenName(t, sv), m[2], strings.TrimPrefix(m[5], ":"))
+		if !ok {
+			return v
+		}
+		userinfo := ""
+		if m[3] != "" {
+			userinfo = m[3] + "@"
+		}
+		return m[1] + m[2] + "://" + userinfo + addr + m[6]
+	}
+	if t := c.byHost[strings.ToLower(v)]; t != nil && t != sv && t.kind == nil {
+		return "${" + t.name + ".host}"
+	}
+	return hostPortIn.ReplaceAllStringFunc(v, func(s string) string {
+		m := hostPortIn.FindStringSubmatch(s)
+		if m[3] == "" {
+			return s
+		}
+		t := c.byHost[strings.ToLower(m[2])]
+		if t == nil {
+			return s
+		}
+		if t.kind != nil {
+			return m[1] + "${" + t.name + ".host}:${" + t.name + ".port}"
+		}
+		if addr, ok := c.processAddr(t, tokenName(t, sv), "", m[3][1:]); ok {
+			return m[1] + addr
+		}
+		return s
+	})
+}
+
+// tokenName is how sv's config names t: self for itself.
+func tokenName(t, sv *service) string {
+	if t == sv {
+		return "self"
+	}
+	return t.name
+}
+
+// processAddr is ${t.host}:<the token of port> for a process service,
+// named name in the tokens.
+func (c *converter) processAddr(t *service, name, scheme, port string) (string, bool) {
+	if port == "" {
+		switch strings.ToLower(scheme) {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		}
+	}
+	if tok, ok := t.portToken(name, port); ok {
+		return "${" + name + ".host}:" + tok, true
+	}
+	if port == "" && t.main != nil {
+		return "${" + name + ".host}:${" + name + ".port}", true
+	}
+	return "", false
+}
+
+// vars turns compose's variable references into binky's: a variable .env
+// sets is read at run time (${env.NAME}), so no value of .env is copied; a
+// default is written only when it is no credential; $$ stays a literal $.
+func (c *converter) vars(sv *service, s string) string {
+	return c.varParts(parseVars(s))
+}
+
+func (c *converter) varParts(parts []part) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if p.name == "" {
+			if p.text == "$$" {
+				// compose's $$ is a literal $; binky's literal ${ is $${.
+				if i+1 < len(parts) && strings.HasPrefix(parts[i+1].text, "{") {
+					b.WriteString("$$")
+				} else {
+					b.WriteString("$")
+				}
+				continue
+			}
+			b.WriteString(strings.ReplaceAll(p.text, "${", "$${"))
+			continue
+		}
+		v, set := c.src.dotenv[p.name]
+		ref := "${env." + p.name + "}"
+		switch p.op {
+		case ":-", "-":
+			if set && (v != "" || p.op == "-") {
+				c.refs[p.name] = true
+				b.WriteString(ref)
+				continue
+			}
+			def := c.varParts(p.arg)
+			if world.SecretKey(p.name) || looksSecret(literal(p.arg, func(string) (string, bool) { return "", false })) {
+				c.refs[p.name] = true
+				c.secrets[p.name] = true
+				b.WriteString(ref)
+				continue
+			}
+			b.WriteString(def)
+		case ":+", "+":
+			if set && (v != "" || p.op == "+") {
+				b.WriteString(c.varParts(p.arg))
+			}
+		default:
+			c.refs[p.name] = true
+			if world.SecretKey(p.name) {
+				c.secrets[p.name] = true
+			}
+			b.WriteString(ref)
+		}
+	}
+	return b.String()
+}
+
+// text converts free text (a command line, a health command): variables,
+// other services' addresses, this service's own container ports, and
+// credentials.
+func (c *converter) text(sv *service, s string, ownPorts bool) string {
+	v := c.vars(sv, s)
+	// A URL inside a command line is converted as one on its own: its
+	// password kept out, its host this world's.
+	v = urlIn.ReplaceAllStringFunc(v, func(u string) string {
+		m := urlParts.FindStringSubmatch(u)
+		if m == nil {
+			return u
+		}
+		t := c.byHost[strings.ToLower(m[4])]
+		if t != nil && t.kind != nil {
+			return c.sliceURL(t, u) // the slice's own credentials replace the container's
+		}
+		u, _ = c.maskURLPassword(world.EnvName(sv.name), u)
+		if t != nil {
+			return c.rewriteHosts(sv, u)
+		}
+		return u
+	})
+	v = c.rewriteHosts(sv, v)
+	if ownPorts {
+		v = c.ownPorts(sv, v)
+	}
+	return c.scrub(sv, "", v)
+}
+
+// ownPort finds the service's container port numbers in a command line.
+var ownPort = regexp.MustCompile(`(^|[\s=:'",])(\d{2,5})($|[\s'"/,])`)
+
+func (c *converter) ownPorts(sv *service, v string) string {
+	return ownPort.ReplaceAllStringFunc(v, func(s string) string {
+		m := ownPort.FindStringSubmatch(s)
+		if tok, ok := sv.portToken("self", m[2]); ok {
+			return m[1] + tok + m[3]
+		}
+		return s
+	})
+}
+
+// secretValue decides whether an environment value is a credential to keep
+// out: by its name (PASSWORD, _KEY, _TOKEN...) or by its look (sk_live_,
+// a long random string, a password in a URL).
+func (c *converter) secretValue(key, v string) (string, bool) {
+	lit := stripTokens(v)
+	if strings.TrimSpace(lit) == "" {
+		for _, r := range world.Tokens(v) {
+			if n, ok := strings.CutPrefix(r, "env."); ok && world.SecretKey(key) {
+				c.secrets[n] = true
+			}
+		}
+		return v, false
+	}
+	if world.SecretKey(key) || looksSecret(lit) || urlPassword(v) {
+		c.secrets[key] = true
+		c.refs[key] = true
+		c.secretVal[lit] = key
+		return "${env." + key + "}", true
+	}
+	return v, false
+}
+
+// maskURLPassword replaces a literal password in a URL by ${env.NAME}:
+// the name of the variable that holds the same password elsewhere in the
+// project (the database container's MYSQL_ROOT_PASSWORD), else KEY_PASSWORD.
+func (c *converter) maskURLPassword(key, v string) (string, bool) {
+	m := urlParts.FindStringSubmatchIndex(v)
+	if m == nil || m[6] < 0 {
+		return v, false
+	}
+	userinfo := v[m[6]:m[7]]
+	user, pw, ok := strings.Cut(userinfo, ":")
+	if !ok || pw == "" || stripTokens(pw) == "" {
+		return v, false
+	}
+	name := c.secretName(pw, world.EnvName(key)+"_PASSWORD")
+	return v[:m[6]] + user + ":${env." + name + "}" + v[m[7]:], true
+}
+
+// secretName is the variable that holds the credential lit in some
+// service's environment, or fallback; either way it is listed.
+func (c *converter) secretName(lit, fallback string) string {
+	name := fallback
+	if n, ok := c.secretVal[lit]; ok {
+		name = n
+	} else {
+	search:
+		for _, t := range c.services {
+			env := t.rawEnv()
+			for _, k := range sortedKeys(env) {
+				if env[k] != nil && world.SecretKey(k) && c.src.written(k, env[k]) == lit {
+					name = k
+					break search
+				}
+			}
+		}
+	}
+	c.secrets[name] = true
+	c.refs[name] = true
+	c.secretVal[lit] = name
+	return name
+}
+
+func urlPassword(v string) bool {
+	m := urlParts.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	_, pw, ok := strings.Cut(m[3], ":")
+	return ok && pw != "" && stripTokens(pw) != ""
+}
+
+func stripTokens(v string) string {
+	for _, r := range world.Tokens(v) {
+		v = strings.ReplaceAll(v, "${"+r+"}", "")
+	}
+	return v
+}
+
+var secretLooks = regexp.MustCompile(`^(sk|pk|rk)_(live|test)_|^gh[pousr]_[A-Za-z0-9]{16,}|^xox[abpr]-|^AKIA[0-9A-Z]{16}$|-----BEGIN|^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`)
+
+// looksSecret is a value that is a credential whatever its name: a known
+// token format, or a long random-looking string.
+func looksSecret(v string) bool {
+	if secretLooks.MatchString(v) {
+		return true
+	}
+	if len(v) < 20 || strings.ContainsAny(v, " \t/:.\\${}") {
+		return false
+	}
+	var lower, upper, digit int
+	for _, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower++
+		case r >= 'A' && r <= 'Z':
+			upper++
+		case r >= '0' && r <= '9':
+			digit++
+		case r == '_' || r == '-' || r == '+' || r == '=':
+		default:
+			return false
+		}
+	}
+	classes := 0
+	for _, n := range []int{lower, upper, digit} {
+		if n > 0 {
+			classes++
+		}
+	}
+	// Random text changes between lower case, upper case and digits all the
+	// time; words and numbers do not (--stale-threshold-seconds=900).
+	return digit > 0 && classes >= 2 && entropy(v) >= 3.5 && float64(classChanges(v)) >= 0.3*float64(len(v))
+}
+
+func classChanges(s string) int {
+	class := func(r rune) int {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 1
+		case r >= 'A' && r <= 'Z':
+			return 2
+		case r >= '0' && r <= '9':
+			return 3
+		}
+		return 0
+	}
+	n, prev := 0, -1
+	for _, r := range s {
+		c := class(r)
+		if c == 0 {
+			continue // a separator: the words on each side decide
+		}
+		if prev >= 0 && c != prev {
+			n++
+		}
+		prev = c
+	}
+	return n
+}
+
+func entropy(s string) float64 {
+	counts := map[rune]int{}
+	for _, r := range s {
+		counts[r]++
+	}
+	h := 0.0
+	for _, n := range counts {
+		p := float64(n) / float64(len(s))
+		h -= p * math.Log2(p)
+	}
+	return h
+}
+
+// secretWord is a word of a command line that may be a token or key.
+var secretWord = regexp.MustCompile(`[A-Za-z0-9_+=-]{20,}`)
+
+// passFlag is a password given on a command line: --password=x,
+// --requirepass x, -pSECRET (mysql), -a x (redis-cli), -P x.
+var passFlag = regexp.MustCompile(`(?i)((?:^|\s)--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass))(=|\s+)('[^']*'|"[^"]*"|[^\s'"]+)|(^|\s)(-p)([^\s'"]+)|(^|\s)(-a|-P)\s+([^\s'"]+)`)
+
+// scrub replaces literal credentials in free text by ${env.NAME}: values
+// already kept out elsewhere, and passwords given as command-line flags.
+func (c *converter) scrub(sv *service, key, v string) string {
+	if key != "" {
+		return v // an environment value: its own name decides (secretValue)
+	}
+	for _, lit := range sortedKeys(c.secretVal) {
+		if len(lit) >= 6 && strings.Contains(v, lit) {
+			word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(lit) + `($|[^A-Za-z0-9_])`)
+			v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")
+		}
+	}
+	v = secretWord.ReplaceAllStringFunc(v, func(w string) string {
+		if !looksSecret(w) {
+			return w
+		}
+		return "${env." + c.secretName(w, world.EnvName(sv.name)+"_SECRET") + "}"
+	})
+	return passFlag.ReplaceAllStringFunc(v, func(s string) string {
+		m := passFlag.FindStringSubmatch(s)
+		var pre, val string
+		switch {
+		case m[1] != "":
+			pre, val = m[1]+m[2], m[3]
+		case m[5] != "":
+			pre, val = m[4]+m[5], m[6]
+		default:
+			pre, val = m[7]+m[8]+" ", m[9]
+		}
+		unq := strings.Trim(val, `'"`)
+		if unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") || (m[8] == "-P" && isPort(unq)) {
+			return s
+		}
+		return pre + "${env." + c.secretName(unq, world.EnvName(sv.name)+"_PASSWORD") + "}"
+	})
+}
+
+var localURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::(\d+))?(/[^\s'"]*)?`)
+
+// localPort finds a port on this host in a health command: localhost:8080,
+// -p 5432, or a port number alone as an argument.
+var localPort = regexp.MustCompile(`(?:localhost|127\.0\.0\.1|0\.0\.0\.0)[: ](\d{1,5})\b`)
+
+// convertHealth carries a healthcheck. An HTTP check against the service's
+// own port becomes health.http; one against its other ports, or a command,
+// is rewritten to this world's ports; one against a port the service does
+// not have is dropped with a note. It ran in the container, so a command
+// check is marked.
+func (c *converter) convertHealth(sv *service) {
+	h := sv.cfg.HealthCheck
+	if h == nil || h.Disable || len(h.Test) == 0 || h.Test[0] == "NONE" {
+		return
+	}
+	var cmdline string
+	rawTest := sv.rawHealthTest()
+	switch {
+	case len(rawTest) > 0 && rawTest[0] == "CMD":
+		args := make([]string, len(rawTest)-1)
+		for i, a := range rawTest[1:] {
+			args[i] = c.text(sv, a, false)
+		}
+		cmdline = shellJoin(args)
+	case len(rawTest) > 0:
+		cmdline = c.text(sv, strings.Join(rawTest[1:], " "), false)
+	default:
+		return
+	}
+	var opts []string
+	note := ""
+	if m := localURL.FindStringSubmatch(cmdline); m != nil && sv.main != nil && (m[1] == "" && sv.main.target == 80 || m[1] == strconv.FormatUint(uint64(sv.main.target), 10)) {
+		u, err := url.Parse(m[0])
+		path := "/"
+		if err == nil && u.RequestURI() != "" {
+			path = u.RequestURI()
+		}
+		opts = append(opts, "http = "+tomlString(path))
+		note = "from the compose healthcheck, on this service's own port"
+	} else {
+		missing := ""
+		rewritten := localPort.ReplaceAllStringFunc(cmdline, func(s string) string {
+			m := localPort.FindStringSubmatch(s)
+			if tok, ok := sv.portToken("self", m[1]); ok {
+				return strings.TrimSuffix(s, m[1]) + tok
+			}
+			missing = m[1]
+			return s
+		})
+		rewritten = c.ownPorts(sv, rewritten)
+		if missing != "" || (strings.Contains(rewritten, "${self.") && !sv.hasPort()) {
+			c.leave(sv, "compose checked its health on port "+missing+", which it does not publish here; the check was dropped: add health = { ... } against ${self.port}")
+			return
+		}
+		opts = append(opts, "cmd = "+tomlString(rewritten))
+		note = "guessed: the compose healthcheck ran in the container; check it works on this machine"
+		c.guessed = append(c.guessed, sv.name+": health command carried from the container")
+	}
+	for _, d := range []struct {
+		k string
+		v *time.Duration
+	}{{"interval", durPtr(h.Interval)}, {"timeout", durPtr(h.Timeout)}, {"start_period", durPtr(h.StartPeriod)}} {
+		if d.v != nil && *d.v > 0 {
+			opts = append(opts, d.k+" = "+tomlString(d.v.String()))
+		}
+	}
+	if h.Retries != nil && *h.Retries <= math.MaxInt32 {
+		opts = append(opts, fmt.Sprintf("retries = %d", *h.Retries))
+	}
+	c.add(sv, "health", "{ "+strings.Join(opts, ", ")+" }", note)
+}
+
+func durPtr[T ~int64](d *T) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	v := time.Duration(*d)
+	return &v
+}
+
+// rawHealthTest is the healthcheck test as written (not interpolated), in
+// the list form: CMD or CMD-SHELL first.
+func (sv *service) rawHealthTest() []string {
+	h, _ := sv.raw["healthcheck"].(map[string]any)
+	switch t := h["test"].(type) {
+	case string:
+		return []string{"CMD-SHELL", t}
+	case []any:
+		out := make([]string, len(t))
+		for i, x := range t {
+			out[i] = fmt.Sprint(x)
+		}
+		return out
+	}
+	return nil
+}
+
+func containsService(list []*service, s *service) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
