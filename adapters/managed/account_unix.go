@@ -46,3 +46,15 @@ func chownTree(root string, cred *account) error {
 func detached(cred *account) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Credential: cred}
 }
+
+// newAccount is the account of the user uid, group gid.
+func newAccount(uid, gid int) *account { return &account{Uid: uint32(uid), Gid: uint32(gid)} }
+
+// stopPID asks process pid to stop (SIGTERM).
+func stopPID(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }
+
+// pidAlive reports whether process pid exists.
+func pidAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// killPID kills process pid (SIGKILL).
+func killPID(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }

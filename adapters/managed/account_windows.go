@@ -3,6 +3,7 @@
 package managed
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/windows"
@@ -25,3 +26,30 @@ func chownTree(string, *account) error { return nil }
 func detached(*account) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_NO_WINDOW}
 }
+
+// newAccount is never reached on Windows (os.Getuid is -1, never root).
+func newAccount(int, int) *account { return nil }
+
+// stopPID stops process pid: Windows has no SIGTERM to send another
+// process, so it is terminated.
+func stopPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+// pidAlive reports whether process pid is running.
+func pidAlive(pid int) bool {
+	h, err := windows.OpenProcess(windows.SYNCHRONIZE, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	ev, err := windows.WaitForSingleObject(h, 0)
+	return err == nil && ev == uint32(windows.WAIT_TIMEOUT)
+}
+
+// killPID kills process pid.
+func killPID(pid int) { _ = stopPID(pid) }
