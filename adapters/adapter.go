@@ -2,13 +2,14 @@ package adapters
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 // Slice is one world's share of a server: a database, a key prefix, ...
@@ -179,11 +180,10 @@ func FoldName(s, key string, salt, max int) string {
 }
 
 // Password derives a slice's password from the machine secret: the same
-// slice always gets the same one, and nothing else can compute it.
+// slice always gets the same one, and nothing else can compute it. Records
+// never store it: world.Home.SliceAddress derives it again.
 func Password(secret []byte, kind, slice string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(kind + "\x00" + slice))
-	return hex.EncodeToString(m.Sum(nil))[:32]
+	return world.DerivePassword(secret, kind, slice)
 }
 
 // Redact hides the password of a URL, for messages and logs.

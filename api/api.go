@@ -55,6 +55,9 @@ type Orphan struct {
 	Server  string `json:"server"` // password redacted
 	Dropped bool   `json:"dropped"`
 	Error   string `json:"error,omitempty"`
+	// Note says why an orphan was left alone (a mark written by an older
+	// binky, which names no home: it may be another home's).
+	Note string `json:"note,omitempty"`
 }
 
 // Server is a managed shared server.
@@ -200,6 +203,12 @@ type Slice struct {
 	// Isolation is "none" when the server cannot keep worlds apart and the
 	// world reaches its slice with the admin's credentials.
 	Isolation string `json:"isolation,omitempty"`
+	// Made is how the slice was made: "cloned" (from Template, in TookMS)
+	// or "provisioned" (provisioned, migrated, seeded); empty while it is
+	// incomplete.
+	Made     string `json:"made,omitempty"`
+	Template string `json:"template,omitempty"`
+	TookMS   int64  `json:"took_ms,omitempty"`
 }
 
 // Status is the answer to OpStatus.
@@ -208,4 +217,7 @@ type Status struct {
 	Daemon  Hello    `json:"daemon"`
 	Worlds  []World  `json:"worlds"`
 	Servers []Server `json:"servers,omitempty"`
+	// Notes say what the worlds listed do not: the worktree asked about is
+	// run by another BINKY_HOME, for one.
+	Notes []string `json:"notes,omitempty"`
 }

@@ -35,6 +35,14 @@ func benchWorlds(b *bench) error {
 		rows = v
 	}
 	sweep := []int{1, 2, 4, 8}
+	if v := os.Getenv("BENCH_WORLDS"); v != "" { // e.g. "8", or "2,8"
+		sweep = nil
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+				sweep = append(sweep, n)
+			}
+		}
+	}
 	dir := filepath.Join(b.tmp, "worlds")
 	os.MkdirAll(dir, 0o711)
 	os.Chmod(b.tmp, 0o711)

@@ -131,6 +131,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// requests that touch worlds wait until adoption is done.
 	go func() {
 		d.adoptAll(ctx)
+		d.remarkSlices(ctx)
 		close(d.adopted)
 		if d.watch != nil {
 			d.watch.start(ctx)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 
 	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/supervisor"
@@ -61,10 +62,30 @@ func (d *Daemon) refreshRoutes() {
 		return
 	}
 	var routes []proxy.Route
+	claimed := map[string]string{} // host → the world id that claims it
+	clash := map[string]bool{}
 	for _, rec := range recs {
-		routes = append(routes, routesOf(rec)...)
+		for _, rt := range routesOf(rec) {
+			h := strings.ToLower(rt.Host)
+			if id, ok := claimed[h]; ok && id != rec.ID {
+				clash[h] = true
+			}
+			claimed[h] = rec.ID
+			routes = append(routes, rt)
+		}
 	}
-	d.proxy.SetRoutes(routes)
+	// A URL must never reach another world's service: a host two worlds
+	// claim (records written before URL labels were kept unique could)
+	// reaches neither until 'git binky up' gives them distinct labels.
+	out := routes[:0]
+	for _, rt := range routes {
+		if clash[strings.ToLower(rt.Host)] {
+			d.log.Warn("proxy: host claimed by two worlds; routing it to neither", "host", rt.Host, "world", rt.World)
+			continue
+		}
+		out = append(out, rt)
+	}
+	d.proxy.SetRoutes(out)
 }
 
 func routesOf(rec *world.Record) []proxy.Route {

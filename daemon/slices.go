@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,11 +28,19 @@ const goldenWorld = "golden"
 
 // adminURL resolves where a slice's server is: the service's admin_url
 // (interpolated with env), or, when it has none, binky's managed server for
-// the kind, started if needed. ref is what teardown needs to find it again.
+// the kind, started if needed. ref is what the record keeps so teardown can
+// find the server again: "managed:<kind>", the admin URL when it holds no
+// password, else the admin_url as binky.toml writes it (${env.PG_ADMIN}),
+// interpolated again when needed, so that no admin password is stored.
 func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env map[string]string) (url, ref string, err error) {
 	svc := w.Config.Services[name]
 	raw := world.Interpolate(svc.AdminURL, w.Lookup(world.Coordinates{}, "", env))
 	if raw != "" && !strings.Contains(raw, "${") {
+		if u, err := neturl.Parse(raw); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				return raw, svc.AdminURL, nil
+			}
+		}
 		return raw, raw, nil
 	}
 	kind, ok := builtin.Managed(svc.Adapter)
@@ -54,18 +63,50 @@ func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env 
 	return u, "managed:" + kind, nil
 }
 
-// adminFromRef turns a stored reference back into an admin URL.
-func (d *Daemon) adminFromRef(ctx context.Context, ref string) (string, error) {
+// adminFromRef turns a stored reference back into an admin URL; an
+// admin_url with ${env.X} is read again from env (the request's, then the
+// daemon's own).
+func (d *Daemon) adminFromRef(ctx context.Context, ref string, env []string) (string, error) {
 	if kind, ok := strings.CutPrefix(ref, "managed:"); ok {
 		return d.servers.AdminURL(ctx, kind)
 	}
-	return ref, nil
+	if !strings.Contains(ref, "${") {
+		return ref, nil
+	}
+	vars := map[string]string{}
+	for _, list := range [][]string{d.env, env} {
+		for _, kv := range list {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+	}
+	u := world.Interpolate(ref, func(tok string) (string, bool) {
+		name, ok := strings.CutPrefix(tok, "env.")
+		if !ok {
+			return "", false
+		}
+		v, ok := vars[name]
+		return v, ok && v != ""
+	})
+	if strings.Contains(u, "${") {
+		return "", fmt.Errorf("admin_url %s: a variable is not set in the daemon's environment or this command's: export it and run the command again (or 'git binky gc' later)", ref)
+	}
+	return u, nil
+}
+
+// hardener is an adapter that can close what a server binky runs itself
+// leaves open to every role (Postgres: CONNECT on the postgres database).
+type hardener interface {
+	Harden(ctx context.Context, adminURL string) error
 }
 
 // provisionSlices gives the world every adapter slice its config declares,
 // before any of its processes starts: provisioned (then migrated and
 // seeded), or cloned from the golden template. Each slice is saved to the
-// record as soon as it exists, so teardown and gc always know of it.
+// record before it is made, so teardown and gc always know of it, and is
+// marked complete only when it is; an incomplete one (a crash, a failed
+// migrate) is dropped and made again.
 func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world.Record, callerEnv []string, emit func(api.Event)) (*world.Record, error) {
 	var names []string
 	for _, n := range w.Config.ServiceNames() {
@@ -76,6 +117,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 	if len(names) == 0 {
 		return rec, nil
 	}
+	ctx = d.withSteps(ctx)
 	secret, err := d.home.Secret()
 	if err != nil {
 		return rec, err
@@ -98,6 +140,11 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if err != nil {
 			return rec, err
 		}
+		if h, ok := a.(hardener); ok && strings.HasPrefix(ref, "managed:") {
+			if err := h.Harden(ctx, admin); err != nil {
+				return rec, fmt.Errorf("service %s: %w", n, err)
+			}
+		}
 		kind := adapters.Canonical(svc.Adapter)
 		existing := findSlice(rec, n)
 		name := adapters.SliceName(w.Project, w.Name, w.ID, 0)
@@ -105,24 +152,36 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			name = existing.Name
 		}
 		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: options(w, n, env)}
-		ready := existing != nil && existing.Ready && existing.Config["admin"] == ref
+		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, admin, callerEnv)
+		sl := world.SliceRecord{Service: n, Adapter: kind, Config: sliceConfig(ref, svc.Options), Ready: true}
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost
-			// (a Redis ACL user) without touching the data.
+			// (a Redis ACL user) and rewrites an older binky's mark with
+			// this home, without touching the data.
 			s.Password = adapters.Password(secret, kind, s.Name)
 			if err := a.Provision(ctx, s); err != nil {
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
+			sl.Made, sl.Template, sl.TookMS, sl.Completed = existing.Made, existing.Template, existing.TookMS, existing.Completed
 		} else {
-			if s, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, callerEnv, emit); err != nil {
+			if existing != nil && !existing.Ready {
+				// Never reused: a slice not complete may be an empty
+				// database a failed up provisioned, or half a clone.
+				d.dropIncomplete(ctx, *existing, w.ID, homeID, secret, callerEnv)
+			}
+			start := time.Now()
+			var made, tmpl string
+			if s, made, tmpl, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, callerEnv, emit); err != nil {
 				return rec, err
 			}
+			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()
 		}
 		addr, err := a.Resolve(ctx, s)
 		if err != nil {
 			return rec, fmt.Errorf("service %s: %w", n, err)
 		}
-		sl := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options), Address: addr, Ready: true}
+		sl.Name = s.Name
+		sl.SetAddress(addr, s.Password)
 		if rec, err = d.saveSlice(ctx, w, sl); err != nil {
 			return rec, err
 		}
@@ -150,6 +209,36 @@ func options(w *world.World, n string, env map[string]string) map[string]any {
 	return out
 }
 
+// sameServer reports whether a recorded slice is on the server the config
+// names now: its reference resolves to the same admin URL. (The same
+// reference is not enough: ${env.PG_ADMIN} may name another server today;
+// and a record an older binky wrote kept the interpolated URL.)
+func (d *Daemon) sameServer(ctx context.Context, sl *world.SliceRecord, admin string, env []string) bool {
+	old, _ := sl.Config["admin"].(string)
+	u, err := d.adminFromRef(ctx, old, env)
+	return err == nil && u == admin
+}
+
+// dropIncomplete tears down a slice the record names but never saw
+// complete. A slice that is not (or no longer) this world's is left alone:
+// the new one gets another name.
+func (d *Daemon) dropIncomplete(ctx context.Context, sl world.SliceRecord, worldID, homeID string, secret []byte, env []string) {
+	a, err := builtin.Lookup(sl.Adapter)
+	if err != nil {
+		return
+	}
+	ref, _ := sl.Config["admin"].(string)
+	admin, err := d.adminFromRef(ctx, ref, env)
+	if err != nil {
+		d.log.Warn("incomplete slice not dropped: server", "slice", sl.Name, "err", err)
+		return
+	}
+	options, _ := sl.Config["options"].(map[string]any)
+	err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: worldID, Home: homeID, AdminURL: admin,
+		Password: adapters.Password(secret, sl.Adapter, sl.Name), Config: options})
+	d.log.Info("incomplete slice dropped to be made again", "slice", sl.Name, "err", err)
+}
+
 // sliceConfig is what teardown needs of a slice after its worktree (and
 // binky.toml) is gone: where its server is, and the adapter's options.
 func sliceConfig(adminRef string, options map[string]any) map[string]any {
@@ -158,6 +247,16 @@ func sliceConfig(adminRef string, options map[string]any) map[string]any {
 		c["options"] = options
 	}
 	return c
+}
+
+// sliceView is a slice as status shows it: how it was made.
+func sliceView(sl world.SliceRecord) api.Slice {
+	v := api.Slice{Service: sl.Service, Adapter: sl.Adapter, Name: sl.Name, Made: sl.Made, Template: sl.Template, TookMS: sl.TookMS,
+		Isolation: sl.Address["isolation"]}
+	if sl.Ready && v.Made == "" {
+		v.Made = "ready" // made by an older binky, which did not say how
+	}
+	return v
 }
 
 func findSlice(rec *world.Record, service string) *world.SliceRecord {
@@ -183,9 +282,10 @@ func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRe
 // createSlice makes a new slice: a clone of the golden template where the
 // config asks and the adapter can, else provision + migrate + seed. Any
 // clone failure falls back to the latter: correctness never depends on
-// cloning, only speed does.
+// cloning, only speed does. It returns how the slice was made, and from
+// which template.
 func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, error) {
+	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
 	for salt := 0; ; salt++ {
@@ -194,14 +294,21 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		}
 		s.Password = adapters.Password(secret, kind, s.Name)
 		// Record the slice before it exists: a crash from here on leaves a
-		// record that teardown acts on, or a marked slice that gc drops.
+		// record that teardown acts on (and the next up drops and makes
+		// again: it is not Ready), and the adapters make every step of
+		// theirs recognisable as this slice's.
 		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options)}
 		if _, err := d.saveSlice(ctx, w, pending); err != nil {
-			return s, err
+			return s, "", "", err
+		}
+		if err := d.step("slice.pending_saved"); err != nil {
+			return s, "", "", err
 		}
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
 			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
+			// A template's ErrTaken is not about the slice's name: no salt.
+			nameTaken := false
 			if err == nil {
 				emit(api.Event{World: w.Name, Service: n, State: "cloning", Message: "cloning " + tmpl})
 				start := time.Now()
@@ -209,11 +316,15 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					// A failure on demand, to exercise the fallback for real.
 					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
 				} else if err = cloner.Clone(ctx, tmpl, s); err == nil {
+					if err = d.step("slice.cloned"); err != nil {
+						return s, "", "", err
+					}
 					d.log.Info("slice cloned", "world", w.Name, "service", n, "slice", s.Name, "template", tmpl, "took_ms", time.Since(start).Milliseconds())
-					return s, nil
+					return s, world.MadeCloned, tmpl, nil
 				}
+				nameTaken = errors.Is(err, adapters.ErrTaken)
 			}
-			if errors.Is(err, adapters.ErrTaken) {
+			if nameTaken && salt < 3 {
 				continue
 			}
 			d.log.Warn("clone_fallback", "world", w.Name, "service", n, "slice", s.Name, "err", err)
@@ -226,22 +337,26 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 			continue
 		}
 		if err != nil {
-			return s, fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
+			return s, "", "", fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
+		}
+		if err := d.step("slice.provisioned"); err != nil {
+			return s, "", "", err
 		}
 		addr, err := a.Resolve(ctx, s)
 		if err != nil {
-			return s, err
+			return s, "", "", err
 		}
-		if err := d.migrate(ctx, w, rec, n, addr, callerEnv, emit); err != nil {
-			return s, err
+		if err := d.migrate(ctx, w, rec, n, addr, "slice", callerEnv, emit); err != nil {
+			return s, "", "", err
 		}
-		return s, nil
+		return s, world.MadeProvisioned, "", nil
 	}
 }
 
 // migrate runs the service's migrate and seed commands in the worktree,
 // with the world's environment in which this slice resolves to addr.
-func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record, n string, addr adapters.Address, callerEnv []string, emit func(api.Event)) error {
+// phase ("slice" or "golden") names its failure points.
+func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record, n string, addr adapters.Address, phase string, callerEnv []string, emit func(api.Event)) error {
 	svc := w.Config.Services[n]
 	if svc.Migrate == "" && svc.Seed == "" {
 		return nil
@@ -259,8 +374,13 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 	}
 	lookup := w.Lookup(w.Coordinates(&tmp), "", env)
 	logPath := filepath.Join(world.LogDir(w.Worktree.AdminDir), n+".log")
-	for _, step := range []struct{ what, cmd string }{{"migrate", svc.Migrate}, {"seed", svc.Seed}} {
+	for _, step := range []struct{ what, cmd, done string }{{"migrate", svc.Migrate, "migrated"}, {"seed", svc.Seed, "seeded"}} {
 		if step.cmd == "" {
+			if phase == "slice" {
+				if err := d.step(phase + "." + step.done); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		// Messages show the command as written: interpolated, it can hold
@@ -268,6 +388,11 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + step.cmd})
 		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.Interpolate(step.cmd, lookup), step.cmd, logPath); err != nil {
 			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
+		}
+		if phase == "slice" {
+			if err := d.step(phase + "." + step.done); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -305,7 +430,9 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
-	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref))
+	// The home is in the name: a template is marked as its home's, and
+	// two homes sharing a server must not take (or drop) each other's.
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID))
 	key := hex.EncodeToString(sum[:5])
 	proj := adapters.SliceName(w.Project, "", "", 0)
 	if len(proj) > 30 {
@@ -353,16 +480,27 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := a.Provision(ctx, gs); err != nil {
 		return "", fmt.Errorf("golden template %s: %w", name, err)
 	}
+	if err := d.step("golden.provisioned"); err != nil {
+		return "", err
+	}
 	addr, err := a.Resolve(ctx, gs)
 	if err != nil {
 		return "", err
 	}
-	if err := d.migrate(ctx, w, rec, n, addr, callerEnv, emit); err != nil {
+	if err := d.migrate(ctx, w, rec, n, addr, "golden", callerEnv, emit); err != nil {
 		_ = a.Teardown(ctx, gs)
 		return "", fmt.Errorf("golden template %s: %w", name, err)
 	}
+	if err := d.step("golden.migrated"); err != nil {
+		return "", err
+	}
 	if err := prepare(); err != nil {
 		_ = a.Teardown(ctx, gs)
+		return "", err
+	}
+	// A crash from here on leaves a template with no marker file: the next
+	// up builds it again, dropping this one first.
+	if err := d.step("golden.prepared"); err != nil {
 		return "", err
 	}
 	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project})
@@ -374,12 +512,20 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	return name, nil
 }
 
-// teardownSlices drops every slice of a world, each only if marked as the
-// world's. A server that cannot be reached leaves its slice for gc.
+// teardownSlices drops every slice of a world, each only if it is the
+// world's. A server that cannot be reached leaves its slice for gc. A slice
+// an older binky marked without the home is re-marked first (Provision
+// upgrades a mark of this world), since this home's record names it.
 func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
+	ctx = d.withSteps(ctx)
 	homeID, err := d.home.ID()
 	if err != nil {
 		d.log.Error("teardown slices: home id", "err", err)
+		return
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		d.log.Error("teardown slices: secret", "err", err)
 		return
 	}
 	for _, sl := range rec.Slices {
@@ -389,13 +535,20 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
 			continue
 		}
 		ref, _ := sl.Config["admin"].(string)
-		admin, err := d.adminFromRef(ctx, ref)
+		admin, err := d.adminFromRef(ctx, ref, nil)
 		if err != nil {
 			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
 			continue
 		}
 		options, _ := sl.Config["options"].(map[string]any)
-		err = a.Teardown(ctx, adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin, Config: options})
+		s := adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin,
+			Password: adapters.Password(secret, sl.Adapter, sl.Name), Config: options}
+		err = a.Teardown(ctx, s)
+		if errors.Is(err, adapters.ErrNotOurs) && d.legacyOf(ctx, a, admin, s) {
+			if perr := a.Provision(ctx, s); perr == nil {
+				err = a.Teardown(ctx, s)
+			}
+		}
 		switch {
 		case errors.Is(err, adapters.ErrNotOurs):
 			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
@@ -404,12 +557,108 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
 		default:
 			d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
 		}
+		if err := d.step("teardown.slice_dropped"); err != nil {
+			d.log.Error("teardown", "err", err)
+			return
+		}
 	}
 }
 
-// GC lists (and unless dryRun, drops) slices marked as binky's whose world
-// no longer exists: what a crash between provision and record left.
+// legacyOf reports whether the server holds an object of s marked by an
+// older binky (no home) for s's world.
+func (d *Daemon) legacyOf(ctx context.Context, a adapters.Adapter, admin string, s adapters.Slice) bool {
+	l, ok := a.(adapters.Lister)
+	if !ok {
+		return false
+	}
+	found, err := l.List(ctx, admin)
+	if err != nil {
+		return false
+	}
+	for _, o := range found {
+		if o.Slice == s.Name && o.Owner.Legacy() && o.Owner.World == s.World {
+			return true
+		}
+	}
+	return false
+}
+
+// remarkSlices rewrites, on daemon start, the marks an older binky wrote
+// (naming no home) on the slices of this home's records, so that from now
+// on they read as this home's. Only servers already reachable are asked: a
+// managed server that is not running is re-marked at its world's next up.
+func (d *Daemon) remarkSlices(ctx context.Context) {
+	// Requests wait for this: a server that does not answer must not hold
+	// them long.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	recs, err := d.home.Records()
+	if err != nil || len(recs) == 0 {
+		return
+	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return
+	}
+	running := map[string]bool{}
+	for _, s := range d.servers.Status() {
+		running[s.Kind] = s.Running
+	}
+	listed := map[string][]adapters.Owned{}
+	for _, rec := range recs {
+		for _, sl := range rec.Slices {
+			ref, _ := sl.Config["admin"].(string)
+			if kind, ok := strings.CutPrefix(ref, "managed:"); ok && !running[kind] {
+				continue
+			}
+			a, err := builtin.Lookup(sl.Adapter)
+			if err != nil {
+				continue
+			}
+			l, ok := a.(adapters.Lister)
+			if !ok {
+				continue
+			}
+			admin, err := d.adminFromRef(ctx, ref, nil)
+			if err != nil {
+				continue
+			}
+			found, seen := listed[admin]
+			if !seen {
+				if found, err = l.List(ctx, admin); err != nil {
+					d.log.Warn("re-mark slices: list", "server", adapters.Redact(admin), "err", err)
+				}
+				listed[admin] = found
+			}
+			for _, o := range found {
+				if o.Slice != sl.Name || !o.Owner.Legacy() || o.Owner.World != rec.ID {
+					continue
+				}
+				options, _ := sl.Config["options"].(map[string]any)
+				s := adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin,
+					Password: adapters.Password(secret, sl.Adapter, sl.Name), Config: options}
+				if err := a.Provision(ctx, s); err != nil {
+					d.log.Warn("re-mark slice", "slice", sl.Name, "err", err)
+				} else {
+					d.log.Info("slice re-marked with this home", "slice", sl.Name, "adapter", sl.Adapter)
+				}
+				break
+			}
+		}
+	}
+}
+
+// GC lists (and unless dryRun, drops) slices marked as this home's whose
+// world no longer exists: what a crash between provision and record left.
+// Another home's slices are not looked at (their worlds are in that home's
+// records, not this one's); a mark an older binky wrote, which names no
+// home, is reported and left alone: it may be another home's.
 func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
+	ctx = d.withSteps(ctx)
 	servers := map[string]string{} // admin URL → adapter
 	for _, s := range d.servers.Status() {
 		if u, err := d.servers.AdminURL(ctx, s.Kind); err == nil {
@@ -420,13 +669,17 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 	for _, r := range recs {
 		for _, sl := range r.Slices {
 			if ref, _ := sl.Config["admin"].(string); ref != "" {
-				if u, err := d.adminFromRef(ctx, ref); err == nil {
+				if u, err := d.adminFromRef(ctx, ref, req.Env); err == nil {
 					servers[u] = sl.Adapter
 				}
 			}
 		}
 	}
 	homeID, err := d.home.ID()
+	if err != nil {
+		return api.GC{}, err
+	}
+	secret, err := d.home.Secret()
 	if err != nil {
 		return api.GC{}, err
 	}
@@ -451,19 +704,31 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			continue
 		}
 		// One teardown per slice, however many objects (database, role...)
-		// it has; only this home's, since another home's worlds are not in
-		// this home's records.
+		// it has.
 		slices := map[string]adapters.Owner{}
+		legacy := map[string]adapters.Owner{}
 		for _, obj := range found {
-			if obj.Owner.Home != homeID || obj.Owner.World == goldenWorld || d.home.HasRecord(obj.Owner.World) {
+			switch {
+			case obj.Owner.World == goldenWorld || d.home.HasRecord(obj.Owner.World):
+			case obj.Owner.Legacy():
+				legacy[obj.Slice] = obj.Owner
+			case obj.Owner.Home == homeID:
+				slices[obj.Slice] = obj.Owner
+			}
+		}
+		for name, owner := range legacy {
+			if _, ours := slices[name]; ours {
 				continue
 			}
-			slices[obj.Slice] = obj.Owner
+			out.Orphans = append(out.Orphans, api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u),
+				Note: "marked by an older binky, which did not record the home: it may be another home's live slice; drop it by hand if it is not"})
 		}
 		for name, owner := range slices {
 			o := api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u)}
 			if !out.DryRun {
-				if err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner.World, Home: owner.Home, AdminURL: u}); err != nil {
+				err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner.World, Home: owner.Home, AdminURL: u,
+					Password: adapters.Password(secret, servers[u], name)})
+				if err != nil {
 					o.Error = err.Error()
 				} else {
 					o.Dropped = true

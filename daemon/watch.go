@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -267,7 +268,10 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
 		return
 	}
 	if !d.home.Trusted(world.TrustHash(w.Config.Source)) {
-		_, _ = w.Update(ctx, func(r *world.Record) error { r.State = StateUntrusted; return nil })
+		_, _ = w.Update(ctx, func(r *world.Record) error {
+			r.State, r.Reason = StateUntrusted, untrustedReason(w)
+			return nil
+		})
 		d.log.Info("not starting a world whose binky.toml is not trusted", "worktree", wt.Path)
 		return
 	}
@@ -292,8 +296,13 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree) {
 	}
 }
 
-// StateUntrusted is the state of a world whose config is not approved.
+// StateUntrusted is the state of a world whose config is not approved: it
+// is not started, and services it already runs keep the approved config.
 const StateUntrusted = "untrusted"
+
+func untrustedReason(w *world.World) string {
+	return fmt.Sprintf("%s is not approved on this machine: 'git binky up' in the worktree approves it and starts the world", w.Config.Path)
+}
 
 // teardown destroys a world whose worktree git already removed: the machine
 // record says what to stop and release.
@@ -377,7 +386,21 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		d.auto(ctx, repo, wt)
 	case api.EventCheckout:
 		w, err := world.FromWorktree(d.home, repo, wt)
-		if err != nil || !w.Config.Project.ReloadOnCheckout || !d.home.Trusted(world.TrustHash(w.Config.Source)) {
+		if err != nil {
+			return
+		}
+		if !d.home.Trusted(world.TrustHash(w.Config.Source)) {
+			// The running services keep the approved config (a crash
+			// restart runs it); status says the worktree's file is not it.
+			if d.running(w.ID) {
+				d.setState(w.ID, StateUntrusted, fmt.Sprintf("%s changed (checkout) and is not approved: the services keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path))
+			}
+			return
+		}
+		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == StateUntrusted && d.running(w.ID) {
+			d.setState(w.ID, "running", "") // back on an approved file
+		}
+		if !w.Config.Project.ReloadOnCheckout {
 			return
 		}
 		r := d.run(w.ID)
@@ -434,4 +457,12 @@ func (d *Daemon) registerRepo(ctx context.Context, w *world.World) {
 	if d.watch != nil {
 		d.watch.refresh()
 	}
+}
+
+// running reports whether this daemon supervises services of the world.
+func (d *Daemon) running(id string) bool {
+	r := d.run(id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.group != nil
 }

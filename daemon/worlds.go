@@ -124,6 +124,8 @@ func classify(err error) error {
 		return &api.Error{Code: api.CodeConfig, Message: err.Error()}
 	case errors.Is(err, gitx.ErrNoSuchWorktree), errors.Is(err, gitx.ErrNotRepository), errors.Is(err, gitx.ErrNotWorktree):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, world.ErrOtherHome):
+		return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
 	return err
 }
@@ -138,6 +140,12 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	}
 	if w.Worktree.NoCheckout {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
+	}
+	// A worktree another home runs is refused before anything is approved
+	// or registered here (and before any record or lease is made: a world
+	// still queued must leave nothing behind).
+	if err := d.home.CheckOwner(w); err != nil {
+		return api.World{}, classify(err)
 	}
 	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {
 		return api.World{}, err
@@ -158,6 +166,15 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
+	// Every path that starts processes comes here, so this is where an
+	// unapproved binky.toml is stopped: the hook, the watcher, a worktree
+	// move and a reload must not run what the user never approved.
+	approved := world.TrustHash(w.Config.Source)
+	if !d.home.Trusted(approved) {
+		msg := untrustedReason(w)
+		d.setState(w.ID, StateUntrusted, msg)
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
+	}
 	r := d.run(w.ID)
 	if err := lockRun(ctx, r); err != nil {
 		return api.World{}, err
@@ -166,6 +183,11 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group) {
 		emit(api.Event{World: w.Name, Message: "already up"})
+		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == StateUntrusted {
+			// The user approved the current file; what runs is still the
+			// config approved before, until a reload.
+			d.setState(w.ID, "running", "")
+		}
 		return d.describe(w.ID, r)
 	}
 	if r.group != nil {
@@ -188,20 +210,29 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 	}()
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
-		rec.State = "starting"
+		rec.State, rec.Reason = "starting", ""
+		// What starts now is what restarts later, even after a daemon
+		// restart: this config, approved above.
+		rec.Approved = approved
 		return nil
 	})
 	if err != nil {
 		return api.World{}, err
 	}
+	failPoint(exitAtUpStarting)
 	if err := checkPortsFree(rec, names, w.Config); err != nil {
 		d.setState(w.ID, "stopped", err.Error())
 		return api.World{}, err
 	}
 	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
-		d.setState(w.ID, "failed", err.Error())
+		reason := err.Error()
+		if ctx.Err() != nil {
+			reason = "up was cancelled while its slices were provisioned (the client went away): run 'git binky up' again"
+		}
+		d.setState(w.ID, "failed", reason)
 		return api.World{}, fmt.Errorf("up %s: %w", w.Name, err)
 	}
+	failPoint(exitAtUpSlices)
 	specs, err := buildSpecs(w, rec, names, env)
 	if err != nil {
 		d.setState(w.ID, "stopped", err.Error())
@@ -209,6 +240,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
 	if err != nil {
+		d.setState(w.ID, "failed", err.Error())
 		return api.World{}, err
 	}
 	events, unsubscribe := g.Subscribe()
@@ -220,15 +252,23 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 	}()
 	started := time.Now()
-	err = g.Start(ctx)
+	// Once services start, the up is finished even if its client goes
+	// away (Ctrl-C, an MCP client's timeout): stopping healthy services
+	// because nobody is listening would leave the world neither up nor
+	// down. Each start is bounded by its health check's start period.
+	err = g.Start(context.WithoutCancel(ctx))
 	unsubscribe()
 	<-drained // every event before the result, never after it
+	if ctx.Err() != nil {
+		d.log.Info("the client of up went away; the daemon finished the up", "world", w.Name, "project", w.Project, "err", err)
+	}
 	if err != nil {
 		g.Close()
 		d.setState(w.ID, "failed", err.Error())
 		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
+	failPoint(exitAtUpServices)
 	r.group, r.names, r.env = g, names, env
 	admitted = true
 	d.setState(w.ID, "running", "")
@@ -322,7 +362,7 @@ func (d *Daemon) setState(id, state, msg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
-		r.State = state
+		r.State, r.Reason = state, msg
 		return nil
 	})
 	if msg != "" {
@@ -333,9 +373,9 @@ func (d *Daemon) setState(id, state, msg string) {
 
 // Down stops a world's processes and keeps its ports, files and data.
 func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
-	w, err := world.Open(d.home, req.Dir, req.Name)
+	w, warning, err := d.openRecorded(req)
 	if err != nil {
-		return api.World{}, classify(err)
+		return api.World{}, err
 	}
 	r := d.run(w.ID)
 	if err := lockRun(ctx, r); err != nil {
@@ -349,7 +389,38 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		return api.World{}, err
 	}
 	d.setState(w.ID, "stopped", "")
-	return d.describe(w.ID, r)
+	desc, err := d.describe(w.ID, r)
+	if warning != "" {
+		desc.Message = warning
+	}
+	return desc, err
+}
+
+// openRecorded finds the world down and remove act on. When its binky.toml
+// no longer loads (broken, or deleted), the machine record still says what
+// runs and what to tear down, so a broken file never keeps a world
+// running; warning then says the file is broken.
+func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, err error) {
+	w, err = world.Open(d.home, req.Dir, req.Name)
+	var ce *world.ConfigError
+	if err == nil || !(errors.As(err, &ce) || errors.Is(err, world.ErrNoConfig)) {
+		return w, "", classify(err)
+	}
+	repo, wt, lerr := world.Locate(req.Dir, req.Name)
+	if lerr != nil {
+		return nil, "", classify(err)
+	}
+	id := world.WorldID(repo.CommonDir, wt.AdminDir)
+	rec, rerr := d.home.LoadRecord(id)
+	if rerr != nil {
+		return nil, "", classify(err)
+	}
+	w = &world.World{Home: d.home, Repo: repo, Worktree: wt, ID: id, Project: rec.Project, Name: rec.Worktree, Label: rec.Label}
+	what := "is broken"
+	if errors.Is(err, world.ErrNoConfig) {
+		what = "is gone"
+	}
+	return w, fmt.Sprintf("%s %s, so binky acted from the machine record: %v", world.ConfigFile, what, err), nil
 }
 
 // stopLocked stops the world's group, or, when this daemon holds none (the
@@ -393,9 +464,9 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 // removes its worktree. It refuses a worktree with uncommitted changes
 // unless forced; the main worktree's folder is never removed.
 func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error) {
-	w, err := world.Open(d.home, req.Dir, req.Name)
+	w, warning, err := d.openRecorded(req)
 	if err != nil {
-		return api.World{}, classify(err)
+		return api.World{}, err
 	}
 	if !req.Force && !w.Worktree.Main {
 		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
@@ -427,7 +498,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	d.mu.Lock()
 	delete(d.worlds, w.ID)
 	d.mu.Unlock()
-	desc.State = "removed"
+	desc.State, desc.Message = "removed", warning
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)
 	return desc, nil
 }
@@ -484,6 +555,13 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		d.mu.Unlock()
 		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
 	}
+	// Asked from a worktree another home runs: say whose it is, since
+	// this home lists nothing for it.
+	if repo, wt, err := gitx.Discover(req.Dir); err == nil && wt != nil {
+		if err := d.home.CheckWorktreeOwner(repo.CommonDir, wt.AdminDir, wt.Name); err != nil {
+			out.Notes = append(out.Notes, err.Error())
+		}
+	}
 	return out, nil
 }
 
@@ -498,7 +576,7 @@ func (d *Daemon) describe(id string, r *worldRun) (api.World, error) {
 // describeRecord merges a record with what the daemon knows live.
 func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 	w := api.World{ID: rec.ID, Project: rec.Project, Worktree: rec.Worktree, Path: rec.Path, Branch: rec.Branch,
-		State: rec.State, Ports: rec.Ports, Services: []api.Service{}}
+		State: rec.State, Message: rec.Reason, Ports: rec.Ports, Services: []api.Service{}}
 	if _, err := os.Stat(rec.Path); err != nil {
 		w.Missing = true
 	}
@@ -529,6 +607,11 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 			// as the process is really there.
 			if st.PID != 0 && !supervisor.Alive(st.PID, st.StartTick) {
 				st.State, st.PID, st.Message = supervisor.Crashed, 0, "died while no daemon was watching"
+				if st.Started.After(d.started) {
+					// This daemon started it, so a daemon was watching:
+					// it is only no longer supervised (its up failed).
+					st.Message = "its process is gone and no longer supervised"
+				}
 			}
 		}
 		s := api.Service{Name: n, State: string(st.State), PID: st.PID, Port: rec.Ports[n], Restarts: st.Restarts, ExitCode: st.ExitCode, Message: st.Message}
@@ -548,7 +631,7 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 		w.Services = append(w.Services, s)
 	}
 	for _, sl := range rec.Slices {
-		w.Slices = append(w.Slices, api.Slice{Service: sl.Service, Adapter: sl.Adapter, Name: sl.Name, Isolation: sl.Address["isolation"]})
+		w.Slices = append(w.Slices, sliceView(sl))
 	}
 	return w
 }
@@ -569,6 +652,14 @@ func (d *Daemon) adoptAll(ctx context.Context) {
 }
 
 func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
+	if rec.State == "starting" {
+		// Adoption runs before any request is served, so no up of this
+		// daemon is in flight: the daemon that was starting this world
+		// died during its up. Finish it as a failed up would: nothing left
+		// half up, and a reason.
+		d.endCutOffUp(ctx, rec)
+		return
+	}
 	alive := map[string]*world.ServiceState{}
 	for n, s := range rec.Services {
 		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) {
@@ -595,7 +686,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	if len(alive) == 0 {
 		return
 	}
-	specs := d.adoptSpecs(rec, alive)
+	specs, untrusted := d.adoptSpecs(rec, alive)
 	g, err := supervisor.NewGroup(specs, d.persister(rec.ID))
 	if err != nil {
 		d.log.Error("adopt", "world", rec.Worktree, "err", err)
@@ -612,15 +703,50 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	r.group, r.names = g, names
 	r.mu.Unlock()
 	d.admission.Admit(rec.ID)
+	switch {
+	case untrusted != "":
+		d.setState(rec.ID, StateUntrusted, untrusted)
+	case rec.State == StateUntrusted:
+		d.setState(rec.ID, "running", "") // its file is approved again
+	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }
 
-// adoptSpecs rebuilds the specs of a world's running services from its
-// config, so adopted services are health-checked and restarted as before.
-// If the config cannot be read now (the worktree is gone, binky.toml was
-// broken since), the services are still adopted with a bare spec: shown
-// by status, stopped by down, never restarted.
-func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceState) []supervisor.Spec {
+// endCutOffUp ends an up that a dying daemon left "starting": its services
+// (those that had started) are stopped and the world is failed, saying why.
+func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
+	for name, s := range rec.Services {
+		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) && !supervisor.StopGroup(s.PGID, 5*time.Second) {
+			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
+		}
+	}
+	reason := "the daemon stopped during up (killed or crashed), so the up did not finish: run 'git binky up' again"
+	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
+		for _, s := range r.Services {
+			if s.PID != 0 {
+				s.State, s.Message = string(supervisor.Stopped), "stopped: its up was cut off"
+			}
+			s.PID, s.PGID, s.StartTick = 0, 0, 0
+		}
+		r.State, r.Reason = "failed", reason
+		return nil
+	})
+	d.log.Warn("an up was cut off by the daemon's death; world failed", "world", rec.Worktree, "project", rec.Project)
+}
+
+// adoptSpecs rebuilds the specs of a world's running services, so adopted
+// services are health-checked and restarted as before, from the config
+// they were approved and started with (kept in the trust folder by its
+// hash), never from whatever the worktree holds now: a branch checked out
+// since must not get its commands run by a crash restart. When the
+// worktree's current config is neither that one nor approved, untrusted
+// says why, for the world's state.
+//
+// Without the approved config (a record from an older binky), the current
+// config is used only if it is approved. Otherwise (the worktree is gone,
+// binky.toml is broken or unapproved) the services are adopted with a bare
+// spec: shown by status, stopped by down, never restarted.
+func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceState) (specs []supervisor.Spec, untrusted string) {
 	bare := func() []supervisor.Spec {
 		var specs []supervisor.Spec
 		for n := range alive {
@@ -631,15 +757,32 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	}
 	repo, err := gitx.Open(rec.CommonDir)
 	if err != nil {
-		return bare()
+		return bare(), ""
 	}
 	wt, err := findByAdmin(repo, rec.AdminDir)
 	if err != nil {
-		return bare()
+		return bare(), ""
 	}
-	w, err := world.FromWorktree(d.home, repo, wt)
-	if err != nil {
-		return bare()
+	w, werr := world.FromWorktree(d.home, repo, wt)
+	currentTrusted := false
+	if werr == nil {
+		current := world.TrustHash(w.Config.Source)
+		currentTrusted = d.home.Trusted(current)
+		if current != rec.Approved && !currentTrusted {
+			untrusted = fmt.Sprintf("%s changed since its services started and is not approved: they keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path)
+		}
+	}
+	cfg, err := d.home.ApprovedConfig(rec.Approved, filepath.Join(rec.Path, world.ConfigFile))
+	switch {
+	case err == nil:
+		// Whatever the worktree's file says now (or if it does not load),
+		// the approved one says how to run what was started.
+		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
+			return bare(), untrusted
+		}
+	case werr != nil || !currentTrusted:
+		d.log.Warn("adopted services will not be restarted: no approved config to run them with", "world", rec.Worktree, "err", err)
+		return bare(), untrusted
 	}
 	var names []string
 	for _, n := range w.Config.ServiceNames() {
@@ -647,16 +790,16 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 			names = append(names, n)
 		}
 	}
-	specs, err := buildSpecs(w, rec, names, d.env)
+	specs, err = buildSpecs(w, rec, names, d.env)
 	if err != nil || len(specs) != len(alive) {
-		return bare()
+		return bare(), untrusted
 	}
 	// Adopted services' dependencies may not be running; they are already
 	// up, so they wait for nothing.
 	for i := range specs {
 		specs[i].DependsOn = nil
 	}
-	return specs
+	return specs, untrusted
 }
 
 func findByAdmin(repo *gitx.Repo, admin string) (*gitx.Worktree, error) {

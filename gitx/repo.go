@@ -10,11 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing"
-	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // ErrNotRepository is returned when a directory is not inside a git repository.
@@ -161,14 +156,13 @@ func commonDirOf(gitDir string) string {
 func openCommon(gitDir string) (*Repo, error) {
 	common := commonDirOf(resolve(gitDir))
 	repo := &Repo{CommonDir: common}
-	cfg, err := readConfig(common)
+	bare, worktree, err := coreConfig(common)
 	if err != nil {
 		return nil, err
 	}
-	core := cfg.Section("core")
-	repo.Bare = strings.EqualFold(core.Option("bare"), "true")
+	repo.Bare = strings.EqualFold(bare, "true")
 	if !repo.Bare {
-		switch wt := core.Option("worktree"); {
+		switch wt := worktree; {
 		case wt != "":
 			if !filepath.IsAbs(wt) {
 				wt = filepath.Join(common, wt)
@@ -185,21 +179,79 @@ func openCommon(gitDir string) (*Repo, error) {
 	return repo, nil
 }
 
-// readConfig parses <common>/config with go-git's config decoder. Only the
-// light go-git packages are used: the top-level one links transports and
-// crypto whose start-up cost would be paid by every `git binky env` on a
-// shell prompt.
-func readConfig(common string) (*gitconfig.Config, error) {
-	f, err := os.Open(filepath.Join(common, "config"))
+// coreConfig reads core.bare and core.worktree from <common>/config, the
+// two keys binky needs, as git does: section and key names in any case,
+// the last value wins, a key alone means true, values may be quoted and
+// escaped, # and ; start comments. (go-git's decoder did this; linking it
+// cost every `git binky env` the start-up of gcfg and encoding/gob.)
+func coreConfig(common string) (bare, worktree string, err error) {
+	b, err := os.ReadFile(filepath.Join(common, "config"))
 	if err != nil {
-		return nil, fmt.Errorf("open repository %s: %w", common, err)
+		return "", "", fmt.Errorf("open repository %s: %w", common, err)
 	}
-	defer f.Close()
-	cfg := gitconfig.New()
-	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
-		return nil, fmt.Errorf("read config of %s: %w", common, err)
+	inCore := false
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				return "", "", fmt.Errorf("read config of %s: line %d: a section header with no ]", common, n+1)
+			}
+			inCore = strings.EqualFold(strings.TrimSpace(line[1:end]), "core")
+			line = strings.TrimSpace(line[end+1:]) // "[core] bare = true" is one line
+		}
+		if !inCore || line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		key, value, hasValue := strings.Cut(line, "=")
+		v := "true"
+		if hasValue {
+			v = configValue(value)
+		}
+		switch strings.ToLower(strings.TrimSpace(key)) {
+		case "bare":
+			bare = v
+		case "worktree":
+			worktree = v
+		}
 	}
-	return cfg, nil
+	return bare, worktree, nil
+}
+
+// configValue is a git config value as git reads it.
+func configValue(s string) string {
+	var b strings.Builder
+	quoted, keep := false, 0 // keep: what trailing-space trimming must not cut
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+			keep = b.Len()
+		case c == '\\' && i+1 < len(s):
+			i++
+			switch s[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'b':
+				b.WriteByte('\b')
+			default:
+				b.WriteByte(s[i])
+			}
+			keep = b.Len()
+		case !quoted && (c == '#' || c == ';'):
+			i = len(s)
+		default:
+			b.WriteByte(c)
+			if quoted {
+				keep = b.Len()
+			}
+		}
+	}
+	v := b.String()
+	return v[:keep] + strings.TrimRight(v[keep:], " \t")
 }
 
 // worktreeFor builds the Worktree whose root is root and whose git dir is gitDir.
@@ -271,10 +323,60 @@ func readHead(gitDir, common string) (branch, hash string) {
 		return "", head
 	}
 	branch = strings.TrimPrefix(ref, "refs/heads/")
-	if h, err := dotgit.New(osfs.New(common)).Ref(plumbing.ReferenceName(ref)); err == nil && h != nil {
-		hash = h.Hash().String()
+	return branch, resolveRef(common, ref)
+}
+
+// resolveRef returns the object a reference names, or "": the loose ref
+// under common, else its line in packed-refs, following symbolic refs as
+// git does. (go-git's dotgit did this; linking it cost every `git binky
+// env` the start-up of its pack, URL and SHA-1 packages.)
+func resolveRef(common, ref string) string {
+	for range 5 {
+		if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+			return ""
+		}
+		b, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref)))
+		if err != nil {
+			return packedRef(common, ref)
+		}
+		v := strings.TrimSpace(string(b))
+		next, symbolic := strings.CutPrefix(v, "ref: ")
+		if !symbolic {
+			if isObjectName(v) {
+				return v
+			}
+			return ""
+		}
+		ref = next
 	}
-	return branch, hash
+	return ""
+}
+
+func packedRef(common, ref string) string {
+	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		h, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+		if ok && name == ref && isObjectName(h) {
+			return h
+		}
+	}
+	return ""
+}
+
+// isObjectName reports whether s is a SHA-1 or SHA-256 object name.
+func isObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Worktrees lists the main worktree (unless the repository is bare) and every
@@ -386,8 +488,7 @@ func HooksDir(ctx context.Context, dir string) (string, error) {
 
 // BranchExists reports whether refs/heads/<branch> exists.
 func (r *Repo) BranchExists(branch string) bool {
-	ref, err := dotgit.New(osfs.New(r.CommonDir)).Ref(plumbing.NewBranchReferenceName(branch))
-	return err == nil && ref != nil
+	return resolveRef(r.CommonDir, "refs/heads/"+branch) != ""
 }
 
 // AddWorktree creates a linked worktree at path on branch: the existing branch

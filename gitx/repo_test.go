@@ -169,3 +169,30 @@ func TestDirtyAndAddRemove(t *testing.T) {
 		t.Errorf("worktree folder still there: %v", err)
 	}
 }
+
+func TestHeadAndBranchesResolveFromPackedRefs(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", map[string]string{"a.txt": "a\n"})
+	feat := gittest.AddWorktree(t, main, filepath.Join(tmp, "feat"), "feat")
+	want, err := gitx.Git(context.Background(), feat, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After gc, branches live only in packed-refs.
+	if _, err := gitx.Git(context.Background(), main, "pack-refs", "--all", "--prune"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(main, ".git", "refs", "heads", "feat")); !os.IsNotExist(err) {
+		t.Fatalf("refs/heads/feat still loose: %v", err)
+	}
+	repo, wt, err := gitx.Discover(feat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Branch != "feat" || wt.Head != want {
+		t.Errorf("packed: branch %q head %q, want feat %s", wt.Branch, wt.Head, want)
+	}
+	if !repo.BranchExists("feat") || repo.BranchExists("nope") || repo.BranchExists("../../HEAD") {
+		t.Errorf("BranchExists: feat %v, nope %v, ../../HEAD %v", repo.BranchExists("feat"), repo.BranchExists("nope"), repo.BranchExists("../../HEAD"))
+	}
+}

@@ -41,7 +41,8 @@ type Proxy struct {
 	mu     sync.RWMutex
 	routes map[string]Route
 
-	rp *httputil.ReverseProxy
+	pool pool                   // kept connections of plain requests (forward.go)
+	rp   *httputil.ReverseProxy // upgrades (WebSockets)
 }
 
 type routeKey struct{}
@@ -95,12 +96,15 @@ func New() *Proxy {
 // SetRoutes replaces the route table.
 func (p *Proxy) SetRoutes(routes []Route) {
 	m := make(map[string]Route, len(routes))
+	ports := make(map[int]bool, len(routes))
 	for _, r := range routes {
 		m[strings.ToLower(r.Host)] = r
+		ports[r.Port] = true
 	}
 	p.mu.Lock()
 	p.routes = m
 	p.mu.Unlock()
+	p.pool.retain(ports)
 }
 
 // Routes returns the current routes sorted by host.
@@ -118,12 +122,27 @@ func (p *Proxy) Routes() []Route {
 // AskPath is where the TLS front asks whether a host may get a certificate.
 const AskPath = "/.binky/ask"
 
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := strings.ToLower(r.Host)
+// routeHost is the route-table key of a Host header: lowercase, with no
+// port and no trailing dot.
+func routeHost(host string) string {
+	host = strings.ToLower(host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(host, ".")
+	return strings.TrimSuffix(host, ".")
+}
+
+// lookup returns the route for a Host header.
+func (p *Proxy) lookup(hostHeader string) (Route, bool) {
+	host := routeHost(hostHeader)
+	p.mu.RLock()
+	rt, ok := p.routes[host]
+	p.mu.RUnlock()
+	return rt, ok
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := routeHost(r.Host)
 	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
 		p.mu.RLock()
 		_, ok := p.routes[strings.ToLower(r.URL.Query().Get("domain"))]
@@ -146,7 +165,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w, rt, "is "+orDefault(rt.State, "stopped"))
 		return
 	}
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	if isUpgrade(r) {
+		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+		return
+	}
+	p.forward(w, r, rt)
 }
 
 func orDefault(s, d string) string {
@@ -200,16 +223,34 @@ func Listen(port int) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// Serve serves p on the listeners until ctx is done.
-func Serve(ctx context.Context, p http.Handler, ls []net.Listener) {
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+// Serve serves h on the listeners until ctx is done. A *Proxy is served
+// by its fast path (fast.go), with net/http for what that leaves.
+func Serve(ctx context.Context, h http.Handler, ls []net.Listener) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout}
+	p, fast := h.(*Proxy)
+	if !fast || len(ls) == 0 {
+		for _, l := range ls {
+			go srv.Serve(l)
+		}
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+		return
+	}
+	s := &server{p: p, fallback: srv, handoff: newHandoffListener(ls[0].Addr()), conns: map[net.Conn]*connState{}}
+	go srv.Serve(s.handoff)
 	for _, l := range ls {
-		go srv.Serve(l)
+		go s.serve(l)
 	}
 	<-ctx.Done()
+	for _, l := range ls {
+		l.Close()
+	}
 	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	srv.Shutdown(shut)
+	srv.Shutdown(shut) // also closes the hand-off listener
+	s.shutdown(shut)
 }
 
 // bufferPool reuses the copy buffers of proxied bodies.

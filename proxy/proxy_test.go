@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,21 @@ func backend(t *testing.T, who string) int {
 	return p
 }
 
+// serve runs p as the daemon does (Serve: the fast path, and net/http
+// for what it hands over) on a loopback port.
+func serve(t *testing.T, p *Proxy) *httptest.Server {
+	t.Helper()
+	ls, err := Listen(freeLocalPort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Serve(ctx, p, ls); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &httptest.Server{URL: "http://" + ls[0].Addr().String(), Listener: ls[0]}
+}
+
 func get(t *testing.T, proxyURL, host, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", proxyURL+path, nil)
@@ -58,8 +74,7 @@ func TestTwoWorldsWithTheSameServiceNamesGoToTheirOwnPorts(t *testing.T) {
 		{Host: "api.login-fix.acme.localhost", World: "login-fix", Service: "api", Port: a, Up: true},
 		{Host: "api.checkout-v2.acme.localhost", World: "checkout-v2", Service: "api", Port: b, Up: true},
 	})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	for host, want := range map[string]string{
 		"api.login-fix.acme.localhost:1355": "api of login-fix",
 		"API.Checkout-V2.acme.localhost":    "api of checkout-v2",
@@ -81,8 +96,7 @@ func TestUnknownHostListsWorldsAndServesNoneOfThem(t *testing.T) {
 	a := backend(t, "SECRET-BODY")
 	p := New()
 	p.SetRoutes([]Route{{Host: "api.login-fix.acme.localhost", Project: "acme", World: "login-fix", Service: "api", Port: a, Up: true}})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	for _, host := range []string{"api.typo.acme.localhost", "localhost", "127.0.0.1", "evil.localhost"} {
 		code, body := get(t, srv.URL, host, "/")
 		if code != http.StatusNotFound || strings.Contains(body, "SECRET-BODY") {
@@ -99,8 +113,7 @@ func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
 	p := New()
 	route := Route{Host: "api.w.acme.localhost", Project: "acme", World: "w", Service: "api", Port: a, State: "stopped"}
 	p.SetRoutes([]Route{route})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	code, body := get(t, srv.URL, route.Host, "/")
 	if code != 503 || !strings.Contains(body, "service api of world w (acme) is stopped") || !strings.Contains(body, "git binky up w") {
 		t.Fatalf("stopped: %d %q", code, body)
@@ -131,8 +144,7 @@ func TestWebSocketEchoAndStreamingThroughTheProxy(t *testing.T) {
 	a := backend(t, "api")
 	p := New()
 	p.SetRoutes([]Route{{Host: "web.w.acme.localhost", World: "w", Service: "web", Port: a, Up: true}})
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	srv := serve(t, p)
 	_, proxyPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
 
 	cfg, err := websocket.NewConfig("ws://web.w.acme.localhost/ws", "http://web.w.acme.localhost/")
@@ -187,5 +199,248 @@ func TestListenIsLoopbackOnly(t *testing.T) {
 		if !ip.IsLoopback() {
 			t.Errorf("listening on %s", l.Addr())
 		}
+	}
+}
+
+// echo is a service that answers with its method, body and framing.
+func echo(t *testing.T) (*httptest.Server, int) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen-Length", strconv.FormatInt(r.ContentLength, 10))
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.RequestURI(), b)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	return srv, p
+}
+
+func TestBodiesHeadAndClosingClientsThroughTheProxy(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	do := func(method, body string, chunked, closeAfter bool) (*http.Response, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+			if chunked {
+				rd = io.MultiReader(rd) // no length known: sent chunked
+			}
+		}
+		req, _ := http.NewRequest(method, srv.URL+"/echo?q=1", rd)
+		req.Host = "api.w.acme.localhost"
+		req.Close = closeAfter
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if _, body := do("POST", "a=1&b=2", false, false); body != "POST /echo?q=1 a=1&b=2" {
+		t.Errorf("POST: %q", body)
+	}
+	if resp, body := do("PUT", strings.Repeat("x", 100000), true, false); body != "PUT /echo?q=1 "+strings.Repeat("x", 100000) || resp.Header.Get("X-Seen-Length") != "-1" {
+		t.Errorf("chunked PUT: %d bytes, length seen %s", len(body), resp.Header.Get("X-Seen-Length"))
+	}
+	if resp, body := do("HEAD", "", false, false); resp.StatusCode != 200 || body != "" {
+		t.Errorf("HEAD: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := do("GET", "", false, true); body != "GET /echo?q=1 " || !resp.Close {
+		t.Errorf("GET with Connection: close: %q, close=%v", body, resp.Close)
+	}
+}
+
+func TestKeptConnectionsOfARestartedServiceAreNotUsed(t *testing.T) {
+	backendSrv, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	for _, method := range []string{"GET", "POST", "GET", "DELETE"} {
+		// The service drops every connection, as a restarting dev server
+		// does: the proxy's kept ones are dead, and no request may fail.
+		backendSrv.CloseClientConnections()
+		req, _ := http.NewRequest(method, srv.URL+"/x", strings.NewReader("body"))
+		req.Host = "api.w.acme.localhost"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != method+" /x body" {
+			t.Errorf("%s after the service closed its connections: %d %q", method, resp.StatusCode, b)
+		}
+	}
+}
+
+func TestTheHandlerForwardsBodiesToo(t *testing.T) {
+	// After a hand-off (a 404 on a kept-alive browser connection, say),
+	// net/http serves the rest of the connection through ServeHTTP.
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/h", strings.NewReader("payload"))
+	req.Host = "api.w.acme.localhost"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "POST /h payload" {
+		t.Errorf("through ServeHTTP: %q", b)
+	}
+}
+
+func TestOneConnectionGoesFromTheFastPathToNetHTTPAndStaysRight(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	for i, host := range []string{"api.w.acme.localhost", "nope.localhost", "api.w.acme.localhost"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/n", nil)
+		req.Host = host
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := 200
+		if i == 1 {
+			want = 404
+		}
+		if resp.StatusCode != want || (want == 200 && string(b) != "GET /n ") {
+			t.Errorf("request %d to %s: %d %q", i, host, resp.StatusCode, b)
+		}
+	}
+}
+
+// rawBackend answers every request on a connection with the next of
+// responses, byte for byte, as a service of any make might write them.
+func rawBackend(t *testing.T, responses ...string) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for _, resp := range responses {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					io.WriteString(c, resp)
+					if strings.Contains(resp, "Connection: close") {
+						return // the body ends where the connection does
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestResponsesOfEveryShapeComeThroughWhole(t *testing.T) {
+	for _, tt := range []struct {
+		name, method, resp string
+		code               int
+		body, header       string
+	}{
+		{"no reason phrase", "GET", "HTTP/1.1 200\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok", 200, "ok", "1"},
+		{"no content", "GET", "HTTP/1.1 204 No Content\r\nX-A: 2\r\n\r\n", 204, "", "2"},
+		{"not modified", "GET", "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nX-A: 3\r\n\r\n", 304, "", "3"},
+		{"head with a length", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nX-A: 4\r\n\r\n", 200, "", "4"},
+		{"chunked", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 5\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", 200, "abcde", "5"},
+		{"closed to end it", "GET", "HTTP/1.1 200 OK\r\nConnection: close\r\nX-A: 6\r\n\r\nuntil the end", 200, "until the end", "6"},
+		{"http/1.0", "GET", "HTTP/1.0 201 Created\r\nContent-Length: 3\r\nX-A: 7\r\n\r\nnew", 201, "new", "7"},
+		{"interim then final", "GET", "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 8\r\n\r\nfinal", 200, "final", "8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			// Twice on one kept connection: the first must not spill
+			// into the second.
+			p.SetRoutes([]Route{{Host: "raw.w.acme.localhost", World: "w", Service: "raw", Port: rawBackend(t, tt.resp, tt.resp), Up: true}})
+			srv := serve(t, p)
+			c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+			for i := 0; i < 2; i++ {
+				req, _ := http.NewRequest(tt.method, srv.URL+"/", nil)
+				req.Host = "raw.w.acme.localhost"
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tt.code || string(b) != tt.body || resp.Header.Get("X-A") != tt.header {
+					t.Errorf("request %d: %d %q X-A=%q, want %d %q %q", i, resp.StatusCode, b, resp.Header.Get("X-A"), tt.code, tt.body, tt.header)
+				}
+				if tt.method == "HEAD" && resp.ContentLength != 1234 {
+					t.Errorf("HEAD: Content-Length %d, want the service's 1234", resp.ContentLength)
+				}
+			}
+		})
+	}
+}
+
+func TestALargeBodyOfKnownLengthComesThroughWhole(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	p := New()
+	p.SetRoutes([]Route{{Host: "big.w.acme.localhost", World: "w", Service: "big", Port: port, Up: true}})
+	proxySrv := serve(t, p)
+	for i := 0; i < 2; i++ {
+		code, got := get(t, proxySrv.URL, "big.w.acme.localhost", "/")
+		if code != 200 || got != body {
+			t.Fatalf("request %d: %d, %d bytes, want %d", i, code, len(got), len(body))
+		}
+	}
+}
+
+func TestKeptConnectionsOfAPortNoRouteUsesAreClosed(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	if code, _ := get(t, srv.URL, "api.w.acme.localhost", "/"); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	// The connection goes back to the pool just after the response.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.pool.mu.Lock()
+		kept := len(p.pool.idle[port])
+		p.pool.mu.Unlock()
+		if kept > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no connection was kept after a request")
+		}
+	}
+	p.SetRoutes(nil) // the world was removed
+	p.pool.mu.Lock()
+	defer p.pool.mu.Unlock()
+	if n := len(p.pool.idle[port]); n != 0 {
+		t.Errorf("%d connections to a port no route uses are still kept", n)
 	}
 }

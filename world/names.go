@@ -1,8 +1,10 @@
 package world
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 	"strings"
 )
 
@@ -54,4 +56,42 @@ func DNSLabel(s string) string {
 func ShortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:4])
+}
+
+// chooseLabel gives rec its URL label the first time: the worktree name
+// folded to a DNS label, with a short hash of the world's id when another
+// world of the repository already has that label (Foo_Bar and foo-bar both
+// fold to foo-bar). The record is saved under a lock per repository, so two
+// first ups at once choose in turn.
+func (w *World) chooseLabel(ctx context.Context, rec *Record) error {
+	base := DNSLabel(w.Worktree.Name)
+	unlock, err := Lock(ctx, filepath.Join(w.Home.WorldsDir(), "labels-"+ShortHash(w.Repo.CommonDir)+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	recs, err := w.Home.Records()
+	if err != nil {
+		return err
+	}
+	rec.Label = base
+	for _, r := range recs {
+		if r.ID == w.ID || r.CommonDir != w.Repo.CommonDir {
+			continue
+		}
+		// A record from before labels were kept used the folded name.
+		l := r.Label
+		if l == "" {
+			l = DNSLabel(r.Worktree)
+		}
+		if l == base {
+			h := ShortHash(w.ID)
+			if len(base) > 63-len(h)-1 {
+				base = strings.TrimRight(base[:63-len(h)-1], "-")
+			}
+			rec.Label = base + "-" + h
+			break
+		}
+	}
+	return w.Home.SaveRecord(rec)
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,9 @@ type Record struct {
 	// Services is the supervised processes' last known state.
 	Services map[string]*ServiceState `json:"services,omitempty"`
 	// State is the world's lifecycle state: "new", "running", "stopped", ...
-	State   string    `json:"state"`
+	State string `json:"state"`
+	// Ownership, labels, approval and the reason for State: see trust.go.
+	Standing
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 }
@@ -47,16 +50,81 @@ type Record struct {
 // SliceRecord is one adapter slice, as teardown needs it after the worktree
 // (and its binky.toml) is gone.
 type SliceRecord struct {
-	Service string         `json:"service"`
-	Adapter string         `json:"adapter"`
-	Name    string         `json:"name"`
-	Config  map[string]any `json:"config,omitempty"`
-	// Address is what the adapter resolved (url, prefix, ...). It can hold
-	// the world's own credentials, which is why records are 0600.
+	Service string `json:"service"`
+	Adapter string `json:"adapter"`
+	Name    string `json:"name"`
+	// Config holds where the server is ("admin": managed:<kind>, an
+	// admin_url without a password, or, for one that holds a password, the
+	// admin_url as written, e.g. ${env.PG_ADMIN}, read again when needed)
+	// and the adapter's options.
+	Config map[string]any `json:"config,omitempty"`
+	// Address is what the adapter resolved (url, prefix, ...), with the
+	// slice's derived password replaced by DerivedPassword wherever it
+	// appears: derived passwords are never stored, Home.SliceAddress puts
+	// them back from the home's secret.
 	Address map[string]string `json:"address,omitempty"`
-	// Ready is set once the slice is provisioned (and migrated and seeded,
-	// or cloned): migrations run once per slice, not on every up.
+	// Ready is set once the slice is complete: provisioned, migrated and
+	// seeded, or cloned. A slice found not Ready (a crash, a failed
+	// migrate) is dropped and made again, never reused.
 	Ready bool `json:"ready,omitempty"`
+	// Made says how it became complete: MadeCloned (from Template) or
+	// MadeProvisioned; TookMS is how long that took, Completed when.
+	Made      string    `json:"made,omitempty"`
+	Template  string    `json:"template,omitempty"`
+	TookMS    int64     `json:"took_ms,omitempty"`
+	Completed time.Time `json:"completed,omitzero"`
+}
+
+// How a slice was made.
+const (
+	MadeCloned      = "cloned"
+	MadeProvisioned = "provisioned"
+)
+
+// DerivedPassword stands for a slice's derived password in a stored
+// address.
+const DerivedPassword = "{binky:derived-password}"
+
+// DerivePassword is a slice's password: an HMAC of the adapter kind and
+// the slice name under the machine secret, so the same slice always gets
+// the same one and nothing else can compute it (adapters.Password).
+func DerivePassword(secret []byte, kind, slice string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(kind + "\x00" + slice))
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+// SetAddress stores addr in the record with every occurrence of password
+// (the slice's derived one) replaced by DerivedPassword.
+func (sl *SliceRecord) SetAddress(addr map[string]string, password string) {
+	sl.Address = make(map[string]string, len(addr))
+	for k, v := range addr {
+		if password != "" {
+			v = strings.ReplaceAll(v, password, DerivedPassword)
+		}
+		sl.Address[k] = v
+	}
+}
+
+// SliceAddress is the slice's address as the world uses it: the stored one
+// with its derived password put back from the home's secret.
+func (h Home) SliceAddress(sl SliceRecord) map[string]string {
+	var pw string
+	out := make(map[string]string, len(sl.Address))
+	for k, v := range sl.Address {
+		if strings.Contains(v, DerivedPassword) {
+			if pw == "" {
+				secret, err := h.Secret()
+				if err != nil {
+					continue // no secret, no password: the field is left out
+				}
+				pw = DerivePassword(secret, sl.Adapter, sl.Name)
+			}
+			v = strings.ReplaceAll(v, DerivedPassword, pw)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ServiceState is a supervised process as the record remembers it. The pid
@@ -135,7 +203,7 @@ func (h Home) SaveRecord(r *Record) error {
 	if err := WriteFileAtomic(h.recordPath(r.ID), b, 0o600); err != nil {
 		return fmt.Errorf("save world record: %w", err)
 	}
-	if _, err := os.Stat(r.AdminDir); err == nil {
+	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) {
 		dir := StateDir(r.AdminDir)
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
@@ -150,7 +218,9 @@ func (h Home) DeleteRecord(r *Record) error {
 	if err := os.Remove(h.recordPath(r.ID)); err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete world record: %w", err)
 	}
-	os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
+	if h.ownsAdminCopy(r) {
+		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
+	}
 	os.Remove(h.lockPath(r.ID))
 	return nil
 }

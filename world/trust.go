@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ func (h Home) Trust(src []byte, path string) error {
 	if err := os.MkdirAll(h.TrustDir(), 0o700); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
-	b, _ := json.Marshal(map[string]any{"path": path, "approved": time.Now().UTC()})
+	// The content is kept so that a later daemon restarts exactly what
+	// was approved, whatever the worktree holds by then.
+	b, _ := json.Marshal(trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)})
 	return WriteFileAtomic(filepath.Join(h.TrustDir(), TrustHash(src)), b, 0o600)
 }
 
@@ -100,4 +103,143 @@ func (h Home) Repos() ([]Repo, error) {
 		}
 	}
 	return out, nil
+}
+
+// Standing is what a world record says about who may act on the world and
+// why it is in its state: the home that owns it, its URL label, the config
+// it was last started with, and the reason for its state.
+type Standing struct {
+	// Home is the id of the BINKY_HOME that owns the world (Home.ID) and
+	// HomeDir where that home is; the copy of the record in the worktree's
+	// admin folder carries them, so a second home on the same worktree can
+	// say whose world it is instead of overwriting it.
+	Home    string `json:"home,omitempty"`
+	HomeDir string `json:"home_dir,omitempty"`
+	// Label is the world's DNS label in its URLs: the worktree name folded,
+	// with a short hash when another world of the project folds alike.
+	// Kept once chosen, so URLs survive restarts.
+	Label string `json:"label,omitempty"`
+	// Approved is the TrustHash of the binky.toml the world's services were
+	// started with. Restarts and adoption by a later daemon run that config,
+	// never the worktree's current file unless it is approved too.
+	Approved string `json:"approved,omitempty"`
+	// Reason says why the world is in State (failed, untrusted, stopped by
+	// a cut-off up...), for status.
+	Reason string `json:"reason,omitempty"`
+}
+
+// trustEntry is a file in TrustDir: where the approved config was found,
+// when, and its content, so a later daemon can rebuild exactly the
+// services that were approved.
+type trustEntry struct {
+	Path     string    `json:"path"`
+	Approved time.Time `json:"approved"`
+	Source   string    `json:"source,omitempty"`
+}
+
+// ApprovedSource returns the content of the approved config with this hash,
+// or an error when it was never approved (or approved by a binky that did
+// not keep the content).
+func (h Home) ApprovedSource(hash string) ([]byte, error) {
+	if hash == "" {
+		return nil, errors.New("no approved config is recorded")
+	}
+	b, err := os.ReadFile(filepath.Join(h.TrustDir(), hash))
+	if err != nil {
+		return nil, fmt.Errorf("approved config %s: %w", hash[:min(12, len(hash))], err)
+	}
+	var e trustEntry
+	if err := json.Unmarshal(b, &e); err != nil || e.Source == "" || TrustHash([]byte(e.Source)) != hash {
+		return nil, fmt.Errorf("approved config %s: its content was not kept", hash[:min(12, len(hash))])
+	}
+	return []byte(e.Source), nil
+}
+
+// ErrOtherHome is returned for a worktree whose world belongs to another
+// BINKY_HOME on this machine.
+var ErrOtherHome = errors.New("the world of this worktree belongs to another git-binky home")
+
+// adminCopy reads the copy of a world record in the worktree's admin folder.
+func adminCopy(adminDir string) (*Record, error) {
+	b, err := os.ReadFile(filepath.Join(StateDir(adminDir), "world.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// otherOwner returns the record of the admin copy when it belongs to a home
+// other than h that still holds the world. A copy of no home (written by an
+// older binky), of this home, or of a home that forgot the world (its
+// folder or its record is gone) is nobody else's.
+func (h Home) otherOwner(adminDir, id string) *Record {
+	r, err := adminCopy(adminDir)
+	if err != nil || r.Home == "" || r.ID != id {
+		return nil
+	}
+	mine, err := h.ID()
+	if err != nil || r.Home == mine {
+		return nil
+	}
+	if r.HomeDir != "" {
+		if _, err := os.Stat(filepath.Join(r.HomeDir, "worlds", id+".json")); err != nil {
+			return nil
+		}
+	}
+	return r
+}
+
+// ownsAdminCopy reports whether this home may write (or delete) the admin
+// folder's copy of r: not when another home that still holds the world
+// wrote it.
+func (h Home) ownsAdminCopy(r *Record) bool {
+	return h.otherOwner(r.AdminDir, r.ID) == nil
+}
+
+// CheckOwner fails with ErrOtherHome, naming the owning home, when w is
+// another home's world and this home has no record of it. It changes
+// nothing.
+func (h Home) CheckOwner(w *World) error {
+	return h.CheckWorktreeOwner(w.Repo.CommonDir, w.Worktree.AdminDir, w.Name)
+}
+
+// CheckWorktreeOwner is CheckOwner for a worktree known by its repository's
+// common dir, its admin dir and its name, whose config need not load.
+func (h Home) CheckWorktreeOwner(commonDir, adminDir, name string) error {
+	id := WorldID(commonDir, adminDir)
+	if h.HasRecord(id) {
+		return nil
+	}
+	return h.checkOwner(adminDir, id, name)
+}
+
+func (h Home) checkOwner(adminDir, id, worktree string) error {
+	o := h.otherOwner(adminDir, id)
+	if o == nil {
+		return nil
+	}
+	if o.HomeDir == "" {
+		return fmt.Errorf("%w: worktree %s is run by the home with id %s; use that home, or 'git binky remove' it there first",
+			ErrOtherHome, worktree, o.Home)
+	}
+	return fmt.Errorf("%w: worktree %s is run by BINKY_HOME=%s; use that home ('BINKY_HOME=%s git binky ...'), or 'git binky remove' it there first",
+		ErrOtherHome, worktree, o.HomeDir, o.HomeDir)
+}
+
+// ApprovedConfig parses the approved config with this hash; path is where
+// it was found, for its diagnostics.
+func (h Home) ApprovedConfig(hash, path string) (*Config, error) {
+	src, err := h.ApprovedSource(hash)
+	if err != nil {
+		return nil, err
+	}
+	cfg, diags := ParseConfig(path+" (as approved)", src)
+	if cfg == nil || hasErrors(diags) {
+		return nil, &ConfigError{Diagnostics: diags}
+	}
+	return cfg, nil
 }

@@ -23,7 +23,11 @@ type World struct {
 	Config   *Config
 	ID       string
 	Project  string
-	Name     string // DNS-safe worktree name used in URLs and slice names
+	// Name is the worktree's name as git knows it (BINKY_WORKTREE,
+	// ${worktree.name}); Label is its DNS label in URLs, unique in the
+	// project (see Standing.Label).
+	Name  string
+	Label string
 	// ProxyPort is where the URL proxy listens (from settings); URLs of
 	// services with `url` go through it. HTTPSPort is its TLS front, 0 when
 	// https is off.
@@ -34,16 +38,26 @@ type World struct {
 // Open finds the world of the worktree named name in the repository around
 // dir, or of the worktree dir is in when name is "".
 func Open(home Home, dir, name string) (*World, error) {
+	repo, wt, err := Locate(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return FromWorktree(home, repo, wt)
+}
+
+// Locate finds the worktree named name in the repository around dir, or
+// the one dir is in when name is "", without reading its config.
+func Locate(dir, name string) (*gitx.Repo, *gitx.Worktree, error) {
 	repo, wt, err := gitx.Discover(dir)
 	if err != nil && (name == "" || repo == nil) {
-		return nil, notInWorktree(err)
+		return nil, nil, notInWorktree(err)
 	}
 	if name != "" {
 		if wt, err = repo.Find(name); err != nil {
-			return nil, fmt.Errorf("%w (see 'git worktree list', or create it with: git binky up %s)", err, ShellArg(name))
+			return nil, nil, fmt.Errorf("%w (see 'git worktree list', or create it with: git binky up %s)", err, ShellArg(name))
 		}
 	}
-	return FromWorktree(home, repo, wt)
+	return repo, wt, nil
 }
 
 func notInWorktree(err error) error {
@@ -79,6 +93,12 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 	if err != nil {
 		return nil, err
 	}
+	return FromConfig(home, repo, wt, cfg)
+}
+
+// FromConfig is the world of a known worktree with the config cfg, which
+// need not be the worktree's current file (a restart runs the approved one).
+func FromConfig(home Home, repo *gitx.Repo, wt *gitx.Worktree, cfg *Config) (*World, error) {
 	fallback := filepath.Base(repo.MainPath)
 	if repo.MainPath == "" {
 		fallback = strings.TrimSuffix(filepath.Base(repo.CommonDir), ".git")
@@ -87,14 +107,22 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 	if err != nil {
 		return nil, err
 	}
+	id := WorldID(repo.CommonDir, wt.AdminDir)
+	// The label a world was given is its own from then on (it may carry a
+	// hash); only a world with no record yet starts from the folded name.
+	label := DNSLabel(wt.Name)
+	if rec, err := home.LoadRecord(id); err == nil && rec.Label != "" {
+		label = rec.Label
+	}
 	return &World{
 		Home:      home,
 		Repo:      repo,
 		Worktree:  wt,
 		Config:    cfg,
-		ID:        WorldID(repo.CommonDir, wt.AdminDir),
+		ID:        id,
 		Project:   DNSLabel(cfg.ProjectName(fallback)),
-		Name:      DNSLabel(wt.Name),
+		Name:      wt.Name,
+		Label:     label,
 		ProxyPort: settings.ProxyPort,
 		HTTPSPort: map[bool]int{true: settings.HTTPSPort}[settings.HTTPS],
 	}, nil
@@ -144,10 +172,19 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 	dirty := false
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		// A world this home never had may be another home's: say so
+		// rather than take its ports and overwrite its admin copy.
+		if err := w.Home.checkOwner(w.Worktree.AdminDir, w.ID, w.Name); err != nil {
+			return nil, err
+		}
 		rec = &Record{ID: w.ID, State: "new", Ports: map[string]int{}}
 		dirty = true
 	case err != nil:
 		return nil, err
+	}
+	if id, err := w.Home.ID(); err == nil && (rec.Home != id || rec.HomeDir != w.Home.Dir) {
+		rec.Home, rec.HomeDir = id, w.Home.Dir
+		dirty = true
 	}
 	if rec.Project != w.Project || rec.Worktree != w.Name || rec.Path != w.Worktree.Path ||
 		rec.Branch != w.Worktree.Branch || rec.CommonDir != w.Repo.CommonDir || rec.AdminDir != w.Worktree.AdminDir {
@@ -155,6 +192,12 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		rec.Branch, rec.CommonDir, rec.AdminDir, rec.Main = w.Worktree.Branch, w.Repo.CommonDir, w.Worktree.AdminDir, w.Worktree.Main
 		dirty = true
 	}
+	if rec.Label == "" {
+		if err := w.chooseLabel(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
+	w.Label = rec.Label
 	if hosts := w.Hosts(); !equalMaps(hosts, rec.Hosts) {
 		rec.Hosts = hosts
 		dirty = true
@@ -181,7 +224,7 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 // Host is the proxy host name of a service's url:
 // <url>.<worktree>.<project>.<domain>.
 func (w *World) Host(url string) string {
-	return url + "." + w.Name + "." + w.Project + "." + w.Config.Project.Domain
+	return url + "." + w.Label + "." + w.Project + "." + w.Config.Project.Domain
 }
 
 // Hosts maps each service with a url to its proxy host name.
@@ -231,6 +274,9 @@ type ServiceAddress struct {
 
 // Coordinates computes the world's address book from its record.
 func (w *World) Coordinates(rec *Record) Coordinates {
+	if rec.Label != "" {
+		w.Label = rec.Label
+	}
 	c := Coordinates{
 		Project:  w.Project,
 		Worktree: w.Name,
@@ -255,10 +301,11 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 			if !ok {
 				continue // not provisioned yet: its tokens stay literal
 			}
-			a := ServiceAddress{Fields: sl.Address, URL: sl.Address["url"]}
+			addr := w.Home.SliceAddress(sl)
+			a := ServiceAddress{Fields: addr, URL: addr["url"]}
 			c.Services[name] = a
-			for _, k := range sortedKeys(sl.Address) {
-				c.Env[stem+"_"+EnvName(k)] = sl.Address[k]
+			for _, k := range sortedKeys(addr) {
+				c.Env[stem+"_"+EnvName(k)] = addr[k]
 			}
 			continue
 		}

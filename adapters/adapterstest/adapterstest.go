@@ -2,8 +2,9 @@
 // against its real server: provision is idempotent, worlds get distinct
 // slices, teardown drops exactly the world's own slice and never another
 // world's, another home's or an unmarked one, an object binky did not make
-// is never taken over, hostile names are safe, and listing finds every
-// marked object with its owner.
+// is never taken over, hostile names are safe, listing finds every marked
+// object with its owner, and a provision or teardown cut off at any step it
+// reports (adapters.Step) is finished by the next one.
 package adapterstest
 
 import (
@@ -171,6 +172,51 @@ func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
 		}
 	})
 
+	t.Run("provision and teardown cut off at any step are finished by the next", func(t *testing.T) {
+		record := func(fn func(ctx context.Context) error) []string {
+			var steps []string
+			if err := fn(adapters.WithSteps(ctx, func(s string) error { steps = append(steps, s); return nil })); err != nil {
+				t.Fatal(err)
+			}
+			return steps
+		}
+		probe := slice("conf"+run, "probe", "w-probe-"+run)
+		up := record(func(ctx context.Context) error { return a.Provision(ctx, probe) })
+		down := record(func(ctx context.Context) error { return a.Teardown(ctx, probe) })
+		if len(up)+len(down) == 0 {
+			t.Skip("the adapter reports no steps (adapters.Step)")
+		}
+		for i, step := range up {
+			s := slice("conf"+run, fmt.Sprintf("cut%d", i), fmt.Sprintf("w-cut-%d-%s", i, run))
+			t.Cleanup(func() { a.Teardown(context.Background(), s) })
+			if err := a.Provision(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+				t.Errorf("provision cut at %s did not stop", step)
+			}
+			leftOf(t, a, adminURL, s, true)
+			if err := a.Provision(ctx, s); err != nil {
+				t.Errorf("provision again after a cut at %s: %v", step, err)
+			}
+			if err := a.Teardown(ctx, s); err != nil {
+				t.Errorf("teardown after a cut at %s: %v", step, err)
+			}
+			leftOf(t, a, adminURL, s, false)
+		}
+		for i, step := range down {
+			s := slice("conf"+run, fmt.Sprintf("cutdown%d", i), fmt.Sprintf("w-cutdown-%d-%s", i, run))
+			t.Cleanup(func() { a.Teardown(context.Background(), s) })
+			if err := a.Provision(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Teardown(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+				t.Errorf("teardown cut at %s did not stop", step)
+			}
+			if err := a.Teardown(ctx, s); err != nil {
+				t.Errorf("teardown again after a cut at %s: %v", step, err)
+			}
+			leftOf(t, a, adminURL, s, false)
+		}
+	})
+
 	t.Run("hostile worktree names provision safely", func(t *testing.T) {
 		for i, wt := range []string{`x"; DROP DATABASE postgres; --`, "it's", strings.Repeat("long", 50), "ünïcødé-wörld", "a*b?[c]"} {
 			s := slice("conf"+run, wt, fmt.Sprintf("w-hostile-%d-%s", i, run))
@@ -194,4 +240,38 @@ func passwordOf(u string) string {
 		return ""
 	}
 	return u[colon+1 : at]
+}
+
+func failAt(step string) adapters.StepFunc {
+	return func(s string) error {
+		if s == step {
+			return fmt.Errorf("cut off at %s on purpose", s)
+		}
+		return nil
+	}
+}
+
+// leftOf checks, for an adapter that lists, that every object of s it
+// lists names s's owner (so gc finds what a cut left), and, unless
+// mayRemain, that none is left.
+func leftOf(t *testing.T, a adapters.Adapter, adminURL string, s adapters.Slice, mayRemain bool) {
+	t.Helper()
+	l, ok := a.(adapters.Lister)
+	if !ok {
+		return
+	}
+	found, err := l.List(context.Background(), adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range found {
+		if o.Slice != s.Name {
+			continue
+		}
+		if !mayRemain {
+			t.Errorf("%s %s of %s is left after teardown", o.Kind, o.Name, s.Name)
+		} else if !o.Owner.Is(s.Owner()) {
+			t.Errorf("%s %s of %s is listed as %+v's, want %+v (gc would not drop it)", o.Kind, o.Name, s.Name, o.Owner, s.Owner())
+		}
+	}
 }

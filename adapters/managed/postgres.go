@@ -93,7 +93,9 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	if err := chownTree(pgdir, cred); err != nil {
 		return "", err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=300 -c synchronous_commit=off", port, sock)
+	// No logical replication launcher: worlds cannot subscribe (that
+	// needs a superuser) and it is a process of memory for nothing.
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=300 -c synchronous_commit=off -c max_logical_replication_workers=0", port, sock)
 	if err := run(ctx, cred, pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		return "", fmt.Errorf("start the shared postgres (log: %s): %w", logf, err)
 	}

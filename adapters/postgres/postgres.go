@@ -50,31 +50,62 @@ func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
 	return c, nil
 }
 
-// owner returns the owner marked on database name, whether it exists.
-func owner(ctx context.Context, c *pgx.Conn, name string) (adapters.Owner, bool, error) {
-	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name)
+// dbInfo is what binky reads of a database: the owner its mark names, and
+// the role that owns it (its datdba).
+type dbInfo struct {
+	exists bool
+	mark   adapters.Owner
+	marked bool
+	owner  string
 }
 
-// roleOwner is owner for roles.
-func roleOwner(ctx context.Context, c *pgx.Conn, name string) (adapters.Owner, bool, error) {
-	return marked(ctx, c, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name)
-}
-
-// marked runs a query for one object's comment and reads binky's mark in it.
-func marked(ctx context.Context, c *pgx.Conn, query, name string) (adapters.Owner, bool, error) {
+func database(ctx context.Context, c *pgx.Conn, name string) (dbInfo, error) {
 	var comment *string
-	err := c.QueryRow(ctx, query, name).Scan(&comment)
+	var d dbInfo
+	err := c.QueryRow(ctx, `SELECT shobj_description(d.oid, 'pg_database'), pg_get_userbyid(d.datdba) FROM pg_database d WHERE datname = $1`, name).Scan(&comment, &d.owner)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return adapters.Owner{}, false, nil
+		return d, nil
 	}
 	if err != nil {
-		return adapters.Owner{}, false, err
+		return d, err
 	}
-	if comment == nil {
-		return adapters.Owner{}, true, nil
+	d.exists = true
+	if comment != nil {
+		d.mark, d.marked = adapters.ParseMark(*comment)
 	}
-	o, _ := adapters.ParseMark(*comment)
-	return o, true, nil
+	return d, nil
+}
+
+// roleOwner returns the owner marked on role name, and whether it exists.
+func roleOwner(ctx context.Context, c *pgx.Conn, name string) (o adapters.Owner, exists, marked bool, err error) {
+	var comment *string
+	err = c.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name).Scan(&comment)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, false, false, nil
+	}
+	if err != nil {
+		return o, false, false, err
+	}
+	if comment != nil {
+		o, marked = adapters.ParseMark(*comment)
+	}
+	return o, true, marked, nil
+}
+
+// adoptable reports a mark an older binky wrote for this world, before
+// marks named the home: the daemon provisions only the slices of its own
+// records, so it is read as this home's and rewritten with the home.
+func adoptable(o adapters.Owner, s adapters.Slice) bool { return o.Legacy() && o.World == s.World }
+
+// ours reports whether database d is the slice's: marked so, or (what a
+// crash between CREATE DATABASE and its mark leaves) unmarked and owned by
+// the slice's role, which is marked as the slice's. Only binky creates a
+// database owned by a world's role: the role itself cannot create one.
+func (d dbInfo) ours(s adapters.Slice, roleIsOurs bool) bool {
+	if d.marked {
+		return d.mark.Is(s.Owner())
+	}
+	return d.owner == s.Name && roleIsOurs
 }
 
 // Provision creates the world's role and database, marks both, and shuts
@@ -83,11 +114,23 @@ func (p *Postgres) Provision(ctx context.Context, s adapters.Slice) error {
 	return p.create(ctx, s, "")
 }
 
+// walLogUpTo is the largest template cloned with STRATEGY WAL_LOG.
+const walLogUpTo = 32 << 20
+
 // Clone creates the world's database as a copy of template.
 func (p *Postgres) Clone(ctx context.Context, template string, s adapters.Slice) error {
 	return p.create(ctx, s, template)
 }
 
+// create makes the slice in steps, each of which a crash can cut off, and
+// each of which the next create (or Teardown) recognises as binky's:
+//  1. the role, its mark and the admin's membership, in one transaction;
+//  2. the database, owned by that role (so an unmarked one is provably
+//     ours), then its mark;
+//  3. the database handed to the admin (the world's role must not own it,
+//     or it could COMMENT ON DATABASE and rewrite its own mark), CONNECT
+//     for the role only; in the database, the public schema (and a clone's
+//     objects) handed to the role.
 func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string) error {
 	c, err := connect(ctx, s.AdminURL, "")
 	if err != nil {
@@ -102,78 +145,136 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
-	if w, exists, err := roleOwner(ctx, c, s.Name); err != nil {
+	role := ident(s.Name)
+	ro, exists, marked, err := roleOwner(ctx, c, s.Name)
+	switch {
+	case err != nil:
 		return err
-	} else if exists && !w.Is(s.Owner()) {
-		return fmt.Errorf("postgres role %s: %w", s.Name, adapters.ErrTaken)
-	} else if !exists {
-		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
-			return fmt.Errorf("create role %s: %w", s.Name, err)
+	case !exists:
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
 		}
 		// An admin that is not a superuser (CREATEROLE, CREATEDB) must be
 		// a member of a role to create a database owned by it.
-		if _, err := c.Exec(ctx, "GRANT "+ident(s.Name)+" TO CURRENT_USER"); err != nil {
-			return fmt.Errorf("grant role %s to the admin: %w", s.Name, err)
+		for _, stmt := range []string{"CREATE ROLE " + role + " LOGIN PASSWORD " + pw, "COMMENT ON ROLE " + role + " IS " + mark, "GRANT " + role + " TO CURRENT_USER"} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				tx.Rollback(ctx)
+				return fmt.Errorf("create role %s: %w", s.Name, err)
+			}
 		}
-		if _, err := c.Exec(ctx, "COMMENT ON ROLE "+ident(s.Name)+" IS "+mark); err != nil {
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("create role %s: %w", s.Name, err)
+		}
+	case marked && ro.Is(s.Owner()):
+		if _, err := c.Exec(ctx, "ALTER ROLE "+role+" LOGIN PASSWORD "+pw); err != nil {
 			return err
 		}
-	} else if _, err := c.Exec(ctx, "ALTER ROLE "+ident(s.Name)+" LOGIN PASSWORD "+pw); err != nil {
+	case marked && adoptable(ro, s):
+		for _, stmt := range []string{"ALTER ROLE " + role + " LOGIN PASSWORD " + pw, "COMMENT ON ROLE " + role + " IS " + mark} {
+			if _, err := c.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("upgrade the mark of role %s: %w", s.Name, err)
+			}
+		}
+	default:
+		return fmt.Errorf("postgres role %s: %w", s.Name, adapters.ErrTaken)
+	}
+	if err := adapters.Step(ctx, "postgres.role_created"); err != nil {
 		return err
 	}
-	w, exists, err := owner(ctx, c, s.Name)
+	db, err := database(ctx, c, s.Name)
 	if err != nil {
 		return err
 	}
-	if exists && !w.Is(s.Owner()) {
-		return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
-	}
-	if !exists {
-		stmt := "CREATE DATABASE " + ident(s.Name) + " OWNER " + ident(s.Name)
+	switch {
+	case !db.exists:
+		stmt := "CREATE DATABASE " + role + " OWNER " + role
 		if template != "" {
 			// A template cannot be copied while anyone is connected to it.
 			if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, template); err != nil {
 				return err
 			}
 			stmt += " TEMPLATE " + ident(template)
-			// PostgreSQL 15 copies through the WAL by default, which for a
-			// template of any size is far slower than copying its files.
+			// PostgreSQL 15 copies through the WAL by default: for a small
+			// template that beats FILE_COPY, whose two forced checkpoints
+			// and per-file fsyncs cost a fixed ~100 ms; a large one is
+			// written twice that way, and copying its files is faster
+			// (measured in docs/performance.md; crossover near 40 MiB).
 			var version int
 			if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
-				stmt += " STRATEGY FILE_COPY"
+				var size int64
+				if err := c.QueryRow(ctx, "SELECT pg_database_size($1::text)", template).Scan(&size); err != nil || size > walLogUpTo {
+					stmt += " STRATEGY FILE_COPY"
+				}
 			}
 		}
 		if _, err := c.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("create database %s: %w", s.Name, err)
 		}
-		if _, err := c.Exec(ctx, "COMMENT ON DATABASE "+ident(s.Name)+" IS "+mark); err != nil {
+		if err := adapters.Step(ctx, "postgres.database_created"); err != nil {
 			return err
 		}
+		fallthrough
+	case db.ours(s, true) && !db.marked, db.marked && adoptable(db.mark, s):
+		if _, err := c.Exec(ctx, "COMMENT ON DATABASE "+role+" IS "+mark); err != nil {
+			return fmt.Errorf("mark database %s: %w", s.Name, err)
+		}
+		if err := adapters.Step(ctx, "postgres.database_marked"); err != nil {
+			return err
+		}
+	case db.ours(s, true):
+	default:
+		return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
 	}
+	// Handed to the admin before the grants: a change of owner rewrites
+	// the grants the old owner held.
 	for _, stmt := range []string{
-		"REVOKE CONNECT, TEMPORARY ON DATABASE " + ident(s.Name) + " FROM PUBLIC",
-		"GRANT CONNECT, TEMPORARY ON DATABASE " + ident(s.Name) + " TO " + ident(s.Name),
+		"ALTER DATABASE " + role + " OWNER TO CURRENT_USER",
+		"REVOKE ALL ON DATABASE " + role + " FROM PUBLIC",
+		"GRANT CONNECT, TEMPORARY, CREATE ON DATABASE " + role + " TO " + role,
 	} {
 		if _, err := c.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
+	dc, err := connect(ctx, s.AdminURL, s.Name)
+	if err != nil {
+		return err
+	}
+	defer dc.Close(ctx)
 	if template != "" {
 		// The copy's objects belong to the template's role; hand them to
 		// this world's role, inside the copy only.
-		dc, err := connect(ctx, s.AdminURL, s.Name)
-		if err != nil {
-			return err
-		}
-		defer dc.Close(ctx)
-		if _, exists, _ := roleOwner(ctx, dc, template); exists {
-			if _, err := dc.Exec(ctx, "REASSIGN OWNED BY "+ident(template)+" TO "+ident(s.Name)); err != nil {
+		if _, exists, _, _ := roleOwner(ctx, dc, template); exists {
+			if _, err := dc.Exec(ctx, "REASSIGN OWNED BY "+ident(template)+" TO "+role); err != nil {
 				return fmt.Errorf("reassign objects of %s in %s: %w", template, s.Name, err)
 			}
 		}
-		if _, err := dc.Exec(ctx, "ALTER SCHEMA public OWNER TO "+ident(s.Name)); err != nil {
-			return err
-		}
+	}
+	// Owning the public schema is what an application needs to create and
+	// alter its tables; owning the database is not.
+	if _, err := dc.Exec(ctx, "ALTER SCHEMA public OWNER TO "+role); err != nil {
+		return fmt.Errorf("hand schema public of %s to its role: %w", s.Name, err)
+	}
+	if err := adapters.Step(ctx, "postgres.schema_granted"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Harden closes what a server binky runs itself leaves open to every
+// role: CONNECT on the postgres and template1 databases (so a world's role
+// reaches only its own database). It changes the whole server, so the
+// daemon calls it only for its managed server, never for an admin_url
+// server it did not create.
+func (p *Postgres) Harden(ctx context.Context, adminURL string) error {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC"); err != nil {
+		return fmt.Errorf("postgres at %s: revoke CONNECT on postgres and template1: %w", adapters.Redact(adminURL), err)
 	}
 	return nil
 }
@@ -218,7 +319,10 @@ func (p *Postgres) Resolve(ctx context.Context, s adapters.Slice) (adapters.Addr
 }
 
 // Teardown ends the slice's sessions and drops its database and role, each
-// only if marked for s.World.
+// only if it is the slice's (marked for s.World and s.Home, or, for a
+// database a crash left unmarked, owned by the slice's marked role). The
+// database goes first: a teardown cut off between the two leaves the
+// marked role, which the next teardown (or gc) drops.
 func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	c, err := connect(ctx, s.AdminURL, "")
 	if err != nil {
@@ -226,25 +330,30 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	}
 	defer c.Close(ctx)
 	var errs []error
-	w, exists, err := owner(ctx, c, s.Name)
+	ro, rexists, rmarked, err := roleOwner(ctx, c, s.Name)
+	if err != nil {
+		return err
+	}
+	roleOurs := rexists && rmarked && ro.Is(s.Owner())
+	db, err := database(ctx, c, s.Name)
 	switch {
 	case err != nil:
 		return err
-	case exists && !w.Is(s.Owner()):
+	case db.exists && !db.ours(s, roleOurs):
 		errs = append(errs, fmt.Errorf("database %s: %w", s.Name, adapters.ErrNotOurs))
-	case exists:
+	case db.exists:
 		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.Name); err != nil {
 			return err
 		}
 		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(s.Name)+" WITH (FORCE)"); err != nil {
 			return fmt.Errorf("drop database %s: %w", s.Name, err)
 		}
+		if err := adapters.Step(ctx, "postgres.teardown.database_dropped"); err != nil {
+			return err
+		}
 	}
-	rw, rexists, err := roleOwner(ctx, c, s.Name)
 	switch {
-	case err != nil:
-		return err
-	case rexists && !rw.Is(s.Owner()):
+	case rexists && !roleOurs:
 		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
 	case rexists:
 		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(s.Name)); err != nil {
@@ -254,14 +363,18 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	return errors.Join(errs...)
 }
 
-// List returns the databases and roles binky marked on the server.
+// List returns the databases and roles binky marked on the server, and the
+// databases a crash left unmarked that are provably binky's: owned by a
+// marked role of the same name.
 func (p *Postgres) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := connect(ctx, adminURL, "")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT 'database', datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE NOT datistemplate
+	rows, err := c.Query(ctx, `SELECT 'database', d.datname, coalesce(shobj_description(d.oid, 'pg_database'),
+			CASE WHEN r.rolname = d.datname THEN shobj_description(r.oid, 'pg_authid') END)
+		FROM pg_database d LEFT JOIN pg_roles r ON r.oid = d.datdba WHERE NOT d.datistemplate
 		UNION ALL SELECT 'role', rolname, shobj_description(oid, 'pg_authid') FROM pg_roles`)
 	if err != nil {
 		return nil, err
@@ -296,8 +409,8 @@ func (p *Postgres) Exists(ctx context.Context, adminURL, name string) (bool, err
 		return false, err
 	}
 	defer c.Close(ctx)
-	_, exists, err := owner(ctx, c, name)
-	return exists, err
+	d, err := database(ctx, c, name)
+	return d.exists, err
 }
 
 var (

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -20,7 +21,48 @@ func adminURL(t *testing.T) string {
 	return u
 }
 
-func TestConformance(t *testing.T) { adapterstest.Run(t, New(), adminURL(t)) }
+// TestConformance runs the suite, with a database and role an admin made
+// by hand under a slice's name as the foreign object binky must not touch.
+func TestConformance(t *testing.T) {
+	admin := adminURL(t)
+	adapterstest.RunServer(t, New(), adapterstest.Server{AdminURL: admin,
+		Foreign: func(ctx context.Context, slice string) error {
+			c, err := pgx.Connect(ctx, admin)
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			t.Cleanup(func() {
+				c, err := pgx.Connect(context.Background(), admin)
+				if err == nil {
+					c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(slice))
+					c.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(slice))
+					c.Close(context.Background())
+				}
+			})
+			for _, stmt := range []string{"CREATE ROLE " + ident(slice) + " LOGIN PASSWORD 'theirs'", "CREATE DATABASE " + ident(slice) + " OWNER " + ident(slice)} {
+				if _, err := c.Exec(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Intact: func(ctx context.Context, slice string) (bool, error) {
+			u, err := url.Parse(admin)
+			if err != nil {
+				return false, err
+			}
+			u.User, u.Path = url.UserPassword(slice, "theirs"), "/"+slice
+			c, err := pgx.Connect(ctx, u.String())
+			if err != nil {
+				return false, err
+			}
+			defer c.Close(ctx)
+			var owner string
+			err = c.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()").Scan(&owner)
+			return owner == slice, err
+		}})
+}
 
 func TestAWorldsRoleCannotOpenAnotherWorldsDatabase(t *testing.T) {
 	admin := adminURL(t)

@@ -1,12 +1,16 @@
 // Package redis is the Redis adapter (valkey is an alias): a key prefix per
 // world, a marker key, and, where the server has ACLs (Redis 6 and later), a
-// user per world that can touch only keys and channels under its prefix and
-// none of the commands that ignore key patterns. It is the only importer of
+// user per world that may run only the commands an application needs, on
+// keys and channels under its prefix (an allow-list: a command a newer Redis
+// adds is refused until someone allows it here). It is the only importer of
 // go-redis.
 package redis
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -24,20 +28,43 @@ type Redis struct{}
 // New returns the adapter.
 func New() *Redis { return &Redis{} }
 
-// markerPrefix holds one key per slice, outside every world's prefix, whose
-// value is the world that owns it.
+// markerPrefix holds one key per slice, outside every world's prefix (so no
+// world's user can write it), whose value is binky's mark and a seal.
 const markerPrefix = "binky:slice:"
 
-// denied are the commands a world's user may not run: they read or change
-// keys regardless of the prefix (KEYS, SCAN, RANDOMKEY, FLUSHDB, ...), or
-// the server itself.
-var denied = []string{"-@dangerous", "-@admin", "-keys", "-scan", "-randomkey", "-flushdb", "-flushall",
-	"-swapdb", "-select", "-move", "-dbsize", "-migrate", "-object", "-wait", "-script", "-eval", "-evalsha",
-	"-eval_ro", "-evalsha_ro", "-fcall", "-fcall_ro", "-function", "-pubsub"}
+// categories are the data types an application reads and writes. Each of
+// these Redis categories holds only commands that name their keys (KEYS,
+// SCAN, RANDOMKEY, DBSIZE, FLUSH*, SELECT... are in @keyspace, @admin or
+// @dangerous, none of which is granted).
+var categories = []string{"+@string", "+@hash", "+@list", "+@set", "+@sortedset", "+@stream",
+	"+@bitmap", "+@hyperloglog", "+@geo"}
 
-// denied6 is denied for servers that lack the Redis 7 commands above.
-var denied6 = []string{"-@dangerous", "-@admin", "-keys", "-scan", "-randomkey", "-flushdb", "-flushall",
-	"-swapdb", "-select", "-move", "-dbsize", "-migrate", "-object", "-wait", "-script", "-eval", "-evalsha", "-pubsub"}
+// commands are the rest of what an application needs, one by one: the
+// keyspace commands that act on named keys, transactions, pub/sub on its
+// own channels, and what clients send on connect. Left out on purpose:
+// KEYS SCAN RANDOMKEY DBSIZE FLUSHDB FLUSHALL SWAPDB SELECT MOVE COPY (COPY
+// ... DB n puts keys in a database teardown does not clean) MIGRATE OBJECT
+// WAIT RESTORE, EVAL/SCRIPT/FUNCTION, PUBSUB (lists every channel), INFO
+// and MEMORY (server-wide statistics), and every CLIENT subcommand but the
+// connection's own (CLIENT TRACKING ... BCAST pushes other worlds' key
+// names, CLIENT LIST shows their connections). Commands this server does
+// not have (client|setinfo before 7.2, expiretime before 7.0) are dropped
+// when the user is made.
+var commands = []string{
+	"del", "unlink", "exists", "type", "touch", "dump", "rename", "renamenx",
+	"expire", "pexpire", "expireat", "pexpireat", "expiretime", "pexpiretime", "ttl", "pttl", "persist",
+	"multi", "exec", "discard", "watch", "unwatch",
+	"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "publish", "ssubscribe", "sunsubscribe", "spublish",
+	"ping", "echo", "auth", "hello", "quit", "reset", "readonly", "readwrite", "asking", "command",
+	"client|setname", "client|getname", "client|id", "client|info", "client|setinfo", "client|reply",
+}
+
+// denied are taken back after the categories, which hold a few that reach
+// past the slice: SORT and SORT_RO (BY and GET read keys by pattern; Redis
+// 7 refuses that to a user without ~*, Redis 6 does not), PFSELFTEST and
+// PFDEBUG (@admin), and, should a server put them there, WAIT COPY MOVE
+// SELECT.
+var denied = []string{"-sort", "-sort_ro", "-pfselftest", "-pfdebug", "-wait", "-copy", "-move", "-select"}
 
 func client(adminURL string) (*goredis.Client, error) {
 	opt, err := goredis.ParseURL(adminURL)
@@ -56,41 +83,202 @@ func hasACL(ctx context.Context, c *goredis.Client) bool {
 	return c.Do(ctx, "ACL", "WHOAMI").Err() == nil
 }
 
+// seal is what makes a marker binky's: an HMAC of the slice and its mark
+// under the slice's password. The password is derived from the home's
+// secret, so only that home can seal a marker; an admin who writes
+// binky:slice:<name> by hand (or copies another slice's marker) cannot,
+// and binky then never drops or takes over what the marker names. The
+// world itself knows the password but cannot write outside its prefix.
+func seal(s adapters.Slice, mark string) string {
+	m := hmac.New(sha256.New, []byte(s.Password))
+	m.Write([]byte("binky-redis-marker\x00" + s.Name + "\x00" + mark))
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+const sealSep = " seal="
+
+// markerValue is the value of the slice's marker key.
+func markerValue(s adapters.Slice) string {
+	mark := adapters.Mark(s.Owner())
+	return mark + sealSep + seal(s, mark)
+}
+
+// marker is a marker key as read back.
+type marker struct {
+	owner adapters.Owner
+	// sealed: the seal matches s (only checked when a slice is given).
+	sealed bool
+	// legacy: written before seals (an older binky): no seal at all.
+	legacy bool
+}
+
+func readMarker(v string, s *adapters.Slice) marker {
+	mark, sl, hasSeal := strings.Cut(v, sealSep)
+	o, ok := adapters.ParseMark(mark)
+	if !ok {
+		o = adapters.Owner{World: strings.TrimSpace(v)} // the oldest form: the bare world id
+	}
+	m := marker{owner: o, legacy: !hasSeal}
+	if hasSeal && s != nil {
+		m.sealed = hmac.Equal([]byte(sl), []byte(seal(*s, mark)))
+	}
+	return m
+}
+
+// ours reports whether a marker proves the slice is s's: its mark names
+// s's world and home and its seal is s's.
+func (m marker) ours(s adapters.Slice) bool { return m.sealed && m.owner.Is(s.Owner()) }
+
+// userPasswordIs reports whether the ACL user name exists with password pw
+// among its passwords (Redis keeps their SHA-256): how a marker written by
+// an older binky, which had no seal, is proven to be this home's, since its
+// password was derived from this home's secret.
+func userPasswordIs(ctx context.Context, c *goredis.Client, name, pw string) (exists, match bool, err error) {
+	v, err := c.Do(ctx, "ACL", "GETUSER", name).Result()
+	if errors.Is(err, goredis.Nil) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	sum := sha256.Sum256([]byte(pw))
+	want := hex.EncodeToString(sum[:])
+	var fields []any
+	switch t := v.(type) {
+	case []any:
+		fields = t
+	case map[any]any:
+		for k, x := range t {
+			fields = append(fields, k, x)
+		}
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		if k, _ := fields[i].(string); k == "passwords" {
+			list, _ := fields[i+1].([]any)
+			for _, p := range list {
+				if p == want {
+					return true, true, nil
+				}
+			}
+		}
+	}
+	return true, false, nil
+}
+
+// anyKey reports whether a key exists under prefix (SCAN: a new slice's
+// check walks the keyspace once).
+func anyKey(ctx context.Context, c *goredis.Client, prefix string) (bool, error) {
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return false, err
+		}
+		if len(keys) > 0 {
+			return true, nil
+		}
+		if next == 0 {
+			return false, nil
+		}
+		cursor = next
+	}
+}
+
 // Provision marks the prefix as the world's and, with ACLs, creates its user.
+// A name whose marker is not this world's, or that has an ACL user or any
+// key without a marker, is refused with ErrTaken: binky never takes over
+// what it did not make.
 func (r *Redis) Provision(ctx context.Context, s adapters.Slice) error {
 	c, err := client(s.AdminURL)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	marker := markerPrefix + s.Name
-	ok, err := c.SetNX(ctx, marker, adapters.Mark(s.Owner()), 0).Result()
-	if err != nil {
-		return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
-	}
-	if !ok {
-		mark, err := c.Get(ctx, marker).Result()
-		if err != nil {
-			return err
+	acl := hasACL(ctx, c)
+	key := markerPrefix + s.Name
+	v, err := c.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		if acl {
+			if exists, _, err := userPasswordIs(ctx, c, s.Name, s.Password); err != nil {
+				return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+			} else if exists {
+				return fmt.Errorf("redis user %s exists and binky did not make it: %w", s.Name, adapters.ErrTaken)
+			}
 		}
-		if !ownerOf(mark).Is(s.Owner()) {
+		if found, err := anyKey(ctx, c, Prefix(s.Name)); err != nil {
+			return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+		} else if found {
+			return fmt.Errorf("redis prefix %s holds keys binky did not make: %w", Prefix(s.Name), adapters.ErrTaken)
+		}
+		ok, err := c.SetNX(ctx, key, markerValue(s), 0).Result()
+		if err != nil {
+			return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+		}
+		if !ok {
+			return fmt.Errorf("redis prefix %s: marked by another at the same time: %w", Prefix(s.Name), adapters.ErrTaken)
+		}
+	case err != nil:
+		return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+	default:
+		m := readMarker(v, &s)
+		switch {
+		case m.ours(s):
+		case m.legacy && m.owner.World == s.World && (m.owner.Home == "" || m.owner.Home == s.Home):
+			// An older binky's marker for this world: it is this home's
+			// only if the user it made has this home's derived password
+			// (or, without ACLs, there is no user to prove or take).
+			if acl {
+				if exists, match, err := userPasswordIs(ctx, c, s.Name, s.Password); err != nil {
+					return err
+				} else if exists && !match {
+					return fmt.Errorf("redis user %s: %w", s.Name, adapters.ErrTaken)
+				}
+			}
+			if err := c.Set(ctx, key, markerValue(s), 0).Err(); err != nil {
+				return err
+			}
+		default:
 			return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrTaken)
 		}
 	}
-	if !hasACL(ctx, c) {
+	if err := adapters.Step(ctx, "redis.marked"); err != nil {
+		return err
+	}
+	if !acl {
 		return nil // an old server: the prefix is a convention, not enforced
 	}
-	base := []string{"reset", "on", ">" + s.Password, "~" + Prefix(s.Name) + "*", "&" + Prefix(s.Name) + "*", "+@all"}
-	err = c.ACLSetUser(ctx, s.Name, append(base, denied...)...).Err()
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-		// A server older than some of the commands named: deny the ones
-		// Redis 6.0 has; the categories cover the rest.
-		err = c.ACLSetUser(ctx, s.Name, append(base, denied6...)...).Err()
-	}
+	rules, err := userRules(ctx, c, s)
 	if err != nil {
+		return err
+	}
+	if err := c.ACLSetUser(ctx, s.Name, rules...).Err(); err != nil {
 		return fmt.Errorf("create redis user %s: %w", s.Name, err)
 	}
 	return nil
+}
+
+// userRules is the world's ACL: nothing (-@all), then the allow-list, with
+// the commands this server lacks left out (ACL SETUSER refuses an unknown
+// name).
+func userRules(ctx context.Context, c *goredis.Client, s adapters.Slice) ([]string, error) {
+	p := Prefix(s.Name)
+	rules := []string{"reset", "on", ">" + s.Password, "~" + p + "*", "&" + p + "*", "-@all"}
+	rules = append(rules, categories...)
+	args := []any{"COMMAND", "INFO"}
+	for _, cmd := range commands {
+		args = append(args, cmd)
+	}
+	info, err := c.Do(ctx, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redis COMMAND INFO: %w", err)
+	}
+	for i, cmd := range commands {
+		if i < len(info) && info[i] != nil {
+			rules = append(rules, "+"+cmd)
+		}
+	}
+	return append(rules, denied...), nil
 }
 
 // Resolve returns the world's URL (its own user where there are ACLs) and
@@ -122,22 +310,24 @@ func (r *Redis) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 }
 
 // Teardown deletes the world's user, disconnects it, and deletes every key
-// under its prefix, only if the marker says the prefix is the world's.
+// under its prefix, only if the marker is sealed as this world's of this
+// home. The marker goes last, so a teardown cut off anywhere is finished by
+// the next one (or by gc).
 func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	c, err := client(s.AdminURL)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	marker := markerPrefix + s.Name
-	mark, err := c.Get(ctx, marker).Result()
+	key := markerPrefix + s.Name
+	v, err := c.Get(ctx, key).Result()
 	if errors.Is(err, goredis.Nil) {
-		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
+		return fmt.Errorf("redis prefix %s: no marker: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	if err != nil {
 		return err
 	}
-	if !ownerOf(mark).Is(s.Owner()) {
+	if !readMarker(v, &s).ours(s) {
 		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	if hasACL(ctx, c) {
@@ -145,6 +335,9 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 			return err
 		}
 		_ = c.Do(ctx, "CLIENT", "KILL", "USER", s.Name).Err() // none connected is fine
+	}
+	if err := adapters.Step(ctx, "redis.teardown.user_dropped"); err != nil {
+		return err
 	}
 	// Slice names are [a-z0-9_], so the prefix holds no glob characters.
 	iter := c.Scan(ctx, 0, Prefix(s.Name)+"*", 500).Iterator()
@@ -171,19 +364,15 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	return c.Del(ctx, marker).Err()
-}
-
-// ownerOf reads a marker key's value: a mark, or (as binky wrote it
-// before homes) the bare world id.
-func ownerOf(v string) adapters.Owner {
-	if o, ok := adapters.ParseMark(v); ok {
-		return o
+	if err := adapters.Step(ctx, "redis.teardown.keys_deleted"); err != nil {
+		return err
 	}
-	return adapters.Owner{World: v}
+	return c.Del(ctx, key).Err()
 }
 
-// List returns the slices binky marked on the server.
+// List returns the slices binky marked on the server. A marker without a
+// seal (an older binky's, or one written by hand) is listed with no home:
+// gc reports it and never drops it.
 func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := client(adminURL)
 	if err != nil {
@@ -194,9 +383,18 @@ func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, er
 	iter := c.Scan(ctx, 0, markerPrefix+"*", 500).Iterator()
 	for iter.Next(ctx) {
 		v, err := c.Get(ctx, iter.Val()).Result()
-		if err == nil {
-			name := strings.TrimPrefix(iter.Val(), markerPrefix)
-			out = append(out, adapters.Owned{Slice: name, Kind: "prefix", Name: Prefix(name), Owner: ownerOf(v)})
+		if err != nil {
+			continue
+		}
+		name := strings.TrimPrefix(iter.Val(), markerPrefix)
+		m := readMarker(v, nil)
+		if m.legacy {
+			m.owner.Home = ""
+		}
+		out = append(out, adapters.Owned{Slice: name, Kind: "prefix", Name: Prefix(name), Owner: m.owner})
+		// The user is the slice's second object; it goes with the prefix.
+		if exists, _, err := userPasswordIs(ctx, c, name, ""); err == nil && exists {
+			out = append(out, adapters.Owned{Slice: name, Kind: "user", Name: name, Owner: m.owner})
 		}
 	}
 	return out, iter.Err()

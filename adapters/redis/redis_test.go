@@ -20,7 +20,28 @@ func adminURL(t *testing.T) string {
 	return u
 }
 
-func TestConformance(t *testing.T) { adapterstest.Run(t, New(), adminURL(t)) }
+// TestConformance runs the suite, with an ACL user and a key an admin made
+// by hand under a slice's name as the foreign objects binky must not touch.
+func TestConformance(t *testing.T) {
+	admin := adminURL(t)
+	adapterstest.RunServer(t, New(), adapterstest.Server{AdminURL: admin,
+		Foreign: func(ctx context.Context, slice string) error {
+			c := adminClient(t, admin)
+			t.Cleanup(func() {
+				c.Do(context.Background(), "ACL", "DELUSER", slice)
+				c.Del(context.Background(), slice+":data")
+			})
+			if err := c.Do(ctx, "ACL", "SETUSER", slice, "on", ">theirs", "~*", "+@all").Err(); err != nil {
+				return err
+			}
+			return c.Set(ctx, slice+":data", "important", 0).Err()
+		},
+		Intact: func(ctx context.Context, slice string) (bool, error) {
+			c := worldClient(t, admin, slice, "theirs")
+			v, err := c.Get(ctx, slice+":data").Result()
+			return v == "important", err
+		}})
+}
 
 func TestAWorldCannotReadScanOrFlushAnotherWorldsKeys(t *testing.T) {
 	admin := adminURL(t)

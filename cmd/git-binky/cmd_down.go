@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/git-binky/git-binky/api"
 )
 
 type downOptions struct {
@@ -30,6 +32,7 @@ func newDownCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			warnBroken(app, w)
 			if opts.JSON {
 				return writeJSON(app.Out, w)
 			}
@@ -62,6 +65,7 @@ The main worktree's folder is never removed, only its world.`,
 			if err != nil {
 				return err
 			}
+			warnBroken(app, w)
 			if opts.JSON {
 				return writeJSON(app.Out, w)
 			}
@@ -72,4 +76,13 @@ The main worktree's folder is never removed, only its world.`,
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove even with uncommitted changes (they are lost)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the removed world as JSON")
 	return cmd
+}
+
+// warnBroken says, on stderr, what the daemon noted while it acted: a
+// binky.toml that no longer parses, so the world was stopped or removed
+// from its machine record.
+func warnBroken(app *App, w api.World) {
+	if w.Message != "" {
+		fmt.Fprintln(app.Err, "warning: "+w.Message)
+	}
 }

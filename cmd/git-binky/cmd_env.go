@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -83,13 +84,14 @@ type envJSON struct {
 }
 
 func printEnv(w io.Writer, env map[string]string, line func(k, v string) string) error {
+	// One write, not one per line: env runs on every shell prompt.
+	bw := bufio.NewWriter(w)
 	for _, kv := range world.SortedEnv(env) {
 		k, v, _ := strings.Cut(kv, "=")
-		if _, err := fmt.Fprintln(w, line(k, v)); err != nil {
-			return err
-		}
+		bw.WriteString(line(k, v))
+		bw.WriteByte('\n')
 	}
-	return nil
+	return bw.Flush()
 }
 
 // dotenvQuote leaves plain values bare and double-quotes anything a dotenv

@@ -39,6 +39,8 @@ touched; golden templates are kept.`,
 			}
 			for _, o := range res.Orphans {
 				switch {
+				case o.Note != "":
+					fmt.Fprintf(app.Out, "left alone %s %s on %s: %s\n", o.Adapter, o.Name, o.Server, o.Note)
 				case res.DryRun:
 					fmt.Fprintf(app.Out, "would drop %s %s (world %s is gone) on %s\n", o.Adapter, o.Name, o.World, o.Server)
 				case o.Dropped:

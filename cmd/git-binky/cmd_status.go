@@ -68,13 +68,28 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			state += ", worktree missing"
 		}
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", w.Worktree, st.state(state), w.Path)
+		if w.Message != "" {
+			fmt.Fprintf(out, "      why: %s\n", w.Message)
+		}
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {
-			fmt.Fprintf(out, "      %s  %s slice %s\n", sl.Service, sl.Adapter, sl.Name)
+			made := sl.Made
+			switch sl.Made {
+			case "":
+				made = "incomplete"
+			case "cloned":
+				made = fmt.Sprintf("cloned from %s in %d ms", sl.Template, sl.TookMS)
+			case "provisioned":
+				made = fmt.Sprintf("provisioned, migrated and seeded in %d ms", sl.TookMS)
+			}
+			fmt.Fprintf(out, "      %s  %s slice %s (%s)\n", sl.Service, sl.Adapter, sl.Name, made)
 			if sl.Isolation == adapters.IsolationNone {
 				fmt.Fprintf(out, "        isolation not enforced: this %s server cannot give a world credentials of its own, so it can reach every world's slice\n", sl.Adapter)
 			}
 		}
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintln(out, "note: "+n)
 	}
 	for _, srv := range s.Servers {
 		state := "running"

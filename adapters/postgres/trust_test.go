@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// testSlice is a slice of this run, torn down when the test ends.
+func testSlice(t *testing.T, admin, tag string) adapters.Slice {
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: "trust_" + tag + "_" + run, World: "w" + run, Home: "h" + run, AdminURL: admin,
+		Password: adapters.Password([]byte("trust-secret"), "postgres", tag+run)}
+	t.Cleanup(func() { New().Teardown(context.Background(), s) })
+	return s
+}
+
+func adminConn(t *testing.T, admin string) *pgx.Conn {
+	c, err := pgx.Connect(context.Background(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// objects says which of the slice's database and role exist.
+func objects(t *testing.T, c *pgx.Conn, name string) (db, role bool) {
+	ctx := context.Background()
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1), EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", name).Scan(&db, &role); err != nil {
+		t.Fatal(err)
+	}
+	return db, role
+}
+
+func TestAWorldsRoleCannotRewriteItsOwnMark(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "mark")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := p.Resolve(ctx, s)
+	c, err := pgx.Connect(ctx, addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	forged := adapters.Mark(adapters.Owner{World: "someone-else", Home: s.Home})
+	if _, err := c.Exec(ctx, "COMMENT ON DATABASE "+ident(s.Name)+" IS '"+forged+"'"); err == nil {
+		t.Error("the world's role rewrote its database's ownership mark")
+	}
+	if _, err := c.Exec(ctx, "COMMENT ON ROLE "+ident(s.Name)+" IS '"+forged+"'"); err == nil {
+		t.Error("the world's role rewrote its role's ownership mark")
+	}
+	// What an application needs is still there: tables in public, created,
+	// altered, dropped; a schema of its own; temporary tables.
+	for _, stmt := range []string{"CREATE TABLE t (id int)", "ALTER TABLE t ADD COLUMN name text", "CREATE INDEX ON t (name)",
+		"DROP TABLE t", "CREATE SCHEMA app", "CREATE TABLE app.x (id int)", "CREATE TEMP TABLE tmp (x int)"} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			t.Errorf("%s: %v", stmt, err)
+		}
+	}
+}
+
+func TestHardenShutsWorldsOutOfThePostgresDatabase(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "hard")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Harden(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := p.Resolve(ctx, s)
+	for _, db := range []string{"postgres", "template1"} {
+		u := strings.Replace(addr["url"], "/"+s.Name+"?", "/"+db+"?", 1)
+		u = strings.TrimSuffix(u, "/"+s.Name) // no query string
+		if !strings.Contains(u, "/"+db) {
+			u += "/" + db
+		}
+		if c, err := pgx.Connect(ctx, u); err == nil {
+			c.Close(ctx)
+			t.Errorf("a world's role connected to %s", db)
+		} else if !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("connect to %s: %v, want permission denied", db, err)
+		}
+	}
+	c, err := pgx.Connect(ctx, addr["url"])
+	if err != nil {
+		t.Fatalf("the world lost its own database: %v", err)
+	}
+	c.Close(ctx)
+}
+
+func TestALegacyMarkIsUpgradedByItsWorldAndNeverDropped(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "legacy")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	c := adminConn(t, admin)
+	// What binky wrote before marks named the home.
+	old := adapters.Mark(adapters.Owner{World: s.World})
+	for _, stmt := range []string{"COMMENT ON DATABASE " + ident(s.Name) + " IS '" + old + "'", "COMMENT ON ROLE " + ident(s.Name) + " IS '" + old + "'"} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found, err := p.List(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legacy int
+	for _, o := range found {
+		if o.Slice == s.Name && o.Owner.Legacy() {
+			legacy++
+		}
+	}
+	if legacy != 2 {
+		t.Errorf("List shows %d legacy objects of %s, want 2 (database, role): %v", legacy, s.Name, found)
+	}
+	if err := p.Teardown(ctx, s); !errors.Is(err, adapters.ErrNotOurs) {
+		t.Errorf("teardown of a legacy-marked slice: %v, want ErrNotOurs", err)
+	}
+	other := s
+	other.World = "another-world"
+	if err := p.Provision(ctx, other); !errors.Is(err, adapters.ErrTaken) {
+		t.Errorf("another world adopted a legacy slice: %v", err)
+	}
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatalf("the world's re-provision: %v", err)
+	}
+	for _, q := range []string{"SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", "SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1"} {
+		var mark string
+		if err := c.QueryRow(ctx, q, s.Name).Scan(&mark); err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := adapters.ParseMark(mark); !o.Is(s.Owner()) {
+			t.Errorf("mark %q after re-provision, want %q", mark, adapters.Mark(s.Owner()))
+		}
+	}
+	if db, role := objects(t, c, s.Name); !db || !role {
+		t.Fatal("re-provision lost the slice")
+	}
+}
+
+// failAt is a step hook that fails at step, as a crash there would leave.
+func failAt(step string) adapters.StepFunc {
+	return func(s string) error {
+		if s == step {
+			return fmt.Errorf("cut off at %s", s)
+		}
+		return nil
+	}
+}
+
+// stepsOf runs fn with a recording hook and returns the steps it passed.
+func stepsOf(t *testing.T, fn func(ctx context.Context) error) []string {
+	var steps []string
+	ctx := adapters.WithSteps(context.Background(), func(s string) error { steps = append(steps, s); return nil })
+	if err := fn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return steps
+}
+
+func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing.T) {
+	admin := adminURL(t)
+	p := New()
+	c := adminConn(t, admin)
+	gold := testSlice(t, admin, "gold")
+	gold.World = "golden"
+	if err := p.Provision(context.Background(), gold); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PrepareTemplate(context.Background(), admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	makers := map[string]func(ctx context.Context, s adapters.Slice) error{
+		"provision": p.Provision,
+		"clone":     func(ctx context.Context, s adapters.Slice) error { return p.Clone(ctx, gold.Name, s) },
+	}
+	for how, make := range makers {
+		probe := testSlice(t, admin, "probe")
+		steps := stepsOf(t, func(ctx context.Context) error { return make(ctx, probe) })
+		down := stepsOf(t, func(ctx context.Context) error { return p.Teardown(ctx, probe) })
+		if len(steps) < 3 || len(down) < 1 {
+			t.Fatalf("%s passed steps %v, teardown %v", how, steps, down)
+		}
+		for _, step := range steps {
+			t.Run(how+" cut at "+step, func(t *testing.T) {
+				ctx := context.Background()
+				s := testSlice(t, admin, "cut")
+				if err := make(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+					t.Fatal("the cut did not stop it")
+				}
+				found, err := p.List(ctx, admin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db, role := objects(t, c, s.Name)
+				listed := map[string]bool{}
+				for _, o := range found {
+					if o.Slice == s.Name && o.Owner.Is(s.Owner()) {
+						listed[o.Kind] = true
+					}
+				}
+				if db != listed["database"] || role != listed["role"] {
+					t.Errorf("left database=%v role=%v, gc would find database=%v role=%v", db, role, listed["database"], listed["role"])
+				}
+				// A second attempt finishes it, and it is the world's.
+				if err := make(ctx, s); err != nil {
+					t.Fatalf("%s again: %v", how, err)
+				}
+				if err := p.Teardown(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+				if db, role := objects(t, c, s.Name); db || role {
+					t.Errorf("after teardown: database=%v role=%v", db, role)
+				}
+			})
+			t.Run(how+" cut at "+step+", then torn down", func(t *testing.T) {
+				ctx := context.Background()
+				s := testSlice(t, admin, "cutdown")
+				_ = make(adapters.WithSteps(ctx, failAt(step)), s)
+				if err := p.Teardown(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+				if db, role := objects(t, c, s.Name); db || role {
+					t.Errorf("after teardown: database=%v role=%v", db, role)
+				}
+			})
+		}
+		for _, step := range down {
+			t.Run("teardown cut at "+step, func(t *testing.T) {
+				ctx := context.Background()
+				s := testSlice(t, admin, "down")
+				if err := make(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Teardown(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+					t.Fatal("the cut did not stop it")
+				}
+				if err := p.Teardown(ctx, s); err != nil {
+					t.Fatalf("teardown again: %v", err)
+				}
+				if db, role := objects(t, c, s.Name); db || role {
+					t.Errorf("after teardown: database=%v role=%v", db, role)
+				}
+			})
+		}
+	}
+}

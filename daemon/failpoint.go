@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// Failure points, for tests only: with BINKY_TEST_FAIL_AT=<step> in the
+// daemon's environment, the step fails as a server error would; with
+// BINKY_TEST_CRASH_AT=<step> the daemon kills itself (SIGKILL, as kill -9
+// would) right after it. Read here and nowhere else; adapters report their
+// steps through adapters.Step and never read the variables.
+const (
+	failAtEnv  = "BINKY_TEST_FAIL_AT"
+	crashAtEnv = "BINKY_TEST_CRASH_AT"
+)
+
+// FailureSteps is every step a test can cut off, in the order an up (then
+// a remove) passes them: the daemon's, then its adapters'.
+var FailureSteps = []string{
+	// daemon/slices.go
+	"slice.pending_saved",    // the slice's name is recorded, nothing made yet
+	"golden.provisioned",     // the golden template exists, not migrated
+	"golden.migrated",        // migrated and seeded, not yet a template
+	"golden.prepared",        // a template, its marker file not written
+	"slice.cloned",           // the world's copy made, the record not ready
+	"slice.provisioned",      // provisioned (no clone), not migrated
+	"slice.migrated",         // migrated, not seeded
+	"slice.seeded",           // seeded, the record not ready
+	"teardown.slice_dropped", // one slice dropped, the record still names it
+	// adapters/postgres
+	"postgres.role_created", "postgres.database_created", "postgres.database_marked", "postgres.schema_granted",
+	"postgres.teardown.database_dropped",
+	// adapters/redis
+	"redis.marked", "redis.teardown.user_dropped", "redis.teardown.keys_deleted",
+}
+
+// step is passed after each step of making or dropping a slice.
+func (d *Daemon) step(name string) error {
+	if v := os.Getenv(crashAtEnv); v != "" && v == name {
+		d.log.Warn("crashing on purpose", "step", name, "because", crashAtEnv)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	if v := os.Getenv(failAtEnv); v != "" && v == name {
+		return fmt.Errorf("failed on purpose after step %s (%s is set)", name, failAtEnv)
+	}
+	return nil
+}
+
+// withSteps makes the adapters called with ctx report their steps to
+// d.step.
+func (d *Daemon) withSteps(ctx context.Context) context.Context {
+	return adapters.WithSteps(ctx, d.step)
+}

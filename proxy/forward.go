@@ -1,0 +1,449 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The forwarder sends a plain (non-upgrade) request to its service on the
+// handler's own goroutine: write the head and body on a pooled keep-alive
+// connection, read the response head, copy the body back. httputil's
+// ReverseProxy over http.Transport does the same work through two more
+// goroutines per upstream connection (its read and write loops) and a
+// channel hand-off each way per request; on a small machine those
+// hand-offs, not the bytes, were most of the proxy's cost (see
+// docs/performance.md). Upgrades (WebSockets) still go through
+// ReverseProxy, which handles the hijack.
+
+const (
+	// maxIdlePerPort bounds the kept connections to one service: more
+	// than the clients a dev machine sends at once.
+	maxIdlePerPort = 64
+	// idleTimeout drops a kept connection nobody used for this long.
+	idleTimeout = 90 * time.Second
+)
+
+// upstream is one keep-alive connection to a service.
+type upstream struct {
+	conn net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	port int
+	idle time.Time // when it was put back
+}
+
+// pool keeps idle connections per service port, newest last.
+type pool struct {
+	mu   sync.Mutex
+	idle map[int][]*upstream
+}
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+// get returns a kept connection to port, or nil. With check, only one
+// the service has not closed: a request that cannot be sent again (a
+// body, or a method that is not idempotent) must not find out by failing;
+// dev servers restart all the time, closing every kept connection.
+func (p *pool) get(port int, check bool) *upstream {
+	for {
+		u := p.pop(port)
+		if u == nil || !check || u.alive() {
+			return u
+		}
+		u.close()
+	}
+}
+
+func (p *pool) pop(port int) *upstream {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.idle[port]
+	if len(list) == 0 {
+		return nil
+	}
+	u := list[len(list)-1]
+	if now.Sub(u.idle) > idleTimeout {
+		// Everything below it is older still.
+		for _, old := range list {
+			old.close()
+		}
+		p.idle[port] = list[:0]
+		return nil
+	}
+	list[len(list)-1] = nil
+	p.idle[port] = list[:len(list)-1]
+	return u
+}
+
+// retain closes the kept connections of ports no route uses any more
+// (a removed world, a service moved), and any idle past idleTimeout:
+// nothing else would, since only a request to a port looks at its list.
+func (p *pool) retain(ports map[int]bool) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for port, list := range p.idle {
+		kept := list[:0]
+		for _, u := range list {
+			if ports[port] && now.Sub(u.idle) <= idleTimeout {
+				kept = append(kept, u)
+			} else {
+				u.close()
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(p.idle, port)
+		} else {
+			p.idle[port] = kept
+		}
+	}
+}
+
+func (p *pool) put(u *upstream) {
+	u.idle = time.Now()
+	p.mu.Lock()
+	if p.idle == nil {
+		p.idle = map[int][]*upstream{}
+	}
+	list := p.idle[u.port]
+	if len(list) >= maxIdlePerPort {
+		p.mu.Unlock()
+		u.close()
+		return
+	}
+	p.idle[u.port] = append(list, u)
+	p.mu.Unlock()
+}
+
+func (u *upstream) close() {
+	u.conn.Close()
+	if u.br != nil {
+		u.br.Reset(nil)
+		readers.Put(u.br)
+		u.bw.Reset(nil)
+		writers.Put(u.bw)
+		u.br, u.bw = nil, nil
+	}
+}
+
+var dialer = &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+
+func (p *pool) dial(ctx context.Context, port int) (*upstream, error) {
+	c, err := dialer.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return nil, err
+	}
+	br, bw := readers.Get().(*bufio.Reader), writers.Get().(*bufio.Writer)
+	br.Reset(c)
+	bw.Reset(c)
+	return &upstream{conn: c, br: br, bw: bw, port: port}, nil
+}
+
+// isUpgrade reports whether r asks to switch protocols (WebSocket).
+func isUpgrade(r *http.Request) bool {
+	for _, v := range r.Header["Connection"] {
+		if headerHasToken(v, "upgrade") {
+			return true
+		}
+	}
+	return false
+}
+
+func headerHasToken(v, token string) bool {
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(textproto.TrimString(f), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// hop-by-hop headers (RFC 9110 7.6.1) are never forwarded; the
+// X-Forwarded-* set is rewritten by the proxy itself.
+var skipRequest = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	// The handler reads the body at once, so the server has already
+	// told the client to continue; the service need not.
+	"Expect":    true,
+	"Forwarded": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+}
+
+var skipResponse = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Content-Length": true,
+}
+
+// connectionListed returns the header names h's Connection header marks
+// as hop-by-hop, canonical; nil for the usual case of none.
+func connectionListed(h http.Header) map[string]bool {
+	var m map[string]bool
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" && !strings.EqualFold(f, "close") && !strings.EqualFold(f, "keep-alive") {
+				if m == nil {
+					m = map[string]bool{}
+				}
+				m[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	return m
+}
+
+// errBeforeResponse marks a failure on a kept connection before any byte
+// of the response came back: the service closed it while idle, and an
+// idempotent request can be sent again on a new one.
+var errBeforeResponse = errors.New("kept connection closed before the response")
+
+// fail answers a request its service did not, as ReverseProxy's error
+// handler does: a 503 while it is not accepting connections, else a 502.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error) {
+	p.rp.ErrorHandler(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)), err)
+}
+
+// forward proxies r to rt's port.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
+	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	retryable := !hasBody && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions)
+	for attempt := 0; ; attempt++ {
+		u := p.pool.get(rt.Port, !retryable)
+		reused := u != nil
+		if u == nil {
+			var err error
+			if u, err = p.pool.dial(r.Context(), rt.Port); err != nil {
+				p.fail(w, r, rt, err)
+				return
+			}
+		}
+		err := p.roundTrip(w, r, u, hasBody, reused)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, errBeforeResponse) && retryable && attempt == 0 {
+			continue
+		}
+		p.fail(w, r, rt, err)
+		return
+	}
+}
+
+// roundTrip sends r on u and copies the response to w. It owns u: back to
+// the pool when the exchange ended cleanly, closed otherwise. An error
+// returned means nothing was written to w yet.
+func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, hasBody, reused bool) (err error) {
+	keep := false
+	defer func() {
+		if keep {
+			p.pool.put(u)
+		} else {
+			u.close()
+		}
+	}()
+	// A client that goes away (or a handler that returns) cancels r's
+	// context; the exchange with the service ends with it.
+	stop := context.AfterFunc(r.Context(), func() { u.conn.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if !stop() {
+			keep = false
+		}
+	}()
+
+	writeHead(u.bw, r)
+	if hasBody {
+		if r.ContentLength > 0 {
+			u.bw.WriteString("Content-Length: ")
+			u.bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
+			u.bw.WriteString("\r\n\r\n")
+			if _, err := io.CopyN(u.bw, r.Body, r.ContentLength); err != nil {
+				return err
+			}
+		} else {
+			u.bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+			cw := newChunkedWriter(u.bw)
+			if _, err := copyBuffer(cw, r.Body); err != nil {
+				return err
+			}
+			u.bw.WriteString("0\r\n\r\n")
+		}
+	} else {
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			u.bw.WriteString("Content-Length: 0\r\n")
+		}
+		u.bw.WriteString("\r\n")
+	}
+	if err := u.bw.Flush(); err != nil {
+		if reused {
+			return errBeforeResponse
+		}
+		return err
+	}
+	var resp *http.Response
+	for {
+		if _, err := u.br.Peek(1); err != nil && reused {
+			return errBeforeResponse
+		}
+		resp, err = http.ReadResponse(u.br, r)
+		if err != nil {
+			return err
+		}
+		// 1xx other than 101 are interim (100 Continue, 103 Early
+		// Hints): the final response follows.
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+	}
+	defer resp.Body.Close()
+	listed := connectionListed(resp.Header)
+	h := w.Header()
+	for k, vs := range resp.Header {
+		if skipResponse[k] || listed[k] {
+			continue
+		}
+		h[k] = vs
+	}
+	if resp.ContentLength >= 0 {
+		h["Content-Length"] = []string{strconv.FormatInt(resp.ContentLength, 10)}
+	}
+	w.WriteHeader(resp.StatusCode)
+	// A response of unknown length or an event stream is flushed as it
+	// comes (dev servers stream logs and hot-reload events); one of known
+	// length leaves it to the server's buffer, sparing a write per read.
+	flush := resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
+	var fl http.Flusher
+	if flush {
+		fl, _ = w.(http.Flusher)
+	}
+	bufp := buffers.Get().(*[]byte)
+	defer buffers.Put(bufp)
+	buf := *bufp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the client went away: u is closed
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			// Headers are out: all that is left is to cut the response
+			// short, as the service did.
+			panic(http.ErrAbortHandler)
+		}
+	}
+	keep = !resp.Close
+	return nil
+}
+
+func isEventStream(ct string) bool {
+	// ParseMediaType allocates: only a candidate is worth parsing.
+	if len(ct) < len("text/event-stream") || !strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream") {
+		return false
+	}
+	base, _, _ := mime.ParseMediaType(ct)
+	return base == "text/event-stream"
+}
+
+// writeHead writes r's request line and end-to-end headers with the
+// X-Forwarded-* the proxy promises, without the blank line that ends them.
+func writeHead(bw *bufio.Writer, r *http.Request) {
+	bw.WriteString(r.Method)
+	bw.WriteByte(' ')
+	bw.WriteString(r.URL.RequestURI())
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	// Dev servers check Host (Vite's allowedHosts): pass the client's on.
+	bw.WriteString(r.Host)
+	bw.WriteString("\r\n")
+	listed := connectionListed(r.Header)
+	for k, vs := range r.Header {
+		if skipRequest[k] || listed[k] {
+			if k == "Te" && len(vs) == 1 && headerHasToken(vs[0], "trailers") {
+				bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		}
+		for _, v := range vs {
+			writeHeader(bw, k, v)
+		}
+	}
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		writeHeader(bw, "X-Forwarded-For", ip)
+	}
+	// Behind binky's TLS front (Caddy, also on loopback), keep what it
+	// says the client asked for.
+	if proto := r.Header.Get("X-Forwarded-Proto"); proto == "https" {
+		writeHeader(bw, "X-Forwarded-Proto", proto)
+		if fh := r.Header.Get("X-Forwarded-Host"); fh != "" {
+			writeHeader(bw, "X-Forwarded-Host", fh)
+		} else {
+			writeHeader(bw, "X-Forwarded-Host", r.Host)
+		}
+	} else {
+		writeHeader(bw, "X-Forwarded-Host", r.Host)
+		if r.TLS != nil {
+			writeHeader(bw, "X-Forwarded-Proto", "https")
+		} else {
+			writeHeader(bw, "X-Forwarded-Proto", "http")
+		}
+	}
+}
+
+// headerValue drops what would end a header line early: http.Server
+// already refuses such values, this keeps a direct caller honest too.
+var headerValue = strings.NewReplacer("\r", " ", "\n", " ")
+
+func writeHeader(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	if strings.ContainsAny(v, "\r\n") {
+		v = headerValue.Replace(v)
+	}
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
+// chunkedWriter writes each Write as one HTTP/1.1 chunk.
+type chunkedWriter struct{ bw *bufio.Writer }
+
+func newChunkedWriter(bw *bufio.Writer) chunkedWriter { return chunkedWriter{bw} }
+
+func (c chunkedWriter) Write(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.bw.WriteString(strconv.FormatInt(int64(len(b)), 16))
+	c.bw.WriteString("\r\n")
+	c.bw.Write(b)
+	if _, err := c.bw.WriteString("\r\n"); err != nil {
+		return 0, err
+	}
+	// A streamed request body goes on as it comes.
+	return len(b), c.bw.Flush()
+}
+
+func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+	bufp := buffers.Get().(*[]byte)
+	defer buffers.Put(bufp)
+	return io.CopyBuffer(dst, src, *bufp)
+}

@@ -1,0 +1,110 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-binky/git-binky/gitx/gittest"
+)
+
+const webConfig = "[project]\nname = \"acme\"\n[services.web]\ncmd = \"true\"\nurl = \"web\"\n"
+
+func TestWorldsWhoseNamesFoldAlikeGetDistinctKeptLabels(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	gittest.AddWorktree(t, repo, filepath.Join(tmp, "Foo_Bar"), "Foo_Bar")
+	gittest.AddWorktree(t, repo, filepath.Join(tmp, "foo-bar"), "foo-bar")
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	ctx := context.Background()
+	env := func(name string) map[string]string {
+		t.Helper()
+		c, err := OpenCoordinates(ctx, home, repo, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Env
+	}
+	a, b := env("Foo_Bar"), env("foo-bar")
+	if a["WEB_URL"] == b["WEB_URL"] {
+		t.Fatalf("both advertise %s", a["WEB_URL"])
+	}
+	if !strings.HasPrefix(a["WEB_URL"], "http://web.foo-bar.acme.") || !strings.HasPrefix(b["WEB_URL"], "http://web.foo-bar-") {
+		t.Errorf("the first world keeps the folded label, the second gets a hash: %s, %s", a["WEB_URL"], b["WEB_URL"])
+	}
+	if a["BINKY_WORKTREE"] != "Foo_Bar" || b["BINKY_WORKTREE"] != "foo-bar" {
+		t.Errorf("BINKY_WORKTREE %q, %q: want the worktrees' own names", a["BINKY_WORKTREE"], b["BINKY_WORKTREE"])
+	}
+	if a2, b2 := env("Foo_Bar"), env("foo-bar"); a2["WEB_URL"] != a["WEB_URL"] || b2["WEB_URL"] != b["WEB_URL"] {
+		t.Errorf("labels changed on the next look: %s %s → %s %s", a["WEB_URL"], b["WEB_URL"], a2["WEB_URL"], b2["WEB_URL"])
+	}
+	// `git binky curl` opens the world without ensuring it: it must still
+	// reach this world's host, not the other's.
+	w, err := Open(home, repo, "foo-bar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := w.ServiceHost("web"); err != nil || !strings.Contains(b["WEB_URL"], "//"+h+":") {
+		t.Errorf("ServiceHost(web) of foo-bar = %q, %v; its URL is %s", h, err, b["WEB_URL"])
+	}
+}
+
+func TestASecondHomeDoesNotTakeAWorldAnotherHomeHolds(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	wt := gittest.AddWorktree(t, repo, filepath.Join(tmp, "p1"), "p1")
+	first, second := Home{Dir: filepath.Join(tmp, "h1")}, Home{Dir: filepath.Join(tmp, "h2")}
+	ctx := context.Background()
+	if _, err := OpenCoordinates(ctx, first, repo, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(repo, ".git", "worktrees", "p1", "binky", "world.json")
+	before, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenCoordinates(ctx, second, wt, "")
+	if !errors.Is(err, ErrOtherHome) || !strings.Contains(err.Error(), "BINKY_HOME="+first.Dir) {
+		t.Fatalf("second home: %v", err)
+	}
+	if after, _ := os.ReadFile(copyPath); string(after) != string(before) {
+		t.Errorf("the second home rewrote the admin copy")
+	}
+	// Once the first home forgets the world, the worktree is free.
+	w, err := Open(first, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := w.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.DeleteRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCoordinates(ctx, second, wt, ""); err != nil {
+		t.Errorf("after the first home removed the world: %v", err)
+	}
+}
+
+func TestApprovedSourceIsWhatWasApproved(t *testing.T) {
+	h := Home{Dir: t.TempDir()}
+	src := []byte(webConfig)
+	if _, err := h.ApprovedSource(TrustHash(src)); err == nil {
+		t.Fatal("a config never approved has an approved source")
+	}
+	if err := h.Trust(src, "/x/binky.toml"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.ApprovedSource(TrustHash(src))
+	if err != nil || string(got) != webConfig {
+		t.Fatalf("ApprovedSource = %q, %v", got, err)
+	}
+	cfg, err := h.ApprovedConfig(TrustHash(src), "/x/binky.toml")
+	if err != nil || cfg.Services["web"].Cmd != "true" {
+		t.Fatalf("ApprovedConfig: %+v, %v", cfg, err)
+	}
+}
