@@ -9,7 +9,7 @@ STATIC  := CGO_ENABLED=0
 # running daemon of any other build.
 LDFLAGS := -X github.com/git-binky/git-binky/version.build=$(shell date +%s)
 
-.PHONY: all build install test bench lint demo fuzz clean servers ferretdb
+.PHONY: all build install test bench lint demo fuzz cross clean servers ferretdb
 
 all: build
 
@@ -33,6 +33,19 @@ install:
 ## test: go test -race ./... against real throwaway servers (installed when missing)
 test:
 	./scripts/test.sh
+
+## cross: build and vet both binaries for macOS and Windows (amd64, arm64), and compile every package's tests there
+CROSS := darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+cross:
+	@set -e; for t in $(CROSS); do os=$${t%/*}; arch=$${t#*/}; echo "cross: build and vet $$os/$$arch"; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) build -o /dev/null ./cmd/git-binky; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) build -o /dev/null ./cmd/binkyd; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) vet ./...; \
+	done
+	@set -e; out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; for os in darwin windows; do \
+		echo "cross: compile every package's tests for $$os"; \
+		GOOS=$$os $(STATIC) $(GO) test -c -o "$$out/" ./... >"$$out/log" 2>&1 || { cat "$$out/log"; exit 1; }; \
+	done
 
 ## servers: build the servers binky runs itself that no package provides (FerretDB) into SERVER_BIN, where binky looks
 SERVER_BIN ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/git-binky/bin

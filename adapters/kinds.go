@@ -315,12 +315,11 @@ func FindServerBinary(name string) string {
 	if d, err := os.UserCacheDir(); err == nil {
 		dirs = append(dirs, filepath.Join(d, "git-binky", "bin")) // make servers builds here
 	}
-	dirs = append(dirs, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/usr/sbin", "/usr/local/sbin",
-		"/opt/homebrew/bin", "/usr/local/bin")
+	dirs = append(dirs, serverBinDirs()...)
 	for _, dir := range dirs {
-		matches, _ := filepath.Glob(filepath.Join(dir, name))
+		matches, _ := filepath.Glob(filepath.Join(dir, name+exeSuffix))
 		for i := len(matches) - 1; i >= 0; i-- { // newest version sorts last
-			if fi, err := os.Stat(matches[i]); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			if fi, err := os.Stat(matches[i]); err == nil && fi.Mode().IsRegular() && executable(fi) {
 				return matches[i]
 			}
 		}

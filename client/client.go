@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/api"
@@ -200,14 +199,6 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -226,7 +217,7 @@ func DaemonPath() (string, error) {
 		return p, nil
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), DaemonBinary)
+		p := filepath.Join(filepath.Dir(exe), DaemonBinary+exeSuffix)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
@@ -257,7 +248,7 @@ func (c *Client) start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), "BINKY_HOME="+c.Home.Dir)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start daemon %s: %w", bin, err)
 	}
@@ -329,7 +320,7 @@ func ExecDaemonBinary(sub string, args ...string) error {
 		return err
 	}
 	argv := append([]string{bin, sub}, args...)
-	if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+	if err := execBinary(bin, argv); err != nil {
 		return fmt.Errorf("run %s %s: %w", bin, sub, err)
 	}
 	return nil

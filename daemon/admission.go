@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/world"
@@ -22,17 +21,21 @@ type Machine interface {
 }
 
 // osMachine reads /proc/meminfo (or the file $BINKY_MEMINFO names, in the
-// same format, to rehearse memory pressure) and statfs.
+// same format, to rehearse memory pressure) and statfs; memory_<os>.go and
+// disk_<os>.go say how other systems are read.
 type osMachine struct{ meminfo string }
 
 func newOSMachine() osMachine {
 	if p := os.Getenv("BINKY_MEMINFO"); p != "" {
 		return osMachine{meminfo: p}
 	}
-	return osMachine{meminfo: "/proc/meminfo"}
+	return osMachine{meminfo: meminfoPath}
 }
 
 func (m osMachine) Memory() (uint64, uint64, error) {
+	if m.meminfo == "" {
+		return systemMemory()
+	}
 	b, err := os.ReadFile(m.meminfo)
 	if err != nil {
 		return 0, 0, err
@@ -55,14 +58,6 @@ func (m osMachine) Memory() (uint64, uint64, error) {
 		return 0, 0, fmt.Errorf("/proc/meminfo has no MemTotal")
 	}
 	return avail, total, nil
-}
-
-func (osMachine) DiskFree(path string) (uint64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
 }
 
 // Clock is time for admission; tests give a fake.

@@ -24,6 +24,7 @@ import (
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/proxy"
+	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -73,8 +74,8 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 		adopted: make(chan struct{})}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
-	d.admission.suspend = func(id string) error { return d.signalWorld(id, syscall.SIGSTOP, world.StateSuspended) }
-	d.admission.resume = func(id string) error { return d.signalWorld(id, syscall.SIGCONT, world.StateRunning) }
+	d.admission.suspend = func(id string) error { return d.signalWorld(id, supervisor.SigStop, world.StateSuspended) }
+	d.admission.resume = func(id string) error { return d.signalWorld(id, supervisor.SigCont, world.StateRunning) }
 	return d
 }
 
@@ -102,10 +103,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("socket path %s is %d bytes, longer than unix sockets allow (104): set BINKY_HOME to a shorter folder", sock, len(sock))
 	}
 	os.Remove(sock) // a stale socket from a crashed daemon; we hold the lock
-	// The socket is created 0600 from the start, not chmod-ed after.
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", sock)
-	syscall.Umask(old)
+	ln, err := listenSocket(sock)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", sock, err)
 	}
@@ -164,25 +162,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.closeAll()
 	d.log.Info("daemon stopped; services left running for the next daemon")
 	return nil
-}
-
-// peerUID returns the uid of the process at the other end of conn.
-func peerUID(conn *net.UnixConn) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, credErr
-	}
-	return int(cred.Uid), nil
 }
 
 // serve answers one request on conn.

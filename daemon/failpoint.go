@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/git-binky/git-binky/adapters"
 )
@@ -43,7 +42,7 @@ var FailureSteps = []string{
 func (d *Daemon) step(name string) error {
 	if v := os.Getenv(crashAtEnv); v != "" && v == name {
 		d.log.Warn("crashing on purpose", "step", name, "because", crashAtEnv)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		killSelf()
 		select {} // the signal is on its way
 	}
 	if v := os.Getenv(failAtEnv); v != "" && v == name {

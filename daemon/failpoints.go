@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"os"
-	"syscall"
 )
 
 // Failure points let the end-to-end tests kill the daemon at a named step
@@ -23,7 +22,7 @@ const (
 // failPoint dies at step when the tests asked for it.
 func failPoint(step string) {
 	if os.Getenv("BINKY_TEST_CRASH_AT") == step {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		killSelf()
 		select {} // the signal is on its way
 	}
 }

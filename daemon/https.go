@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/world"
@@ -68,7 +67,7 @@ func (d *Daemon) startHTTPS(ctx context.Context, s world.Settings) {
 			cmd := exec.CommandContext(ctx, bin, "run", "--adapter", "caddyfile", "--config", cfg)
 			cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 			cmd.Stdout, cmd.Stderr = logf, logf
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+			cmd.SysProcAttr = caddyProcAttr()
 			d.log.Info("starting caddy for https", "port", s.HTTPSPort)
 			err := cmd.Run()
 			if logf != nil {

@@ -9,17 +9,16 @@ import (
 	"fmt"
 	neturl "net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/logfile"
+	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -411,11 +410,9 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), shown)
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
+	cmd := supervisor.ShellCommand(ctx, cmdline)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Run(); err != nil {
 		// Only this run's output: what follows the last marker, not what
 		// an earlier run left above it.

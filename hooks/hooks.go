@@ -98,7 +98,7 @@ func Install(ctx context.Context, dir string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if fi.Mode().Perm()&0o100 == 0 {
+	if !executable(fi) {
 		// git ignores a hook that is not executable; making it executable
 		// would switch on a hook someone switched off.
 		return res, fmt.Errorf("%s exists but is not executable, so git does not run it: make it executable (chmod +x) or delete it, then install again", path)

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/world"
@@ -81,7 +80,7 @@ func New() *Proxy {
 		BufferPool:    bufferPool{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			rt := r.Context().Value(routeKey{}).(Route)
-			if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
+			if connRefused(err) {
 				unavailable(w, rt, "is not accepting connections (starting or restarting?)")
 				return
 			}

@@ -482,10 +482,9 @@ func (p *proc) spawn() (func() *int, error) {
 			return nil, fmt.Errorf("service %s: working folder %s does not exist (check its cwd)", s.Name, s.Dir)
 		}
 	}
-	cmd := exec.Command("/bin/sh", "-c", s.Cmd)
+	cmd := ShellCommand(context.Background(), s.Cmd)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	shown := s.Shown
 	if shown == "" {
 		shown = s.Cmd
@@ -500,7 +499,7 @@ func (p *proc) spawn() (func() *int, error) {
 		p.mu.Unlock()
 		return nil, nil
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startGroup(cmd); err != nil {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, shown, err)
 	}
@@ -628,14 +627,14 @@ func (p *proc) signal(sig syscall.Signal) error {
 		return fmt.Errorf("service %s: %w", p.spec.Name, err)
 	}
 	switch sig {
-	case syscall.SIGSTOP:
+	case SigStop:
 		p.set(func(s *Status) {
 			if s.State != Suspended {
 				p.paused = s.State
 				s.State = Suspended
 			}
 		})
-	case syscall.SIGCONT:
+	case SigCont:
 		p.set(func(s *Status) {
 			if s.State == Suspended {
 				s.State = p.paused

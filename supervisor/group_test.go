@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -177,7 +176,7 @@ func TestKilledServiceIsRestartedAndHealthyAgain(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Stop(context.Background()) })
 	first := g.Statuses()[0]
-	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+	if err := killPID(first.PID); err != nil {
 		t.Fatal(err)
 	}
 	st := waitFor(t, events, g, func(s Status) bool { return s.State == Healthy && s.PID != first.PID })
@@ -253,7 +252,7 @@ func TestDependencyRestartDoesNotTakeDependentsDown(t *testing.T) {
 	t.Cleanup(func() { g.Stop(context.Background()) })
 	apiBefore, _ := g.Status("api")
 	dbBefore, _ := g.Status("db")
-	syscall.Kill(dbBefore.PID, syscall.SIGKILL)
+	killPID(dbBefore.PID)
 	waitFor(t, events, g, func(s Status) bool { return s.Name == "db" && s.State == Healthy && s.PID != dbBefore.PID })
 	apiAfter, _ := g.Status("api")
 	if apiAfter.PID != apiBefore.PID || apiAfter.Restarts != 0 {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -50,10 +48,8 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		c.Close()
 		return true, "connect " + h.TCP + ": ok"
 	case h.Cmd != "":
-		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.Cmd)
+		cmd := ShellCommand(ctx, h.Cmd)
 		cmd.Dir, cmd.Env = s.Dir, s.Env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"syscall"
 	"time"
 
+	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -52,10 +52,8 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 	lookup := w.Lookup(w.Coordinates(rec), "", env)
 	for _, raw := range w.Config.Agents.Verify {
 		c := Check{Cmd: world.Interpolate(raw, lookup)}
-		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.Cmd)
+		cmd := supervisor.ShellCommand(ctx, c.Cmd)
 		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		tail := &tailBuffer{max: keep}
 		var sink io.Writer = tail
 		if out != nil {

@@ -20,7 +20,8 @@ type Home struct {
 }
 
 // DefaultHome returns $BINKY_HOME, else $XDG_STATE_HOME/binky, else
-// ~/.local/state/binky.
+// binky in the platform's state folder (statedir_<os>.go):
+// ~/.local/state/binky on Linux.
 func DefaultHome() (Home, error) {
 	if d := os.Getenv("BINKY_HOME"); d != "" {
 		abs, err := filepath.Abs(d)
@@ -32,11 +33,11 @@ func DefaultHome() (Home, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return Home{Dir: filepath.Join(d, "binky")}, nil
 	}
-	h, err := os.UserHomeDir()
+	d, err := stateDir()
 	if err != nil {
 		return Home{}, fmt.Errorf("find home folder (set BINKY_HOME): %w", err)
 	}
-	return Home{Dir: filepath.Join(h, ".local", "state", "binky")}, nil
+	return Home{Dir: filepath.Join(d, "binky")}, nil
 }
 
 // Paths inside Home.

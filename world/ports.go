@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -58,7 +57,7 @@ func Bindable(port int) bool {
 		return true
 	}
 	// No IPv6 on this machine is fine; an IPv6 listener on the port is not.
-	return !errors.Is(err, syscall.EADDRINUSE)
+	return !addrInUse(err)
 }
 
 func (a *Allocator) leasePath(port int) string {

@@ -10,18 +10,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/api"
@@ -172,40 +169,12 @@ func missing(what, pkg string) error {
 	return fmt.Errorf("%s not found: install it (Debian: apt-get install %s), or set admin_url to a server of your own", what, pkg)
 }
 
-// runAs is the account servers run as: the caller, unless it is root, which
-// PostgreSQL refuses; then the "postgres" user that the PostgreSQL packages
-// create.
-func runAs() (*syscall.Credential, error) {
-	if os.Getuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, errors.New("binky runs as root and PostgreSQL refuses to: create a 'postgres' user (the postgresql package does), or run binky as a normal user")
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-func chownTree(root string, cred *syscall.Credential) error {
-	if cred == nil {
-		return nil
-	}
-	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
-	})
-}
-
-func run(ctx context.Context, cred *syscall.Credential, name string, args ...string) error {
+func run(ctx context.Context, cred *account, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = "/"
-	// Its own session: the server outlives the daemon and ignores the
-	// terminal's signals.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	// Detached (detach_<os>.go): the server outlives the daemon and ignores
+	// the terminal's signals.
+	cmd.SysProcAttr = detached(cred)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(string(out)))

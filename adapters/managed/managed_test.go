@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -109,7 +108,7 @@ func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGTERM)
+				_ = stopPID(pid)
 			}
 		}
 	})

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -113,17 +112,17 @@ func stopFerretDB(pidfile string, port int) error {
 	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.Contains(string(cmdline), "ferretdb") {
 		return fmt.Errorf("pid %d (from %s) is not a ferretdb", pid, pidfile)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := stopPID(pid); err != nil {
 		return err
 	}
 	// On SIGTERM FerretDB stops listening but serves its open connections
 	// until their clients leave, with the catalog that made us stop it:
 	// after a grace, end them, so that the clients reconnect to the new one.
 	deadline := time.Now().Add(3 * time.Second)
-	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+	for pidAlive(pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	killPID(pid)
 	for deadline := time.Now().Add(10 * time.Second); listening(port); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("ferretdb (pid %d) still listens on %d", pid, port)

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -139,7 +138,7 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 	cmd.Dir = "/"
 	// Its own session: the server outlives the daemon and ignores the
 	// terminal's signals.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	cmd.SysProcAttr = detached(cred)
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start the shared mariadb: %w", err)
 	}
@@ -174,7 +173,7 @@ func hexOnly(s string) bool {
 
 // runAsUser is the account a server that refuses root runs as: the caller,
 // unless it is root; then name, the user the server's package creates.
-func runAsUser(name, what, pkg string) (*syscall.Credential, error) {
+func runAsUser(name, what, pkg string) (*account, error) {
 	if os.Getuid() != 0 {
 		return nil, nil
 	}
@@ -184,14 +183,14 @@ func runAsUser(name, what, pkg string) (*syscall.Credential, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return newAccount(uid, gid), nil
 }
 
 // runOut runs a setup command to its end, stdin given, as cred.
-func runOut(ctx context.Context, cred *syscall.Credential, stdin *strings.Reader, name string, args ...string) error {
+func runOut(ctx context.Context, cred *account, stdin *strings.Reader, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	cmd.SysProcAttr = detached(cred)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

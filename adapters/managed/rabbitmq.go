@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -156,7 +155,7 @@ log.console = false
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own session: the node outlives the daemon and ignores the
 	// terminal's signals.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	cmd.SysProcAttr = detached(cred)
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start the shared rabbitmq (%s): %w", server, err)
 	}
@@ -223,7 +222,7 @@ func rabbitmqServerScript() string {
 
 // rabbitmqUser is the account the node runs as: the caller, unless it is
 // root and the "rabbitmq" user exists (the Debian package makes it).
-func rabbitmqUser() (*syscall.Credential, error) {
+func rabbitmqUser() (*account, error) {
 	if os.Getuid() != 0 {
 		return nil, nil
 	}
@@ -233,7 +232,7 @@ func rabbitmqUser() (*syscall.Credential, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return newAccount(uid, gid), nil
 }
 
 // rabbitmqPort returns one of the node's ports, allocated once from

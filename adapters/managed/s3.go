@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -64,7 +63,7 @@ func startS3(ctx context.Context, m *Servers, dir string) (string, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(withoutMinIOEnv(os.Environ()),
 		"MINIO_ROOT_USER="+s3RootUser, "MINIO_ROOT_PASSWORD="+pw, "MINIO_BROWSER=off", "MINIO_UPDATE=off")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detached(nil)
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start the shared minio: %w", err)
 	}

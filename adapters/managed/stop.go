@@ -71,12 +71,12 @@ func (m *Servers) Stop(ctx context.Context, kind string) error {
 	if !containsAny(string(cmdline), st.names) {
 		return nil // the pid was reused by another program: ours is gone
 	}
-	if err := syscall.Kill(pid, st.sig); err != nil {
+	if err := signalPID(pid, st.sig); err != nil {
 		return fmt.Errorf("stop %s (pid %d): %w", kind, pid, err)
 	}
 	port, _ := readPort(dir)
 	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil || (port != 0 && listening(port)) {
+	for pidAlive(pid) || (port != 0 && listening(port)) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("stop %s: pid %d still runs after 30s (its log is in %s)", kind, pid, dir)
 		}

@@ -55,7 +55,7 @@ func TestProxyRoutesEachWorldAndSays503WhileAServiceRestarts(t *testing.T) {
 	}
 
 	api := service(f.world("a"), "api")
-	syscall.Kill(api.PID, syscall.SIGKILL)
+	signalPID(api.PID, syscall.SIGKILL)
 	saw503 := false
 	f.eventually("api of a back behind the proxy", func() bool {
 		code, _, err := f.viaProxy("api.a.acme.localhost", "/")

@@ -53,7 +53,7 @@ func (f *fixture) daemonPID() int {
 func (f *fixture) killDaemon() {
 	f.t.Helper()
 	pid := f.daemonPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := signalPID(pid, syscall.SIGKILL); err != nil {
 		f.t.Fatal(err)
 	}
 	f.eventually("daemon gone", func() bool { return !pidAlive(pid) })
@@ -134,7 +134,7 @@ func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 	if before.State != "healthy" {
 		t.Fatalf("api not adopted: %+v", before)
 	}
-	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+	if err := signalPID(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	f.eventually("api restarted and healthy", func() bool {
@@ -155,7 +155,7 @@ func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 	if w.State != "untrusted" || again.State != "healthy" {
 		t.Fatalf("after a daemon swap: %s (%s), api %+v", w.State, w.Message, again)
 	}
-	syscall.Kill(again.PID, syscall.SIGKILL)
+	signalPID(again.PID, syscall.SIGKILL)
 	f.eventually("api restarted after the swap", func() bool {
 		s := service(f.world("wb"), "api")
 		return s.State == "healthy" && s.PID != again.PID

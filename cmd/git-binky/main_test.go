@@ -162,7 +162,7 @@ func stopManagedServers(home string) {
 		var pid int
 		fmt.Sscanf(string(b), "%d", &pid)
 		if pid > 1 {
-			syscall.Kill(pid, syscall.SIGTERM)
+			signalPID(pid, syscall.SIGTERM)
 		}
 	}
 	// As root, the shared postgres and mariadb keep their files outside
@@ -212,7 +212,7 @@ func killRecorded(home string) {
 		}
 		for _, s := range rec.Services {
 			if s.PGID > 1 {
-				syscall.Kill(-s.PGID, syscall.SIGKILL)
+				signalPID(-s.PGID, syscall.SIGKILL)
 			}
 		}
 	}

@@ -104,7 +104,7 @@ env = { MONGO_URL = "${docs.url}" }
 	}
 	// SIGKILL, as a crash: on SIGTERM FerretDB keeps serving its open
 	// connections.
-	syscall.Kill(pid, syscall.SIGKILL)
+	signalPID(pid, syscall.SIGKILL)
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+strings.TrimSpace(string(port))); err != nil {

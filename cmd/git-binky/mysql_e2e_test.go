@@ -73,9 +73,9 @@ func stopMariaDB(t *testing.T, home string) {
 	if pid <= 1 {
 		t.Fatalf("pid file %s holds %q", pidfile, b)
 	}
-	syscall.Kill(pid, syscall.SIGTERM)
+	signalPID(pid, syscall.SIGTERM)
 	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for signalPID(pid, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the shared mariadb did not stop in 30s")
 		}

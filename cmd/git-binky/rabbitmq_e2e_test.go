@@ -63,7 +63,7 @@ func (m *managedRabbitMQ) stop() {
 	if m.pid <= 1 {
 		return
 	}
-	syscall.Kill(m.pid, syscall.SIGTERM)
+	signalPID(m.pid, syscall.SIGTERM)
 	for i := 0; i < 300 && m.epmd != ""; i++ {
 		out, _ := exec.Command("epmd", "-port", m.epmd, "-kill").CombinedOutput()
 		if !strings.Contains(string(out), "living nodes") {

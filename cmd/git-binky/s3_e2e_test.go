@@ -59,7 +59,7 @@ env = { S3_ENDPOINT = "${store.url}", S3_BUCKET = "${store.bucket}", AWS_ACCESS_
 		b, err := os.ReadFile(filepath.Join(f.home, "servers", "s3", "minio.pid"))
 		var pid int
 		if fmt.Sscanf(string(b), "%d", &pid); err == nil && pid > 1 {
-			syscall.Kill(pid, syscall.SIGTERM)
+			signalPID(pid, syscall.SIGTERM)
 		}
 	})
 	start := time.Now()

@@ -220,7 +220,7 @@ func TestKilledServiceIsRestartedHealthy(t *testing.T) {
 	f := newFixture(t, twoServices)
 	f.mustBinky(f.repo, "up")
 	before := service(f.world("acme"), "api")
-	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+	if err := signalPID(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	f.eventually("api restarted and healthy", func() bool {
@@ -242,7 +242,7 @@ func TestKilledDaemonIsReplacedAndAdoptsServices(t *testing.T) {
 	}
 	var d struct{ PID int }
 	json.Unmarshal(info, &d)
-	if err := syscall.Kill(d.PID, syscall.SIGKILL); err != nil {
+	if err := signalPID(d.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	f.eventually("daemon gone", func() bool { return !pidAlive(d.PID) })

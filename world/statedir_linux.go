@@ -1,0 +1,17 @@
+//go:build linux
+
+package world
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// stateDir is where per-user state lives when XDG_STATE_HOME is unset.
+func stateDir() (string, error) {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, ".local", "state"), nil
+}
