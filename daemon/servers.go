@@ -133,7 +133,7 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 	if ref == "" {
 		ref = "managed:" + found.Adapter
 	}
-	admin, err := d.goldenAdmin(ctx, ref, req.Env)
+	admin, err := d.adminFromRef(ctx, ref, req.Env)
 	if err != nil {
 		return nil, fmt.Errorf("golden template %s: %w", found.Name, err)
 	}
@@ -167,33 +167,4 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 		}
 	}
 	return out, nil
-}
-
-// goldenAdmin turns a template's server reference into its admin URL:
-// the managed server of a kind, or an admin_url (read again from env when
-// it names ${env.X}).
-func (d *Daemon) goldenAdmin(ctx context.Context, ref string, env []string) (string, error) {
-	if kind, ok := strings.CutPrefix(ref, "managed:"); ok {
-		return d.servers.AdminURL(ctx, kind)
-	}
-	if !strings.Contains(ref, "${") {
-		return ref, nil
-	}
-	vars := map[string]string{}
-	for _, list := range [][]string{d.env, env} {
-		for _, kv := range list {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				vars[k] = v
-			}
-		}
-	}
-	u := world.Interpolate(ref, func(tok string) (string, bool) {
-		name, ok := strings.CutPrefix(tok, "env.")
-		v := vars[name]
-		return v, ok && v != ""
-	})
-	if strings.Contains(u, "${") {
-		return "", fmt.Errorf("its admin_url %s names a variable this command's environment does not set: export it and run 'git binky golden drop' again", ref)
-	}
-	return u, nil
 }
