@@ -17,8 +17,10 @@ export GIT_CONFIG_GLOBAL="$scratch/gitconfig" GIT_CONFIG_NOSYSTEM=1
 printf '[user]\n\tname = Binky Demo\n\temail = demo@example.invalid\n[init]\n\tdefaultBranch = main\n' >"$GIT_CONFIG_GLOBAL"
 started=$(date +%s)
 
-bold() { printf '\n\033[1m%s\033[0m\n' "$*"; }
-say() { printf '\033[36m# %s\033[0m\n' "$*"; }
+# Colour only on a terminal, never with NO_COLOR.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then b=$'\033[1m' c=$'\033[36m' r=$'\033[0m'; else b="" c="" r=""; fi
+bold() { printf '\n%s%s%s\n' "$b" "$*" "$r"; }
+say() { printf '%s# %s%s\n' "$c" "$*" "$r"; }
 step() { bold "\$ $*"; "$@"; }
 # hide: passwords out of URLs, for the screen.
 hide() { sed -E 's#(://[^:/@]+):[^@]+@#\1:***@#g'; }
