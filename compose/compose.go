@@ -112,7 +112,7 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 	}
 	cfg, diags := world.ParseConfig(world.ConfigFile, []byte(out))
 	if cfg != nil && !hasErrors(diags) {
-		diags = world.Check(cfg, adapters.TableInfo)
+		diags = world.CheckPortable(cfg, adapters.TableInfo)
 	}
 	var errs []string
 	for _, d := range diags {

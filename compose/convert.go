@@ -455,6 +455,13 @@ func (c *converter) convertCmd(sv *service) {
 		parts = append(parts, c.cmdText(sv, command))
 	}
 	joined := strings.TrimSpace(strings.Join(parts, " "))
+	if loopback := loopbackCmd(joined); loopback != joined {
+		// A container must listen on every interface to be reached; a
+		// world's process must not (check warns of it): loopback is where
+		// binky's proxy and direct URLs reach it.
+		c.guess(sv, "compose's container listened on every interface; a world listens on 127.0.0.1 only")
+		joined = loopback
+	}
 	build := sv.cfg.Build != nil
 	placeholder := tomlString("echo 'binky.toml: write the command that runs " + sv.name + "' >&2; exit 1")
 	switch {
@@ -478,6 +485,12 @@ func (c *converter) convertCmd(sv *service) {
 		c.guess(sv, "compose ran this command in "+what+": check it runs on this machine")
 		c.add(sv, "cmd", tomlString(joined), "")
 	}
+}
+
+// loopbackCmd rewrites a command's every-interface listen addresses
+// (0.0.0.0, [::]) to loopback.
+func loopbackCmd(cmd string) string {
+	return strings.NewReplacer("0.0.0.0", "127.0.0.1", "[::]", "[::1]").Replace(cmd)
 }
 
 // cmdText converts a compose command or entrypoint to a command line.

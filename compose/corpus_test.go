@@ -92,7 +92,7 @@ func checkResult(t *testing.T, path string, res Result) {
 	if cfg == nil {
 		t.Fatalf("the written config does not parse: %v\n%s", diags, res.TOML)
 	}
-	diags = append(diags, world.Check(cfg, adapters.TableInfo)...)
+	diags = append(diags, world.CheckPortable(cfg, adapters.TableInfo)...)
 	for _, d := range diags {
 		t.Errorf("check: %s", d)
 	}

@@ -218,7 +218,14 @@ type AdapterInfo func(name string) Adapter
 // Check returns every error and warning about a parsed config: the structural
 // errors ParseConfig found, adapter problems, and footguns that still load.
 // With info nil, adapter names are not checked.
-func Check(c *Config, info AdapterInfo) []Diagnostic {
+func Check(c *Config, info AdapterInfo) []Diagnostic { return check(c, info, true) }
+
+// CheckPortable is Check without what depends on this machine's shell (an
+// ${env.X} that is not set here): what `init` holds the file it writes to,
+// since the user sets those variables afterwards.
+func CheckPortable(c *Config, info AdapterInfo) []Diagnostic { return check(c, info, false) }
+
+func check(c *Config, info AdapterInfo, shell bool) []Diagnostic {
 	var diags []Diagnostic
 	warn := func(key []string, format string, args ...any) {
 		diags = append(diags, c.at(SeverityWarning, key, format, args...))
@@ -269,8 +276,11 @@ func Check(c *Config, info AdapterInfo) []Diagnostic {
 			warn(append(key, p.key...), "%s", p.value)
 		}
 		for _, name := range s.EnvRefs() {
+			if !shell {
+				break
+			}
 			if _, set := c.shellEnv(s)[name]; !set {
-				warn(key, "${env.%s} is not set in this shell (nor in an env_file): 'git binky up' refuses to start service %q until it is; export it, or write a default: ${env.%s:-value}", name, name, name)
+				warn(key, "${env.%s} is not set in this shell (nor in an env_file): 'git binky up' refuses to start service %q until it is; export it, or write a default: ${env.%s:-value}", name, s.Name, name)
 			}
 		}
 		for _, k := range sortedKeys(s.Env) {

@@ -24,7 +24,7 @@ name = "` + project + `"
 [services.db]
 adapter = "postgres"
 admin_url = "${env.BINKY_TEST_PG}"
-migrate = "test ! -e $GC_DIR/broken && psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE items (id int)'"
+migrate = "test ! -e $GC_DIR/broken && psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE IF NOT EXISTS items (id int)'"
 seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO items SELECT generate_series(1, 100)'"
 `
 	if clone {
