@@ -142,6 +142,11 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	if c.NoStart {
 		return nil, ErrNoDaemon
 	}
+	if ctx.Err() != nil {
+		// A call given up on never starts a daemon: one started for it
+		// would outlive the daemon it raced and run on unasked.
+		return nil, ctx.Err()
+	}
 	if err := c.start(ctx); err != nil {
 		return nil, err
 	}
