@@ -63,7 +63,7 @@ func TestTeardownDeletesOnlyTheWorldsIndicesByExactName(t *testing.T) {
 		t.Errorf("index listing %+v", q)
 	}
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("elastic:adminpw"))
-	for _, q := range r.reqs {
+	for _, q := range r.Reqs {
 		if q.Key != wantAuth {
 			t.Errorf("%s %s sent as %q, want the admin", q.Method, q.Path, q.Key)
 		}
@@ -227,7 +227,7 @@ func TestWithoutSecurityTheWorldGetsThePrefixOnly(t *testing.T) {
 		"GET /_cat/indices/acme_a-*":   {200, `[]`},
 		"GET /_data_stream/acme_a-*":   {404, `{}`},
 	}))
-	sl := sliceA(strings.Replace(r.srv.URL, "http://", "elasticsearch://", 1))
+	sl := sliceA(strings.Replace(r.URL, "http://", "elasticsearch://", 1))
 	if err := New().Provision(context.Background(), sl); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestWithoutSecurityTheWorldGetsThePrefixOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if addr["isolation"] != IsolationNone || addr["user"] != "" || addr["url"] != r.srv.URL || addr["prefix"] != "acme_a-" {
+	if addr["isolation"] != IsolationNone || addr["user"] != "" || addr["url"] != r.URL || addr["prefix"] != "acme_a-" {
 		t.Errorf("address without security: %v", addr)
 	}
 }
@@ -250,7 +250,7 @@ func TestResolveGivesTheWorldsOwnUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Replace(r.srv.URL, "http://", "http://acme_a:"+sl.Password+"@", 1)
+	want := strings.Replace(r.URL, "http://", "http://acme_a:"+sl.Password+"@", 1)
 	if addr["url"] != want || addr["user"] != "acme_a" || addr["isolation"] != IsolationUser || strings.Contains(addr["url"], "adminpw") {
 		t.Errorf("address %v, want url %s", addr, want)
 	}

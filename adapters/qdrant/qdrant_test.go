@@ -47,7 +47,7 @@ func TestTeardownDeletesOnlyTheWorldsCollectionsByExactName(t *testing.T) {
 	if del == nil || !strings.Contains(del.Body, pointID("acme_a")) {
 		t.Errorf("the mark was not deleted: %+v", del)
 	}
-	for _, q := range r.reqs {
+	for _, q := range r.Reqs {
 		if q.Key != "admin-key" {
 			t.Errorf("%s %s sent with key %q, want the admin's", q.Method, q.Path, q.Key)
 		}
@@ -227,7 +227,7 @@ func TestResolveIssuesATokenForTheCollectionsUnderThePrefix(t *testing.T) {
 	if addr["api_key"] != want || addr["isolation"] != IsolationToken {
 		t.Errorf("api_key %q isolation %q, want the token for acme_a-default and acme_a-docs", addr["api_key"], addr["isolation"])
 	}
-	if addr["prefix"] != "acme_a-" || addr["collection"] != "acme_a-default" || addr["url"] != r.srv.URL {
+	if addr["prefix"] != "acme_a-" || addr["collection"] != "acme_a-default" || addr["url"] != r.URL {
 		t.Errorf("address %v", addr)
 	}
 	if strings.Contains(addr["url"], "admin-key") || addr["api_key"] == "admin-key" {
@@ -235,13 +235,13 @@ func TestResolveIssuesATokenForTheCollectionsUnderThePrefix(t *testing.T) {
 	}
 	// The probe that found jwt_rbac on used a read-only token for binky_marks.
 	var probe *recorded
-	for i, q := range r.reqs {
+	for i, q := range r.Reqs {
 		if q.Method == http.MethodGet && q.Path == "/collections/binky_marks" && q.Key != "admin-key" {
-			probe = &r.reqs[i]
+			probe = &r.Reqs[i]
 		}
 	}
 	if probe == nil {
-		t.Fatalf("no jwt_rbac probe with a token: %+v", r.reqs)
+		t.Fatalf("no jwt_rbac probe with a token: %+v", r.Reqs)
 	}
 	if !strings.Contains(claimsOf(t, probe.Key), `{"access":"r","collection":"binky_marks"}`) {
 		t.Errorf("probe token claims %s", claimsOf(t, probe.Key))
@@ -261,7 +261,7 @@ func TestResolveWithoutJWTAccessControlSaysIsolationIsNone(t *testing.T) {
 		t.Errorf("without jwt_rbac: isolation %q api_key %q, want none and the admin's key", addr["isolation"], addr["api_key"])
 	}
 	// No API key at all: no key for the world either.
-	addr, err = New().Resolve(context.Background(), sliceA(strings.Replace(r.srv.URL, "http://", "qdrant://", 1)))
+	addr, err = New().Resolve(context.Background(), sliceA(strings.Replace(r.URL, "http://", "qdrant://", 1)))
 	if err != nil || addr["api_key"] != "" || addr["isolation"] != IsolationNone {
 		t.Errorf("without an API key: %v, %v", addr, err)
 	}
