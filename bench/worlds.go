@@ -46,7 +46,11 @@ func benchWorlds(b *bench) error {
 	dir := filepath.Join(b.tmp, "worlds")
 	os.MkdirAll(dir, 0o711)
 	os.Chmod(b.tmp, 0o711)
-	load := fmt.Sprintf("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric); INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, %d) i;", rows)
+	// The schema is the migration (re-runnable: it runs again on every
+	// clone) and the rows are the seed (run once, into the template).
+	schema := "CREATE TABLE IF NOT EXISTS items (id int PRIMARY KEY, name text, price numeric);"
+	seed := fmt.Sprintf("INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, %d) i;", rows)
+	load := schema + " " + seed
 
 	type result struct {
 		n                  int
@@ -101,8 +105,9 @@ name = "bench"
 [services.db]
 adapter = "postgres"
 migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
+seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 clone_from = "golden"
-`, load)
+`, schema, seed)
 		os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
 		env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 			"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")

@@ -23,8 +23,8 @@ import (
 	"github.com/git-binky/git-binky/adapters/managed"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/proxy"
-	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -74,8 +74,8 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 		adopted: make(chan struct{})}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
-	d.admission.suspend = func(id string) error { return d.signalWorld(id, supervisor.SigStop, world.StateSuspended) }
-	d.admission.resume = func(id string) error { return d.signalWorld(id, supervisor.SigCont, world.StateRunning) }
+	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }
+	d.admission.resume = func(id string) error { return d.signalWorld(id, procgroup.SigCont, world.StateRunning) }
 	return d
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/logfile"
-	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -410,7 +410,7 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), shown)
-	cmd := supervisor.ShellCommand(ctx, cmdline)
+	cmd := procgroup.Command(ctx, cmdline)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Run(); err != nil {

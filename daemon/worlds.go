@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
@@ -447,8 +448,8 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	}
 	var errs []error
 	for name, s := range rec.Services {
-		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) {
-			if !supervisor.StopGroup(s.PGID, 5*time.Second) {
+		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) {
+			if !procgroup.Stop(s.PGID, 5*time.Second) {
 				errs = append(errs, fmt.Errorf("service %s: process group %d survived SIGKILL", name, s.PGID))
 			}
 		}
@@ -607,7 +608,7 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 			st = toStatus(n, rec.Services[n])
 			// Not supervised by this daemon: trust the record only as far
 			// as the process is really there.
-			if st.PID != 0 && !supervisor.Alive(st.PID, st.StartTick) {
+			if st.PID != 0 && !procgroup.Alive(st.PID, st.StartTick) {
 				st.State, st.PID, st.Message = supervisor.Crashed, 0, "died while no daemon was watching"
 				if st.Started.After(d.started) {
 					// This daemon started it, so a daemon was watching:
@@ -664,7 +665,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	}
 	alive := map[string]*world.ServiceState{}
 	for n, s := range rec.Services {
-		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) {
+		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) {
 			alive[n] = s
 		}
 	}
@@ -718,7 +719,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 // (those that had started) are stopped and the world is failed, saying why.
 func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 	for name, s := range rec.Services {
-		if s.PID != 0 && supervisor.Alive(s.PID, s.StartTick) && !supervisor.StopGroup(s.PGID, 5*time.Second) {
+		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
 			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/logfile"
+	"github.com/git-binky/git-binky/procgroup"
 )
 
 // Group supervises the services of one unit (a world): they start and stop
@@ -143,10 +144,10 @@ func (g *Group) Start(ctx context.Context) error {
 // another process.
 func (g *Group) Adopt(name string, st Status) bool {
 	p, ok := g.procs[name]
-	if !ok || !Alive(st.PID, st.StartTick) {
+	if !ok || !procgroup.Alive(st.PID, st.StartTick) {
 		return false
 	}
-	info, err := ReadProc(st.PID)
+	info, err := procgroup.ReadProc(st.PID)
 	if err != nil {
 		return false
 	}
@@ -401,7 +402,7 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		p.mu.Lock()
 		pgid, stopping, wasReady := p.pgid, p.stopping, p.isReady
 		p.mu.Unlock()
-		StopGroup(pgid, p.spec.StopTimeout)
+		procgroup.Stop(pgid, p.spec.StopTimeout)
 		if stopping || ctx.Err() != nil {
 			// Our own SIGTERM's exit code says nothing about the service.
 			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
@@ -482,7 +483,7 @@ func (p *proc) spawn() (func() *int, error) {
 			return nil, fmt.Errorf("service %s: working folder %s does not exist (check its cwd)", s.Name, s.Dir)
 		}
 	}
-	cmd := ShellCommand(context.Background(), s.Cmd)
+	cmd := procgroup.Command(context.Background(), s.Cmd)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	shown := s.Shown
@@ -499,14 +500,14 @@ func (p *proc) spawn() (func() *int, error) {
 		p.mu.Unlock()
 		return nil, nil
 	}
-	if err := startGroup(cmd); err != nil {
+	if err := procgroup.Start(cmd); err != nil {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, shown, err)
 	}
 	pid := cmd.Process.Pid
 	p.pgid = pid
 	p.isReady = false
-	info, _ := ReadProc(pid)
+	info, _ := procgroup.ReadProc(pid)
 	p.st.PID, p.st.PGID, p.st.StartTick = pid, pid, info.StartTick
 	p.st.State, p.st.Started, p.st.Message, p.st.ExitCode = Starting, time.Now().UTC(), "", nil
 	st := p.st
@@ -600,7 +601,7 @@ func (p *proc) stop(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if pgid > 0 && !StopGroup(pgid, p.spec.StopTimeout) {
+	if pgid > 0 && !procgroup.Stop(pgid, p.spec.StopTimeout) {
 		err = fmt.Errorf("service %s: process group %d survived SIGKILL", p.spec.Name, pgid)
 	}
 	select {
@@ -623,18 +624,18 @@ func (p *proc) signal(sig syscall.Signal) error {
 	if !running || pgid <= 0 {
 		return nil
 	}
-	if err := SignalGroup(pgid, sig); err != nil {
+	if err := procgroup.Signal(pgid, sig); err != nil {
 		return fmt.Errorf("service %s: %w", p.spec.Name, err)
 	}
 	switch sig {
-	case SigStop:
+	case procgroup.SigStop:
 		p.set(func(s *Status) {
 			if s.State != Suspended {
 				p.paused = s.State
 				s.State = Suspended
 			}
 		})
-	case SigCont:
+	case procgroup.SigCont:
 		p.set(func(s *Status) {
 			if s.State == Suspended {
 				s.State = p.paused

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-binky/git-binky/procgroup"
 )
 
 // The test binary doubles as the services under test: with BINKY_HELPER set
@@ -114,7 +116,7 @@ func TestStartInDependencyOrderAndStopWholeGroups(t *testing.T) {
 	if err := g.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if GroupAlive(apiPGID) {
+	if procgroup.GroupAlive(apiPGID) {
 		t.Error("api's process group survived Stop")
 	}
 	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", apiPort)); err == nil {
@@ -157,11 +159,11 @@ func TestStopLeavesNoGrandchild(t *testing.T) {
 	b, _ := os.ReadFile(marker)
 	for _, f := range strings.Fields(string(b)) {
 		pid, _ := strconv.Atoi(f)
-		if Alive(pid, 0) {
+		if procgroup.Alive(pid, 0) {
 			t.Errorf("grandchild %d survived", pid)
 		}
 	}
-	if GroupAlive(pgid) {
+	if procgroup.GroupAlive(pgid) {
 		t.Error("process group survived")
 	}
 }
@@ -222,7 +224,7 @@ func TestHealthCheckThatNeverPassesStopsTheOthers(t *testing.T) {
 		if st.State != Stopped && st.State != Crashed {
 			t.Errorf("%s left %s after a failed start", st.Name, st.State)
 		}
-		if st.PGID != 0 && GroupAlive(st.PGID) {
+		if st.PGID != 0 && procgroup.GroupAlive(st.PGID) {
 			t.Errorf("%s still running after a failed start", st.Name)
 		}
 	}
@@ -268,7 +270,7 @@ func TestAdoptTakesOverRunningServicesAndRefusesAReusedPid(t *testing.T) {
 	}
 	st := g1.Statuses()[0]
 	g1.Close() // the old supervisor goes away; the service keeps running
-	if !Alive(st.PID, st.StartTick) {
+	if !procgroup.Alive(st.PID, st.StartTick) {
 		t.Fatal("service died with its supervisor")
 	}
 
@@ -287,7 +289,7 @@ func TestAdoptTakesOverRunningServicesAndRefusesAReusedPid(t *testing.T) {
 	if err := g2.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if Alive(st.PID, st.StartTick) {
+	if procgroup.Alive(st.PID, st.StartTick) {
 		t.Error("adopted service survived Stop")
 	}
 }

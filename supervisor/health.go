@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/git-binky/git-binky/procgroup"
 )
 
 // probeClient never follows redirects (a 3xx is an answer) and never
@@ -48,7 +50,7 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		c.Close()
 		return true, "connect " + h.TCP + ": ok"
 	case h.Cmd != "":
-		cmd := ShellCommand(ctx, h.Cmd)
+		cmd := procgroup.Command(ctx, h.Cmd)
 		cmd.Dir, cmd.Env = s.Dir, s.Env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out

@@ -5,6 +5,8 @@ package supervisor
 import (
 	"syscall"
 	"time"
+
+	"github.com/git-binky/git-binky/procgroup"
 )
 
 // sysPidfdOpen is pidfd_open(2); its number is the same on every Linux
@@ -19,7 +21,7 @@ func waitExit(pid int, tick uint64) {
 	if errno == 0 {
 		defer syscall.Close(int(fd))
 		// The pidfd pins this process: check it is the one we mean.
-		if !Alive(pid, tick) {
+		if !procgroup.Alive(pid, tick) {
 			return
 		}
 		if epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err == nil {
@@ -36,13 +38,13 @@ func waitExit(pid int, tick uint64) {
 						break
 					}
 				}
-				if err == nil && !Alive(pid, tick) {
+				if err == nil && !procgroup.Alive(pid, tick) {
 					return
 				}
 			}
 		}
 	}
-	for Alive(pid, tick) {
+	for procgroup.Alive(pid, tick) {
 		time.Sleep(250 * time.Millisecond)
 	}
 }

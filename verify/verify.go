@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -52,7 +52,7 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 	lookup := w.Lookup(w.Coordinates(rec), "", env)
 	for _, raw := range w.Config.Agents.Verify {
 		c := Check{Cmd: world.Interpolate(raw, lookup)}
-		cmd := supervisor.ShellCommand(ctx, c.Cmd)
+		cmd := procgroup.Command(ctx, c.Cmd)
 		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
 		tail := &tailBuffer{max: keep}
 		var sink io.Writer = tail

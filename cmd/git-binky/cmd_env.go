@@ -21,8 +21,9 @@ type envOptions struct {
 func newEnvCmd(app *App) *cobra.Command {
 	var opts envOptions
 	cmd := &cobra.Command{
-		Use:   "env [name]",
-		Short: "Print a worktree's coordinates: ports, URLs, slices",
+		Annotations: map[string]string{annotationFast: "true"},
+		Use:         "env [name]",
+		Short:       "Print a worktree's coordinates: ports, URLs, slices",
 		Long: `Print the whole coordinate map of a worktree's world — <SERVICE>_PORT,
 <SERVICE>_URL, named extra ports, adapter addresses, BINKY_WORKTREE and
 BINKY_PROJECT — allocating ports on first use, so it works before any 'up'.

@@ -23,14 +23,26 @@ func main() {
 // Main runs git-binky with args and returns the process exit code. It is the
 // one place errors become exit codes and hints.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	app := newApp(stdin, stdout, stderr)
 	root := newRootCmd(app)
 	root.SetArgs(args)
+	ctx := context.Background()
+	// Ctrl-C and SIGTERM cancel the command's context, so up, logs -f and
+	// verify end cleanly. Listening starts the runtime's signal thread
+	// (~0.2 ms); a command marked fast (env, on every shell prompt) has
+	// nothing to clean up and is left to die at once as any program does.
+	if c, _, err := root.Find(args); err != nil || c.Annotations[annotationFast] == "" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
 	err := root.ExecuteContext(ctx)
 	return exitCode(err, app)
 }
+
+// annotationFast marks a command that runs on every shell prompt: it
+// leaves signals to their default (see Main).
+const annotationFast = "binky/fast"
 
 // exitError carries an exit code for a command whose output already said
 // what went wrong (check found errors, verify failed).

@@ -6,17 +6,17 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/procgroup"
 )
 
 // signalPID does what kill(2) would to pid, or to the group -pid: Windows
 // delivers no signals to a process, so one process is terminated and a group
-// goes through supervisor.SignalGroup (its job object); sig 0 only checks
+// goes through procgroup.Signal (its job object); sig 0 only checks
 // that the process exists. The end-to-end tests that call it run on Linux
 // only; this keeps them compiling.
 func signalPID(pid int, sig syscall.Signal) error {
 	if pid < 0 {
-		return supervisor.SignalGroup(-pid, sig)
+		return procgroup.Signal(-pid, sig)
 	}
 	p, err := os.FindProcess(pid) // opens the process: fails when there is none
 	if err != nil || sig == 0 {

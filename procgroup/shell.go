@@ -1,16 +1,16 @@
-package supervisor
+package procgroup
 
 import (
 	"context"
 	"os/exec"
 )
 
-// ShellCommand returns a command that runs line with `sh -c` (shell_<os>.go
+// Command returns a command that runs line with `sh -c` (shell_<os>.go
 // says which sh) as the leader of a new process group, and that kills the
 // whole group, not only the shell, when ctx is done. Every command line binky
 // runs from a binky.toml goes through it, so they all run the same way. When
 // no shell is found, the command's Start returns that error.
-func ShellCommand(ctx context.Context, line string) *exec.Cmd {
+func Command(ctx context.Context, line string) *exec.Cmd {
 	sh, err := shell()
 	if err != nil {
 		cmd := exec.CommandContext(ctx, "sh", "-c", line)
@@ -18,7 +18,7 @@ func ShellCommand(ctx context.Context, line string) *exec.Cmd {
 		return cmd
 	}
 	cmd := exec.CommandContext(ctx, sh, "-c", line)
-	setGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
+	Set(cmd)
+	cmd.Cancel = func() error { return kill(cmd) }
 	return cmd
 }

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package supervisor
+package procgroup
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package supervisor
+package procgroup
 
 import (
 	"syscall"
@@ -25,20 +25,20 @@ func Alive(pid int, startTick uint64) bool {
 	return startTick == 0 || info.StartTick == startTick
 }
 
-// StopGroup sends SIGTERM to group pgid, waits up to grace for every process
+// Stop sends SIGTERM to group pgid, waits up to grace for every process
 // in it to go, then sends SIGKILL and waits a little more. It reports whether
 // the group is gone.
-func StopGroup(pgid int, grace time.Duration) bool {
+func Stop(pgid int, grace time.Duration) bool {
 	if !GroupAlive(pgid) {
 		return true
 	}
 	// A suspended group would never see SIGTERM: wake it first.
-	_ = SignalGroup(pgid, SigCont)
-	_ = SignalGroup(pgid, syscall.SIGTERM)
+	_ = Signal(pgid, SigCont)
+	_ = Signal(pgid, syscall.SIGTERM)
 	if waitGroupGone(pgid, grace) {
 		return true
 	}
-	_ = SignalGroup(pgid, syscall.SIGKILL)
+	_ = Signal(pgid, syscall.SIGKILL)
 	return waitGroupGone(pgid, 3*time.Second)
 }
 

@@ -1,6 +1,6 @@
 //go:build windows
 
-package supervisor
+package procgroup
 
 import (
 	"unsafe"

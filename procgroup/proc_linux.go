@@ -1,6 +1,6 @@
 //go:build linux
 
-package supervisor
+package procgroup
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build windows
 
-package supervisor
+package procgroup
 
 import (
 	"errors"
@@ -50,10 +50,10 @@ func openJob(pid int, access uint32) (windows.Handle, error) {
 	return windows.Handle(r), nil
 }
 
-// setGroup makes cmd the root of a new console process group (the target
+// Set makes cmd the root of a new console process group (the target
 // of CTRL_BREAK_EVENT). A daemon without a console gives its children none
 // either, rather than a console window each.
-func setGroup(cmd *exec.Cmd) {
+func Set(cmd *exec.Cmd) {
 	flags := uint32(windows.CREATE_NEW_PROCESS_GROUP)
 	if w, _, _ := procGetConsoleWindow.Call(); w == 0 {
 		flags |= windows.CREATE_NO_WINDOW
@@ -61,11 +61,11 @@ func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: flags}
 }
 
-// startGroup starts cmd suspended, puts it in its own job object, and only
+// Start starts cmd suspended, puts it in its own job object, and only
 // then lets it run, so that nothing it starts escapes the job.
-func startGroup(cmd *exec.Cmd) error {
+func Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
-		setGroup(cmd)
+		Set(cmd)
 	}
 	cmd.SysProcAttr.CreationFlags |= windows.CREATE_SUSPENDED
 	if err := cmd.Start(); err != nil {
@@ -102,16 +102,16 @@ func joinJob(pid int) error {
 	return windows.AssignProcessToJobObject(job, h)
 }
 
-// killGroup kills cmd's whole group (exec.Cmd.Cancel).
-func killGroup(cmd *exec.Cmd) error { return SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+// kill kills cmd's whole group (exec.Cmd.Cancel).
+func kill(cmd *exec.Cmd) error { return Signal(cmd.Process.Pid, syscall.SIGKILL) }
 
-// SignalGroup does to the group led by pgid what sig does on unix: SIGKILL
+// Signal does to the group led by pgid what sig does on unix: SIGKILL
 // terminates every process of its job (TerminateJobObject); SigStop and
 // SigCont suspend and resume each of them; any other signal is a
 // CTRL_BREAK_EVENT to the console process group, which reaches it only when
 // it shares the daemon's console: where it cannot be delivered, the group is
 // terminated at once, since nothing gentler would reach it.
-func SignalGroup(pgid int, sig syscall.Signal) error {
+func Signal(pgid int, sig syscall.Signal) error {
 	if pgid <= 4 {
 		return fmt.Errorf("refusing to signal process group %d", pgid)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package supervisor
+package procgroup
 
 // shell returns the shell that runs a service's cmd, a health cmd, a
 // migrate or seed step and a verify check: always /bin/sh on unix, so a

@@ -1,11 +1,11 @@
 //go:build windows
 
-package supervisor
+package procgroup
 
 import "syscall"
 
 // SigStop and SigCont suspend and resume a group. Windows has no such
-// signals: SignalGroup turns them into NtSuspendProcess / NtResumeProcess on
+// signals: Signal turns them into NtSuspendProcess / NtResumeProcess on
 // every process of the group's job object. The values are Linux's, which no
 // Windows signal uses.
 const (
