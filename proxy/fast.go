@@ -123,10 +123,12 @@ func (s *server) serveConn(c net.Conn) {
 	s.track(c, st)
 	br := clientReaders.Get().(*bufio.Reader)
 	bw := clientWriters.Get().(*bufio.Writer)
-	br.Reset(c)
+	br.Reset(spinWrap(c, &s.p.pool.clients))
 	bw.Reset(c)
 	handedOff := false
+	s.p.pool.clients.Add(1)
 	defer func() {
+		s.p.pool.clients.Add(-1)
 		s.track(c, nil)
 		if handedOff {
 			return // br now belongs to the handed-off connection

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,9 @@ type upstream struct {
 type pool struct {
 	mu   sync.Mutex
 	idle map[int][]*upstream
+	// clients counts the fast path's client connections: reads spin
+	// only while there are few (spin_unix.go).
+	clients atomic.Int32
 }
 
 var (
@@ -149,7 +153,7 @@ func (p *pool) dial(ctx context.Context, port int) (*upstream, error) {
 		return nil, err
 	}
 	br, bw := readers.Get().(*bufio.Reader), writers.Get().(*bufio.Writer)
-	br.Reset(c)
+	br.Reset(spinWrap(c, &p.clients))
 	bw.Reset(c)
 	return &upstream{conn: c, br: br, bw: bw, port: port}, nil
 }
