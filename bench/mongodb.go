@@ -164,7 +164,7 @@ clone_from = "golden"
 		r, p := memOf(pid)
 		binkyRSS, binkyPSS = binkyRSS+r, binkyPSS+p
 	}
-	clone := cloneTime(filepath.Join(home, "daemon.log"))
+	clone, _ := cloneTimes(filepath.Join(home, "daemon.log"))
 
 	mib := func(v uint64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

@@ -144,7 +144,7 @@ clone_from = "golden"
 			data = target
 		}
 		r.binkyRAM, r.binkyPSS = mysqlMemory(data)
-		r.clone = cloneTime(filepath.Join(home, "daemon.log"))
+		r.clone, _ = cloneTimes(filepath.Join(home, "daemon.log"))
 		r.disk = mysqlDisk(client, home)
 		for i := 0; i < n; i++ {
 			run(repo, gb, "remove", fmt.Sprintf("w%d", i), "--force")

@@ -18,11 +18,11 @@ import (
 // RoleExists reports whether a role of that name exists on the server of
 // adminURL.
 func RoleExists(ctx context.Context, adminURL, role string) (bool, error) {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return false, err
 	}
-	defer c.Close(ctx)
+	defer release()
 	var n int
 	err = c.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolname = $1`, role).Scan(&n)
 	return n > 0, err
@@ -30,11 +30,11 @@ func RoleExists(ctx context.Context, adminURL, role string) (bool, error) {
 
 // SchemaExists reports whether schema exists in adminURL's database.
 func SchemaExists(ctx context.Context, adminURL, schema string) (bool, error) {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return false, err
 	}
-	defer c.Close(ctx)
+	defer release()
 	var n int
 	err = c.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&n)
 	return n > 0, err
@@ -46,11 +46,11 @@ func SchemaExists(ctx context.Context, adminURL, schema string) (bool, error) {
 // anything inside its schema and nothing outside it (it gets no CREATE on
 // the database, so it cannot make another schema).
 func GrantSchema(ctx context.Context, adminURL, role, password, schema string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	pw, err := literal(password)
 	if err != nil {
 		return err
@@ -102,11 +102,11 @@ func GrantSchema(ctx context.Context, adminURL, role, password, schema string) e
 // in adminURL's database (its schema, if FerretDB has not dropped it yet),
 // and drops the role. The caller has checked that the role is binky's.
 func DropSchemaRole(ctx context.Context, adminURL, role string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	var n int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolname = $1`, role).Scan(&n); err != nil || n == 0 {
 		return err
@@ -127,11 +127,11 @@ func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 // tables FerretDB's metadata names. The collections must already exist in
 // to (created through FerretDB, so that its catalog knows them).
 func CopyFerretTables(ctx context.Context, adminURL, from, to string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	tables := func(schema string) (map[string]string, error) {
 		rows, err := c.Query(ctx, "SELECT _jsonb->>'_id', _jsonb->>'table' FROM "+pgx.Identifier{schema, "_ferretdb_database_metadata"}.Sanitize())
 		if err != nil {
@@ -181,11 +181,11 @@ func CopyFerretTables(ctx context.Context, adminURL, from, to string) error {
 // it: only the roles GrantSchema names may connect. It is not marked, so
 // the postgres adapter (and its gc) never takes it for a slice.
 func EnsureDatabase(ctx context.Context, adminURL, name string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	var n int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil {
 		return err
@@ -204,11 +204,11 @@ func EnsureDatabase(ctx context.Context, adminURL, name string) error {
 // FerretSchemas lists the schemas of adminURL's database that FerretDB
 // made (those holding its metadata table): the databases it serves.
 func FerretSchemas(ctx context.Context, adminURL string) ([]string, error) {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close(ctx)
+	defer release()
 	rows, err := c.Query(ctx, `SELECT schemaname FROM pg_tables WHERE tablename = '_ferretdb_database_metadata' ORDER BY 1`)
 	if err != nil {
 		return nil, err

@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/git-binky/git-binky/adapters"
 )
@@ -33,6 +36,74 @@ func literal(s string) (string, error) {
 		}
 	}
 	return "'" + s + "'", nil
+}
+
+// admins keeps a pool of connections per admin URL: a new connection
+// costs ~3 ms (TCP, SCRAM, a backend process), and one up made four of
+// them before. Idle ones close after a second (each idle backend holds
+// ~5-10 MiB), so only a burst of ups shares them; one is pinged before
+// reuse, so a restarted server costs a reconnect, not an error.
+var admins struct {
+	mu    sync.Mutex
+	pools map[string]*pgxpool.Pool
+}
+
+// acquireAdmin returns a connection to the admin URL's own database and the
+// function that gives it back. A connection given back inside a
+// transaction, or broken, is closed, never reused.
+func acquireAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
+	admins.mu.Lock()
+	pool := admins.pools[adminURL]
+	if pool == nil {
+		cfg, err := pgxpool.ParseConfig(adminURL)
+		if err != nil {
+			admins.mu.Unlock()
+			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
+		}
+		cfg.MinConns, cfg.MaxConns = 0, 32
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = time.Second, 500*time.Millisecond
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
+		if pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			admins.mu.Unlock()
+			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
+		}
+		if admins.pools == nil {
+			admins.pools = map[string]*pgxpool.Pool{}
+		}
+		admins.pools[adminURL] = pool
+	}
+	admins.mu.Unlock()
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to postgres at %s: %w", adapters.Redact(adminURL), err)
+	}
+	return pc.Conn(), pc.Release, nil
+}
+
+// inTx runs stmts in one transaction: all of them happen, or none.
+func inTx(ctx context.Context, c *pgx.Conn, stmts ...string) error {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			tx.Rollback(ctx)
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// copyingAdmin is an admin connection of its own for copying a database:
+// the backend that ran CREATE DATABASE has touched ~16 MiB of shared
+// buffers, which it would hold (in its RSS) for as long as a pool kept it.
+func copyingAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
+	c, err := connect(ctx, adminURL, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { c.Close(context.Background()) }, nil
 }
 
 func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
@@ -132,11 +203,11 @@ func (p *Postgres) Clone(ctx context.Context, template string, s adapters.Slice)
 //     for the role only; in the database, the public schema (and a clone's
 //     objects) handed to the role.
 func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string) error {
-	c, err := connect(ctx, s.AdminURL, "")
+	c, release, err := copyingAdmin(ctx, s.AdminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	pw, err := literal(s.Password)
 	if err != nil {
 		return err
@@ -151,19 +222,9 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	case err != nil:
 		return err
 	case !exists:
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			return err
-		}
 		// An admin that is not a superuser (CREATEROLE, CREATEDB) must be
 		// a member of a role to create a database owned by it.
-		for _, stmt := range []string{"CREATE ROLE " + role + " LOGIN PASSWORD " + pw, "COMMENT ON ROLE " + role + " IS " + mark, "GRANT " + role + " TO CURRENT_USER"} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				tx.Rollback(ctx)
-				return fmt.Errorf("create role %s: %w", s.Name, err)
-			}
-		}
-		if err := tx.Commit(ctx); err != nil {
+		if err := inTx(ctx, c, "CREATE ROLE "+role+" LOGIN PASSWORD "+pw, "COMMENT ON ROLE "+role+" IS "+mark, "GRANT "+role+" TO CURRENT_USER"); err != nil {
 			return fmt.Errorf("create role %s: %w", s.Name, err)
 		}
 	case marked && ro.Is(s.Owner()):
@@ -186,30 +247,34 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
+	// A clone's template, whose mark its spare carries (spare.go).
+	var tmpl dbInfo
+	if template != "" {
+		if tmpl, err = database(ctx, c, template); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !db.exists:
-		stmt := "CREATE DATABASE " + role + " OWNER " + role
+		took := false
 		if template != "" {
-			// A template cannot be copied while anyone is connected to it.
-			if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, template); err != nil {
+			if took, err = takeSpare(ctx, c, s.AdminURL, template, tmpl, s.Name, mark); err != nil {
 				return err
 			}
-			stmt += " TEMPLATE " + ident(template)
-			// PostgreSQL 15 copies through the WAL by default: for a small
-			// template that beats FILE_COPY, whose two forced checkpoints
-			// and per-file fsyncs cost a fixed ~100 ms; a large one is
-			// written twice that way, and copying its files is faster
-			// (measured in docs/performance.md; crossover near 40 MiB).
-			var version int
-			if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
-				var size int64
-				if err := c.QueryRow(ctx, "SELECT pg_database_size($1::text)", template).Scan(&size); err != nil || size > walLogUpTo {
-					stmt += " STRATEGY FILE_COPY"
-				}
+		}
+		if !took {
+			stmt, err := createStatement(ctx, c, s.Name, s.Name, template)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("create database %s: %w", s.Name, err)
 			}
 		}
-		if _, err := c.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("create database %s: %w", s.Name, err)
+		if template != "" {
+			// The template is free again: the next world's copy starts now,
+			// beside this one's grants, migrate and the next up's start.
+			makeSpare(s.AdminURL, template)
 		}
 		if err := adapters.Step(ctx, "postgres.database_created"); err != nil {
 			return err
@@ -268,11 +333,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 // daemon calls it only for its managed server, never for an admin_url
 // server it did not create.
 func (p *Postgres) Harden(ctx context.Context, adminURL string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	if _, err := c.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC"); err != nil {
 		return fmt.Errorf("postgres at %s: revoke CONNECT on postgres and template1: %w", adapters.Redact(adminURL), err)
 	}
@@ -284,11 +349,11 @@ func (p *Postgres) Harden(ctx context.Context, adminURL string) error {
 // world (REASSIGN OWNED) would hand it the template too. Callers serialise
 // it (the golden lock): two first ALTERs at once conflict.
 func (p *Postgres) PrepareTemplate(ctx context.Context, adminURL, name string) error {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER"); err != nil {
 		return fmt.Errorf("template %s: %w", name, err)
 	}
@@ -324,17 +389,21 @@ func (p *Postgres) Resolve(ctx context.Context, s adapters.Slice) (adapters.Addr
 // database goes first: a teardown cut off between the two leaves the
 // marked role, which the next teardown (or gc) drops.
 func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
-	c, err := connect(ctx, s.AdminURL, "")
+	c, release, err := acquireAdmin(ctx, s.AdminURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
+	defer release()
 	var errs []error
 	ro, rexists, rmarked, err := roleOwner(ctx, c, s.Name)
 	if err != nil {
 		return err
 	}
 	roleOurs := rexists && rmarked && ro.Is(s.Owner())
+	// A template's spare first: it is owned by the template's role.
+	if err := dropSpare(ctx, c, s); err != nil {
+		return err
+	}
 	db, err := database(ctx, c, s.Name)
 	switch {
 	case err != nil:
@@ -367,11 +436,11 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 // databases a crash left unmarked that are provably binky's: owned by a
 // marked role of the same name.
 func (p *Postgres) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close(ctx)
+	defer release()
 	rows, err := c.Query(ctx, `SELECT 'database', d.datname, coalesce(shobj_description(d.oid, 'pg_database'),
 			CASE WHEN r.rolname = d.datname THEN shobj_description(r.oid, 'pg_authid') END)
 		FROM pg_database d LEFT JOIN pg_roles r ON r.oid = d.datdba WHERE NOT d.datistemplate
@@ -404,11 +473,11 @@ func (p *Postgres) Capabilities() adapters.Capabilities {
 // Exists reports whether a database of that name exists (for golden
 // templates).
 func (p *Postgres) Exists(ctx context.Context, adminURL, name string) (bool, error) {
-	c, err := connect(ctx, adminURL, "")
+	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return false, err
 	}
-	defer c.Close(ctx)
+	defer release()
 	d, err := database(ctx, c, name)
 	return d.exists, err
 }

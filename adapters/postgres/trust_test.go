@@ -182,7 +182,8 @@ func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing
 	p := New()
 	c := adminConn(t, admin)
 	gold := testSlice(t, admin, "gold")
-	gold.World = "golden"
+	gold.World = "golden" // torn down as the golden world's (testSlice's cleanup is the old world's)
+	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
 	if err := p.Provision(context.Background(), gold); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// A spare is a template's next clone, made in the background after each
+// clone, so that the next world's up renames it (instant) instead of
+// copying the template while it waits (40-80 ms for 21.6 MiB here, seconds
+// for a large one). It costs one more copy of each template on disk;
+// dropping the template drops it.
+//
+// The spare database and a NOLOGIN role of its own share a name and are
+// marked as the template is; the role owns the database until a world
+// takes it, so a spare a crash left unmarked is provably binky's (only
+// binky creates a database owned by that role). It must not be owned by
+// the template's role: every clone runs REASSIGN OWNED BY that role, which
+// would hand a spare it owned (a shared object) to the cloning world.
+const spareSuffix = "_spare"
+
+// spareOf is the spare's name, or "" for a template whose name leaves no
+// room for the suffix.
+func spareOf(template string) string {
+	if len(template)+len(spareSuffix) > 63 {
+		return ""
+	}
+	return template + spareSuffix
+}
+
+// spares are the spares being made in this process, by server and template.
+var spares struct {
+	mu     sync.Mutex
+	making map[string]chan struct{}
+}
+
+func spareKey(adminURL, template string) string { return adminURL + "\x00" + template }
+
+// waitSpare returns once no spare of template is being made here.
+func waitSpare(ctx context.Context, adminURL, template string) error {
+	spares.mu.Lock()
+	done := spares.making[spareKey(adminURL, template)]
+	spares.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// makeSpare starts making template's spare, unless it is being made.
+// Failing is harmless: the next clone copies the template as before.
+func makeSpare(adminURL, template string) {
+	if spareOf(template) == "" {
+		return
+	}
+	key := spareKey(adminURL, template)
+	spares.mu.Lock()
+	if spares.making[key] != nil {
+		spares.mu.Unlock()
+		return
+	}
+	if spares.making == nil {
+		spares.making = map[string]chan struct{}{}
+	}
+	done := make(chan struct{})
+	spares.making[key] = done
+	spares.mu.Unlock()
+	go func() {
+		defer func() {
+			spares.mu.Lock()
+			delete(spares.making, key)
+			spares.mu.Unlock()
+			close(done)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_ = createSpare(ctx, adminURL, template)
+	}()
+}
+
+func createSpare(ctx context.Context, adminURL, template string) error {
+	c, release, err := copyingAdmin(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer release()
+	spare := spareOf(template)
+	tmpl, err := database(ctx, c, template)
+	if err != nil || !tmpl.exists || !tmpl.marked {
+		return err
+	}
+	mark, err := literal(adapters.Mark(tmpl.mark))
+	if err != nil {
+		return err
+	}
+	ro, exists, marked, err := roleOwner(ctx, c, spare)
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		if err := inTx(ctx, c, "CREATE ROLE "+ident(spare)+" NOLOGIN", "COMMENT ON ROLE "+ident(spare)+" IS "+mark, "GRANT "+ident(spare)+" TO CURRENT_USER"); err != nil {
+			return err
+		}
+	case !marked || ro != tmpl.mark:
+		return nil // a role of that name that is not binky's: no spare
+	}
+	if sd, err := database(ctx, c, spare); err != nil || sd.exists {
+		return err
+	}
+	stmt, err := createStatement(ctx, c, spare, spare, template)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, stmt); err != nil {
+		return err
+	}
+	// No world connects to a spare: CREATE DATABASE gives PUBLIC CONNECT.
+	return inTx(ctx, c, "REVOKE ALL ON DATABASE "+ident(spare)+" FROM PUBLIC", "COMMENT ON DATABASE "+ident(spare)+" IS "+mark)
+}
+
+// spareRoleIs reports whether the spare's role is marked as owner.
+func spareRoleIs(ctx context.Context, c *pgx.Conn, spare string, owner adapters.Owner) (bool, error) {
+	ro, exists, marked, err := roleOwner(ctx, c, spare)
+	return exists && marked && ro == owner, err
+}
+
+// isSpareOf reports whether the database sd, named spare, is binky's
+// spare of the template tmpl: marked as the template is, or unmarked and
+// owned by the spare's role, marked so (a crash between copy and mark).
+func isSpareOf(ctx context.Context, c *pgx.Conn, sd, tmpl dbInfo, spare string) (bool, error) {
+	if !tmpl.marked {
+		return false, nil
+	}
+	if sd.marked {
+		return sd.mark == tmpl.mark, nil
+	}
+	if sd.owner != spare {
+		return false, nil
+	}
+	return spareRoleIs(ctx, c, spare, tmpl.mark)
+}
+
+// takeSpare renames template's spare to name and marks it with mark (a
+// quoted literal), in one transaction, if there is a spare of binky's
+// (waiting for one being made here): it reports whether it did. A spare
+// another up renamed first is no error: the caller copies the template.
+func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template string, tmpl dbInfo, name, mark string) (bool, error) {
+	spare := spareOf(template)
+	if spare == "" || !tmpl.exists {
+		return false, nil
+	}
+	if err := waitSpare(ctx, adminURL, template); err != nil {
+		return false, err
+	}
+	sd, err := database(ctx, c, spare)
+	if err != nil || !sd.exists {
+		return false, err
+	}
+	if ours, err := isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
+		return false, err
+	}
+	err = inTx(ctx, c, "ALTER DATABASE "+ident(spare)+" RENAME TO "+ident(name), "COMMENT ON DATABASE "+ident(name)+" IS "+mark)
+	return err == nil, nil
+}
+
+// dropSpare drops the spare of s, database and role, when s is a template
+// whose spare is binky's (after waiting for one being made here).
+func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
+	spare := spareOf(s.Name)
+	if spare == "" {
+		return nil
+	}
+	if err := waitSpare(ctx, s.AdminURL, s.Name); err != nil {
+		return err
+	}
+	roleOurs, err := spareRoleIs(ctx, c, spare, s.Owner())
+	if err != nil {
+		return err
+	}
+	sd, err := database(ctx, c, spare)
+	if err != nil {
+		return err
+	}
+	if sd.exists {
+		if !(sd.marked && sd.mark.Is(s.Owner()) || !sd.marked && sd.owner == spare && roleOurs) {
+			return nil // not binky's: left alone, and so is a role owning it
+		}
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(spare)+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", spare, err)
+		}
+	}
+	if roleOurs {
+		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(spare)); err != nil {
+			return fmt.Errorf("drop role %s: %w", spare, err)
+		}
+	}
+	return nil
+}
+
+// createStatement is the CREATE DATABASE of name, owned by owner, copied
+// from template when there is one, with the copy strategy that is fastest
+// for the template's size.
+func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string) (string, error) {
+	stmt := "CREATE DATABASE " + ident(name) + " OWNER " + ident(owner)
+	if template == "" {
+		return stmt, nil
+	}
+	// A template cannot be copied while anyone is connected to it.
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, template); err != nil {
+		return "", err
+	}
+	stmt += " TEMPLATE " + ident(template)
+	// PostgreSQL 15 copies through the WAL by default: for a small
+	// template that beats FILE_COPY, whose two forced checkpoints and
+	// per-file fsyncs cost a fixed ~100 ms; a large one is written twice
+	// that way, and copying its files is faster (measured in
+	// docs/performance.md; crossover near 40 MiB).
+	var version int
+	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
+		var size int64
+		if err := c.QueryRow(ctx, "SELECT pg_database_size($1::text)", template).Scan(&size); err != nil || size > walLogUpTo {
+			stmt += " STRATEGY FILE_COPY"
+		}
+	}
+	return stmt, nil
+}

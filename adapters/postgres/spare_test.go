@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"net/url"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
+)
+
+// goldWithRows provisions a template with three rows and prepares it.
+func goldWithRows(t *testing.T, admin string) adapters.Slice {
+	t.Helper()
+	ctx := context.Background()
+	p := New()
+	gold := testSlice(t, admin, "gold")
+	gold.World = "golden"
+	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
+	if err := p.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := p.Resolve(ctx, gold)
+	gc, err := pgx.Connect(ctx, ga["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.Exec(ctx, "CREATE TABLE items (id int); INSERT INTO items VALUES (1), (2), (3)"); err != nil {
+		t.Fatal(err)
+	}
+	gc.Close(ctx)
+	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	return gold
+}
+
+// inDatabase runs sql as the admin inside database db.
+func inDatabase(t *testing.T, admin, db, sql string) {
+	t.Helper()
+	u, _ := url.Parse(admin)
+	u.Path = "/" + db
+	c, err := pgx.Connect(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rows(t *testing.T, p *Postgres, s adapters.Slice) int {
+	t.Helper()
+	ctx := context.Background()
+	a, _ := p.Resolve(ctx, s)
+	c, err := pgx.Connect(ctx, a["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func markOf(t *testing.T, c *pgx.Conn, db string) string {
+	t.Helper()
+	var m *string
+	c.QueryRow(context.Background(), "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", db).Scan(&m)
+	if m == nil {
+		return ""
+	}
+	return *m
+}
+
+func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	a, b := testSlice(t, admin, "a"), testSlice(t, admin, "b")
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if db, _ := objects(t, c, spare); !db {
+		t.Fatal("no spare after a clone")
+	}
+	if m := markOf(t, c, spare); m != adapters.Mark(gold.Owner()) {
+		t.Fatalf("spare marked %q, want its template's %q", m, adapters.Mark(gold.Owner()))
+	}
+	// No world reaches a spare, which will be the next world's database.
+	aa, _ := p.Resolve(ctx, a)
+	u, _ := url.Parse(aa["url"])
+	u.Path = "/" + spare
+	if wc, err := pgx.Connect(ctx, u.String()); err == nil {
+		wc.Close(ctx)
+		t.Fatal("a world's role connects to the spare")
+	}
+	// A row only the spare has shows which copy the next world got.
+	inDatabase(t, admin, spare, "INSERT INTO items VALUES (99)")
+	if err := p.Clone(ctx, gold.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(t, p, b); n != 4 {
+		t.Fatalf("b has %d rows: it was not made from the spare", n)
+	}
+	if m := markOf(t, c, b.Name); m != adapters.Mark(b.Owner()) {
+		t.Fatalf("the taken spare is marked %q, want b's %q", m, adapters.Mark(b.Owner()))
+	}
+	var owner string
+	c.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", b.Name).Scan(&owner)
+	if owner == b.Name || owner == gold.Name {
+		t.Fatalf("b's database is owned by %s, want the admin", owner)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if db, _ := objects(t, c, spare); !db {
+		t.Fatal("no new spare after the spare was taken")
+	}
+	// Every clone hands the template role's objects to its world
+	// (REASSIGN OWNED): a spare must never be among them.
+	if err := p.Clone(ctx, gold.Name, testSlice(t, admin, "c")); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	c.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", spare).Scan(&owner)
+	if owner != spare {
+		t.Fatalf("the spare is owned by %s after a clone, want its own role %s", owner, spare)
+	}
+	if err := p.Teardown(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Teardown(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{spare, gold.Name} {
+		if db, role := objects(t, c, name); db || role {
+			t.Errorf("%s left after its template was dropped: database=%v role=%v", name, db, role)
+		}
+	}
+}
+
+// A crash between a spare's copy and its mark leaves it unmarked, owned by
+// its marked role: provably binky's, so it is taken like any other.
+func TestASpareACrashLeftUnmarkedIsTaken(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	for _, stmt := range []string{"CREATE ROLE " + ident(spare) + " NOLOGIN", "COMMENT ON ROLE " + ident(spare) + " IS '" + adapters.Mark(gold.Owner()) + "'",
+		"CREATE DATABASE " + ident(spare) + " OWNER " + ident(spare) + " TEMPLATE " + ident(gold.Name)} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inDatabase(t, admin, spare, "INSERT INTO items VALUES (99)")
+	w := testSlice(t, admin, "w")
+	if err := p.Clone(ctx, gold.Name, w); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(t, p, w); n != 4 {
+		t.Fatalf("the world has %d rows: the unmarked spare was not taken", n)
+	}
+}
+
+// A database that only has a spare's name is someone else's: never taken,
+// never dropped.
+func TestADatabaseNamedLikeASpareIsNotTakenNorDropped(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+ident(spare)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(spare)) })
+	w := testSlice(t, admin, "w")
+	if err := p.Clone(ctx, gold.Name, w); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if n := rows(t, p, w); n != 3 {
+		t.Fatalf("the world has %d rows, want the template's 3", n)
+	}
+	if err := p.Teardown(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Teardown(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	if db, _ := objects(t, c, spare); !db {
+		t.Fatal("binky dropped a database it did not make")
+	}
+	if m := markOf(t, c, spare); m != "" {
+		t.Fatalf("binky marked a database it did not make: %q", m)
+	}
+}
