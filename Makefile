@@ -56,7 +56,7 @@ ferretdb:
 	./scripts/build-ferretdb.sh "$(SERVER_BIN)"
 
 ## bench: print the performance tables (env latency, ...)
-bench: build
+bench: build ferretdb
 	$(GO) run ./bench -bin $(BIN)
 
 ## lint: gofmt, go vet, staticcheck
