@@ -189,9 +189,19 @@ func stopManagedServers(home string) {
 func stopDaemons() {
 	daemonMu.Lock()
 	defer daemonMu.Unlock()
+	// Eight at a time: each waits for its daemon and servers to go (~1 s),
+	// and a run leaves ~150 of them.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for h := range daemonHomes {
-		stopDaemon(h)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			stopDaemon(h)
+		}()
 	}
+	wg.Wait()
 }
 
 // killRecorded kills the process groups world records under home name.
