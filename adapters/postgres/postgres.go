@@ -400,7 +400,13 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 		return err
 	}
 	roleOurs := rexists && rmarked && ro.Is(s.Owner())
-	// A template's spare first: it is owned by the template's role.
+	// A template's spare first, and the template after it, under the lock
+	// that making and taking a spare take (spare.go).
+	unlock, err := lockSpare(ctx, c, s.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := dropSpare(ctx, c, s); err != nil {
 		return err
 	}

@@ -34,6 +34,21 @@ func spareOf(template string) string {
 	return template + spareSuffix
 }
 
+// spareLocks is the advisory-lock space (its first key, "bink") of the
+// session lock that orders making, taking and dropping a template's spare,
+// and dropping the template, across connections and processes.
+const spareLocks = 0x62696e6b
+
+// lockSpare takes that lock for template on c, and returns its release.
+func lockSpare(ctx context.Context, c *pgx.Conn, template string) (func(), error) {
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1, hashtext($2))", spareLocks, template); err != nil {
+		return nil, fmt.Errorf("lock the spare of %s: %w", template, err)
+	}
+	return func() {
+		c.Exec(context.Background(), "SELECT pg_advisory_unlock($1, hashtext($2))", spareLocks, template)
+	}, nil
+}
+
 // spares are the spares being made in this process, by server and template.
 var spares struct {
 	mu     sync.Mutex
@@ -95,6 +110,14 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 		return err
 	}
 	defer release()
+	// Under the lock the template's Teardown takes: a template dropped
+	// meanwhile is seen gone here, and never gets a spare role it would
+	// not drop.
+	unlock, err := lockSpare(ctx, c, template)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	spare := spareOf(template)
 	tmpl, err := database(ctx, c, template)
 	if err != nil || !tmpl.exists || !tmpl.marked {
@@ -122,10 +145,13 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Exec(ctx, stmt); err != nil {
+	// Nobody connects to a spare from the moment it exists (CREATE
+	// DATABASE alone would give PUBLIC CONNECT until the REVOKE): a world's
+	// session in it would write into the next world's database, and hold
+	// off its rename. Taking it allows connections again.
+	if _, err := c.Exec(ctx, stmt+" ALLOW_CONNECTIONS false"); err != nil {
 		return err
 	}
-	// No world connects to a spare: CREATE DATABASE gives PUBLIC CONNECT.
 	return inTx(ctx, c, "REVOKE ALL ON DATABASE "+ident(spare)+" FROM PUBLIC", "COMMENT ON DATABASE "+ident(spare)+" IS "+mark)
 }
 
@@ -163,6 +189,11 @@ func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template string, tmpl
 	if err := waitSpare(ctx, adminURL, template); err != nil {
 		return false, err
 	}
+	unlock, err := lockSpare(ctx, c, template)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	sd, err := database(ctx, c, spare)
 	if err != nil || !sd.exists {
 		return false, err
@@ -170,19 +201,21 @@ func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template string, tmpl
 	if ours, err := isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
 		return false, err
 	}
-	err = inTx(ctx, c, "ALTER DATABASE "+ident(spare)+" RENAME TO "+ident(name), "COMMENT ON DATABASE "+ident(name)+" IS "+mark)
+	// Renamed, opened, the admin's and this slice's at once: a crash
+	// leaves either the spare or the slice's marked database, and the
+	// spare's role owns nothing the template's Teardown would trip on.
+	err = inTx(ctx, c, "ALTER DATABASE "+ident(spare)+" RENAME TO "+ident(name), "ALTER DATABASE "+ident(name)+" ALLOW_CONNECTIONS true",
+		"ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER", "COMMENT ON DATABASE "+ident(name)+" IS "+mark)
 	return err == nil, nil
 }
 
 // dropSpare drops the spare of s, database and role, when s is a template
-// whose spare is binky's (after waiting for one being made here).
+// whose spare is binky's. The caller holds lockSpare: a spare being made
+// meanwhile waits for it, then finds its template gone.
 func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 	spare := spareOf(s.Name)
 	if spare == "" {
 		return nil
-	}
-	if err := waitSpare(ctx, s.AdminURL, s.Name); err != nil {
-		return err
 	}
 	roleOurs, err := spareRoleIs(ctx, c, spare, s.Owner())
 	if err != nil {
@@ -193,11 +226,13 @@ func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 		return err
 	}
 	if sd.exists {
-		if !(sd.marked && sd.mark.Is(s.Owner()) || !sd.marked && sd.owner == spare && roleOurs) {
-			return nil // not binky's: left alone, and so is a role owning it
-		}
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(spare)+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("drop database %s: %w", spare, err)
+		switch {
+		case sd.marked && sd.mark.Is(s.Owner()), !sd.marked && sd.owner == spare && roleOurs:
+			if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(spare)+" WITH (FORCE)"); err != nil {
+				return fmt.Errorf("drop database %s: %w", spare, err)
+			}
+		case sd.owner == spare:
+			return nil // not binky's, and owned by the role: both left alone
 		}
 	}
 	if roleOurs {

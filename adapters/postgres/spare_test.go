@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,13 +105,23 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 		wc.Close(ctx)
 		t.Fatal("a world's role connects to the spare")
 	}
+	var open bool
+	c.QueryRow(ctx, "SELECT datallowconn FROM pg_database WHERE datname = $1", spare).Scan(&open)
+	if open {
+		t.Fatal("the spare allows connections before it is taken")
+	}
 	// A row only the spare has shows which copy the next world got.
+	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS true")
 	inDatabase(t, admin, spare, "INSERT INTO items VALUES (99)")
+	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS false")
 	if err := p.Clone(ctx, gold.Name, b); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows(t, p, b); n != 4 {
 		t.Fatalf("b has %d rows: it was not made from the spare", n)
+	}
+	if n := rows(t, p, b); n != 4 {
+		t.Fatalf("b has %d rows", n)
 	}
 	if m := markOf(t, c, b.Name); m != adapters.Mark(b.Owner()) {
 		t.Fatalf("the taken spare is marked %q, want b's %q", m, adapters.Mark(b.Owner()))
@@ -200,5 +213,39 @@ func TestADatabaseNamedLikeASpareIsNotTakenNorDropped(t *testing.T) {
 	}
 	if m := markOf(t, c, spare); m != "" {
 		t.Fatalf("binky marked a database it did not make: %q", m)
+	}
+}
+
+// A template dropped while clones of it are still copying leaves no spare
+// behind: the spare a finished copy starts waits for the drop, then finds
+// its template gone.
+func TestATemplateDroppedDuringClonesLeavesNoSpare(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	for round := 0; round < 3; round++ {
+		gold := goldWithRows(t, admin)
+		spare := spareOf(gold.Name)
+		inDatabase(t, admin, gold.Name, "INSERT INTO items SELECT generate_series(1, 300000)")
+		var wg sync.WaitGroup
+		for i := 0; i < 3; i++ {
+			w := testSlice(t, admin, fmt.Sprintf("race%d", i))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i*40) * time.Millisecond)
+				p.Clone(ctx, gold.Name, w) // may fail: its template is being dropped
+			}()
+		}
+		time.Sleep(time.Duration(60+round*30) * time.Millisecond)
+		err := p.Teardown(ctx, gold)
+		wg.Wait()
+		waitSpare(ctx, admin, gold.Name)
+		if db, _ := objects(t, c, gold.Name); err != nil || db {
+			continue // the template outlived its Teardown (an error said why): nothing to check
+		}
+		if db, role := objects(t, c, spare); db || role {
+			t.Fatalf("round %d: the template is gone but its spare is left: database=%v role=%v", round, db, role)
+		}
 	}
 }
