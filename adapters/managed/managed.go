@@ -165,6 +165,32 @@ func (m *Servers) port(kind, dir string) (int, error) {
 	return p, world.WriteFileAtomic(filepath.Join(dir, "port"), []byte(strconv.Itoa(p)+"\n"), 0o600)
 }
 
+// awaitStarted returns once ready() holds for a server whose cmd was just
+// started (and is waited for here, so it never lingers as a zombie), or
+// says why not: it exited (with the end of its log), 60 s went by, or ctx
+// ended. ready is asked every every.
+func awaitStarted(ctx context.Context, cmd *exec.Cmd, name, logf string, every time.Duration, ready func() bool) error {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for !ready() {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logf)
+			return fmt.Errorf("the shared %s exited (%v) (log: %s): %s", name, err, logf, lastLines(string(b), 5))
+		case <-deadline.C:
+			return fmt.Errorf("the shared %s was not ready within 60s (log: %s)", name, logf)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 func missing(what, pkg string) error {
 	return fmt.Errorf("%s not found: install it (Debian: apt-get install %s), or set admin_url to a server of your own", what, pkg)
 }

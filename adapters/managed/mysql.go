@@ -142,22 +142,8 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start the shared mariadb: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !listening(port) {
-		select {
-		case err := <-exited:
-			return "", fmt.Errorf("the shared mariadb exited (%v): see %s", err, logf)
-		case <-deadline.C:
-			return "", fmt.Errorf("the shared mariadb did not start listening on 127.0.0.1:%d (log: %s)", port, logf)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-tick.C:
-		}
+	if err := awaitStarted(ctx, cmd, "mariadb", logf, 50*time.Millisecond, func() bool { return listening(port) }); err != nil {
+		return "", err
 	}
 	return admin, nil
 }

@@ -158,25 +158,8 @@ func startPostmaster(ctx context.Context, cred *account, server, data, logf stri
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the shared postgres: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !postmasterReady(filepath.Join(data, "postmaster.pid"), cmd.Process.Pid) {
-		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(logf)
-			return fmt.Errorf("the shared postgres exited (%v) (log: %s): %s", err, logf, lastLines(string(b), 5))
-		case <-deadline.C:
-			return fmt.Errorf("the shared postgres did not get ready within 60s (log: %s)", logf)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-	return nil
+	pidFile := filepath.Join(data, "postmaster.pid")
+	return awaitStarted(ctx, cmd, "postgres", logf, 5*time.Millisecond, func() bool { return postmasterReady(pidFile, cmd.Process.Pid) })
 }
 
 // postmasterReady reports whether postmaster.pid names pid and says it

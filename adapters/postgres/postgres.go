@@ -247,18 +247,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
-	// A clone's template, whose mark its spare carries (spare.go).
-	var tmpl dbInfo
-	if template != "" {
-		if tmpl, err = database(ctx, c, template); err != nil {
-			return err
-		}
-	}
 	switch {
 	case !db.exists:
 		took := false
 		if template != "" {
-			if took, err = takeSpare(ctx, c, s.AdminURL, template, tmpl, s.Name, mark); err != nil {
+			if took, err = takeSpare(ctx, c, s.AdminURL, template, s.Name, mark); err != nil {
 				return err
 			}
 		}

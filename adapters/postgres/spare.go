@@ -181,9 +181,9 @@ func isSpareOf(ctx context.Context, c *pgx.Conn, sd, tmpl dbInfo, spare string) 
 // quoted literal), in one transaction, if there is a spare of binky's
 // (waiting for one being made here): it reports whether it did. A spare
 // another up renamed first is no error: the caller copies the template.
-func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template string, tmpl dbInfo, name, mark string) (bool, error) {
+func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template, name, mark string) (bool, error) {
 	spare := spareOf(template)
-	if spare == "" || !tmpl.exists {
+	if spare == "" {
 		return false, nil
 	}
 	if err := waitSpare(ctx, adminURL, template); err != nil {
@@ -194,6 +194,11 @@ func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template string, tmpl
 		return false, err
 	}
 	defer unlock()
+	// The template, whose mark its spare carries, read under the lock.
+	tmpl, err := database(ctx, c, template)
+	if err != nil || !tmpl.exists {
+		return false, err
+	}
 	sd, err := database(ctx, c, spare)
 	if err != nil || !sd.exists {
 		return false, err
