@@ -38,8 +38,28 @@ install_pkg() {
   fi
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-  || echo $(( 20000 + RANDOM % 20000 )); }
+# free_port: a port nothing listens on, never the same one twice in a run.
+# Not bind(0)'s: that is an ephemeral port, which any outgoing connection
+# (go install downloading modules while a server boots) may take before a
+# slow server (RabbitMQ) binds it. So a port below the ephemeral range,
+# and above binky's own default range (4000-4999), when there is room.
+# ($(free_port) runs in a subshell: what it gave is kept in $work/ports.)
+free_port() {
+  local lo p
+  lo="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+  if [ "$lo" -gt 11000 ] 2>/dev/null; then
+    for _ in $(seq 500); do
+      p=$(( 10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000) ))
+      grep -qx "$p" "$work/ports" 2>/dev/null && continue
+      if python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' "$p" 2>/dev/null \
+        || { ! command -v python3 >/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; }; then
+        echo "$p" >>"$work/ports"; echo "$p"; return 0
+      fi
+    done
+  fi
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || echo $(( 20000 + RANDOM % 10000 ))
+}
 
 # wait_port PORT [SECONDS]: wait until something listens on 127.0.0.1:PORT.
 wait_port() {
@@ -75,6 +95,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+awaits=()
+# before_tests CMD: run CMD once go vet is done and before go test: where a
+# server started in the background (to boot while vet runs) is waited for.
+before_tests() { awaits+=("$1"); }
 
 install_pkg caddy caddy
 for f in scripts/testservers/*.sh; do
@@ -84,6 +108,7 @@ done
 
 go mod download
 go vet ./...
+for a in ${awaits[@]+"${awaits[@]}"}; do eval "$a"; done
 # Arguments, if any, are the packages (and flags) to test instead of all.
 if [ "$#" -eq 0 ]; then set -- ./...; fi
 go test -race -count=1 -timeout 30m "$@"

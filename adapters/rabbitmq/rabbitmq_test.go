@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,30 +73,48 @@ func TestResolveEscapesTheVhostAndKeepsTheAdminOut(t *testing.T) {
 }
 
 // adminURL is the throwaway server make test starts (in the background, so
-// its management API may still be coming up: wait for it).
+// its management API may still be coming up: wait for it, once for the
+// whole package: a node that never came up fails every test at once rather
+// than each after its own wait).
 func adminURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("BINKY_TEST_RABBITMQ")
 	if u == "" {
 		t.Skip("BINKY_TEST_RABBITMQ is unset: make test starts a throwaway RabbitMQ and sets it (amqp://user:pw@127.0.0.1:port?management=port)")
 	}
-	a, err := (&RabbitMQ{}).open(u)
-	if err != nil {
-		t.Fatal(err)
+	if err := serverUp(u); err != nil {
+		t.Fatalf("the RabbitMQ of BINKY_TEST_RABBITMQ answers no management API (make test printed its log if it never came up): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	for {
-		err := a.do(ctx, http.MethodGet, nil, nil, "overview")
-		if err == nil {
-			return u
+	return u
+}
+
+var (
+	upOnce sync.Once
+	upErr  error
+)
+
+// serverUp waits up to 90s for the management API of u, the first time.
+func serverUp(u string) error {
+	upOnce.Do(func() {
+		a, err := (&RabbitMQ{}).open(u)
+		if err != nil {
+			upErr = err
+			return
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the RabbitMQ of BINKY_TEST_RABBITMQ answers no management API: %v", err)
-		case <-time.After(200 * time.Millisecond):
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		for {
+			if upErr = a.do(ctx, http.MethodGet, nil, nil, "overview"); upErr == nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
-	}
+	})
+	return upErr
 }
 
 func admin(t *testing.T, u string) *api {

@@ -1,15 +1,20 @@
 # A throwaway RabbitMQ for the adapter tests: BINKY_TEST_RABBITMQ.
-# The node takes seconds to boot, so it is started in the background and
-# not waited for here: the tests wait for its management API themselves
-# (adapters/rabbitmq's adminURL), while go vet and the build run.
+# The node takes seconds to boot, so it is started in the background here
+# and waited for once go vet is done (before_tests). A node that is not up
+# by then has its log printed and is started once more on fresh ports: a
+# run must not spend the rabbitmq tests' timeouts on a node that died at
+# boot, and CI must show why it died.
 install_pkg rabbitmq-server rabbitmq-server
 rabbitmq_script=""
 # Debian's /usr/sbin/rabbitmq-server is a wrapper that su's to the rabbitmq
 # user and drops our environment; the real script is beside it.
 if [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then rabbitmq_script=/usr/lib/rabbitmq/bin/rabbitmq-server
 elif [ -n "$(find_bin rabbitmq-server)" ]; then rabbitmq_script="$(find_bin rabbitmq-server)"; fi
-if [ -n "$rabbitmq_script" ] && [ -z "${BINKY_TEST_RABBITMQ:-}" ]; then
-  rabbitmq_dir="$work/rabbitmq"
+
+# rabbitmq_start N: boot node N (a fresh folder, fresh ports) in the
+# background and export BINKY_TEST_RABBITMQ for it.
+rabbitmq_start() {
+  rabbitmq_dir="$work/rabbitmq-$1"
   mkdir -p "$rabbitmq_dir"
   rabbitmq_port="$(free_port)"; rabbitmq_mgmt="$(free_port)"; rabbitmq_dist="$(free_port)"; rabbitmq_epmd="$(free_port)"
   head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$rabbitmq_dir/.erlang.cookie"
@@ -28,27 +33,55 @@ CONF
   (
     cd "$rabbitmq_dir"
     export HOME="$rabbitmq_dir" LANG=C.UTF-8 LC_ALL=C.UTF-8 \
-      RABBITMQ_NODENAME="binky-test-$$@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$rabbitmq_port" \
+      RABBITMQ_NODENAME="binky-test-$$-$1@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$rabbitmq_port" \
       RABBITMQ_DIST_PORT="$rabbitmq_dist" ERL_EPMD_ADDRESS=127.0.0.1 ERL_EPMD_PORT="$rabbitmq_epmd" \
       RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
       RABBITMQ_CONF_ENV_FILE="$rabbitmq_dir/rabbitmq-env.conf" RABBITMQ_CONFIG_FILE="$rabbitmq_dir/rabbitmq.conf" \
       RABBITMQ_ADVANCED_CONFIG_FILE="$rabbitmq_dir/advanced.config" RABBITMQ_ENABLED_PLUGINS_FILE="$rabbitmq_dir/enabled_plugins" \
       RABBITMQ_MNESIA_BASE="$rabbitmq_dir/mnesia" RABBITMQ_LOG_BASE="$rabbitmq_dir/log" RABBITMQ_PID_FILE="$rabbitmq_dir/pid"
-    exec setsid "$rabbitmq_script" </dev/null >"$work/rabbitmq.log" 2>&1
+    exec setsid "$rabbitmq_script" </dev/null >"$rabbitmq_dir/stdout.log" 2>&1
   ) &
   rabbitmq_pid=$!
-  # A throwaway node need not shut down cleanly: kill the VM (its pid file)
-  # and its start script, then its epmd, which refuses while the node is
-  # registered.
-  rabbitmq_stop() {
-    kill -KILL "$(cat "$rabbitmq_dir/pid" 2>/dev/null)" "$rabbitmq_pid" 2>/dev/null || true
-    local _
-    for _ in $(seq 100); do
-      epmd -port "$rabbitmq_epmd" -kill 2>/dev/null | grep -q living || break
-      sleep 0.05
-    done
-  }
-  on_exit rabbitmq_stop
+  # Several lines, one a node: the stop below must reach every node started.
+  on_exit "rabbitmq_stop $rabbitmq_dir $rabbitmq_pid $rabbitmq_epmd"
   export BINKY_TEST_RABBITMQ="amqp://binky:binky-test@127.0.0.1:$rabbitmq_port?management=$rabbitmq_mgmt"
   echo "make test: throwaway rabbitmq starting on 127.0.0.1:$rabbitmq_port (management :$rabbitmq_mgmt)"
+}
+
+# rabbitmq_stop DIR PID EPMD_PORT: a throwaway node need not shut down
+# cleanly: kill the VM (its pid file) and its start script, then its epmd,
+# which refuses while the node is registered.
+rabbitmq_stop() {
+  kill -KILL "$(cat "$1/pid" 2>/dev/null)" "$2" 2>/dev/null || true
+  local _
+  for _ in $(seq 100); do
+    epmd -port "$3" -kill 2>/dev/null | grep -q living || break
+    sleep 0.05
+  done
+}
+
+# rabbitmq_log: what the node said, for a run where it never came up.
+rabbitmq_log() {
+  echo "make test: rabbitmq in $rabbitmq_dir is not up (management :$rabbitmq_mgmt); its output and logs:" >&2
+  tail -n 40 "$rabbitmq_dir/stdout.log" >&2 2>/dev/null || true
+  for f in "$rabbitmq_dir"/log/*.log; do
+    if [ -f "$f" ]; then echo "--- $f" >&2; tail -n 60 "$f" >&2; fi
+  done
+}
+
+# rabbitmq_await: the management API is what the tests use, so its port is
+# the sign the node is up.
+rabbitmq_await() {
+  wait_port "$rabbitmq_mgmt" 90 && return 0
+  rabbitmq_log
+  rabbitmq_stop "$rabbitmq_dir" "$rabbitmq_pid" "$rabbitmq_epmd"
+  rabbitmq_start 2
+  wait_port "$rabbitmq_mgmt" 120 && return 0
+  rabbitmq_log
+  echo "make test: the throwaway rabbitmq did not come up twice; its tests will fail" >&2
+}
+
+if [ -n "$rabbitmq_script" ] && [ -z "${BINKY_TEST_RABBITMQ:-}" ]; then
+  rabbitmq_start 1
+  before_tests rabbitmq_await
 fi
