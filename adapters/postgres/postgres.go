@@ -203,7 +203,9 @@ func (p *Postgres) Clone(ctx context.Context, template string, s adapters.Slice)
 //     for the role only; in the database, the public schema (and a clone's
 //     objects) handed to the role.
 func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string) error {
-	c, release, err := copyingAdmin(ctx, s.AdminURL)
+	// A pooled connection for everything but the copy itself (taking a
+	// spare copies nothing): back-to-back ups skip a connection's start.
+	c, release, err := acquireAdmin(ctx, s.AdminURL)
 	if err != nil {
 		return err
 	}
@@ -260,7 +262,13 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if err != nil {
 				return err
 			}
-			if _, err := c.Exec(ctx, stmt); err != nil {
+			cc, closeCopier, err := copyingAdmin(ctx, s.AdminURL)
+			if err != nil {
+				return err
+			}
+			_, err = cc.Exec(ctx, stmt)
+			closeCopier()
+			if err != nil {
 				return fmt.Errorf("create database %s: %w", s.Name, err)
 			}
 		}

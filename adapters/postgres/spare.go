@@ -45,7 +45,11 @@ func lockSpare(ctx context.Context, c *pgx.Conn, template string) (func(), error
 		return nil, fmt.Errorf("lock the spare of %s: %w", template, err)
 	}
 	return func() {
-		c.Exec(context.Background(), "SELECT pg_advisory_unlock($1, hashtext($2))", spareLocks, template)
+		// A session lock outlives its holder's use of the connection: one
+		// that could not be released must not go back to a pool holding it.
+		if _, err := c.Exec(context.Background(), "SELECT pg_advisory_unlock($1, hashtext($2))", spareLocks, template); err != nil {
+			c.Close(context.Background())
+		}
 	}, nil
 }
 
