@@ -58,10 +58,9 @@ func benchMySQL(b *bench) error {
 	var results []result
 	for _, n := range sweep {
 		r := result{n: n}
-		// A server per world. Each side starts with nothing left to write
-		// back: the other side's files (GBs of them at 8 worlds) would
-		// otherwise be flushed while it is timed.
-		syscall.Sync()
+		// A server per world. Each side starts on a quiet disk (settle);
+		// files are deleted only once both sides are measured.
+		settle()
 		start := time.Now()
 		var datas []string
 		for i := 0; i < n; i++ {
@@ -100,7 +99,6 @@ func benchMySQL(b *bench) error {
 		}
 		for _, d := range datas {
 			stopMySQL(d)
-			os.RemoveAll(d)
 		}
 
 		// binky: a fresh machine state, one shared server, golden + clones.
@@ -140,7 +138,7 @@ clone_from = "golden"
 			}
 		}
 		gb := filepath.Join(b.bin, "git-binky")
-		syscall.Sync()
+		settle()
 		start = time.Now()
 		var upErr error
 		for i := 0; i < n && upErr == nil; i++ {
@@ -161,6 +159,9 @@ clone_from = "golden"
 		stopMySQL(data)
 		if target, err := os.Readlink(filepath.Join(home, "servers", "mysql", "data")); err == nil {
 			os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+		}
+		for _, d := range datas {
+			os.RemoveAll(d)
 		}
 		if upErr != nil {
 			return upErr

@@ -63,10 +63,12 @@ func benchWorlds(b *bench) error {
 	var results []result
 	for _, n := range sweep {
 		r := result{n: n}
-		// A server per world. Each side starts with nothing left to write
-		// back: the other side's files (GBs of them at 8 worlds) would
-		// otherwise be flushed while it is timed.
-		syscall.Sync()
+		// A server per world. Each side starts on a quiet disk: nothing
+		// left to write back, and no deleted files still being discarded
+		// (this disk is mounted with online discard: deleting the other
+		// side's clusters, hundreds of MiB, stalls writes for seconds).
+		// Files are deleted only once both sides are measured.
+		settle()
 		start := time.Now()
 		var datas []string
 		for i := 0; i < n; i++ {
@@ -100,7 +102,6 @@ func benchWorlds(b *bench) error {
 		}
 		for _, d := range datas {
 			runAs(cred, pgctl, "-D", d, "-m", "fast", "stop")
-			os.RemoveAll(d)
 		}
 
 		// binky: a fresh machine state, one shared server, golden + clones.
@@ -136,7 +137,7 @@ clone_from = "golden"
 			}
 		}
 		gb := filepath.Join(b.bin, "git-binky")
-		syscall.Sync()
+		settle()
 		start = time.Now()
 		for i := 0; i < n; i++ {
 			if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
@@ -159,6 +160,9 @@ clone_from = "golden"
 		runAs(cred, pgctl, "-D", data, "-m", "fast", "stop")
 		if target, err := os.Readlink(filepath.Join(home, "servers", "postgres", "data")); err == nil {
 			os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+		}
+		for _, d := range datas {
+			os.RemoveAll(d)
 		}
 		results = append(results, r)
 	}
@@ -184,6 +188,41 @@ clone_from = "golden"
 			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))
 	}
 	return nil
+}
+
+// settle returns once the disk is quiet: everything written back (sync),
+// then no task stalled on I/O for half a second, as the kernel's pressure
+// stall counter tells (up to 20 s; 2 s where there is none).
+func settle() {
+	syscall.Sync()
+	stalled := func() (uint64, bool) {
+		b, err := os.ReadFile("/proc/pressure/io")
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "some ") {
+				if i := strings.Index(line, "total="); i >= 0 {
+					v, err := strconv.ParseUint(strings.TrimSpace(line[i+len("total="):]), 10, 64)
+					return v, err == nil
+				}
+			}
+		}
+		return 0, false
+	}
+	last, ok := stalled()
+	if !ok {
+		time.Sleep(2 * time.Second)
+		return
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		now, _ := stalled()
+		if now-last < 5000 { // under 1% of the half second (µs)
+			return
+		}
+		last = now
+	}
 }
 
 func findPG(name string) string {

@@ -105,10 +105,16 @@ func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(home.ServersDir(), "redis")
+	// Stopped and waited for before its folder goes: a Redis whose final
+	// save fails (its folder deleted under it) refuses to exit, and
+	// outlived every test run until this waited.
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = stopPID(pid)
+		if err := New(home).Stop(context.Background(), "redis"); err != nil {
+			t.Error(err)
+			if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					killPID(pid)
+				}
 			}
 		}
 	})
