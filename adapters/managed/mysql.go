@@ -56,20 +56,12 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 	// enter, under /var/lib/git-binky (linked from servers/mysql/data).
 	mydir := dir
 	if cred != nil {
-		sum := sha256.Sum256([]byte(m.Home.Dir))
-		mydir = filepath.Join(rootDataDir, hex.EncodeToString(sum[:6]), "mysql")
-		if err := os.MkdirAll(mydir, 0o700); err != nil {
-			return "", fmt.Errorf("create %s for the shared mariadb: %w", mydir, err)
-		}
-		for _, d := range []string{rootDataDir, filepath.Dir(mydir)} {
-			_ = os.Chmod(d, 0o711)
-		}
 		link := filepath.Join(dir, "data")
-		if target, err := os.Readlink(link); err != nil || target != filepath.Join(mydir, "data") {
-			os.Remove(link)
-			if err := os.Symlink(filepath.Join(mydir, "data"), link); err != nil {
-				return "", err
-			}
+		if mydir, err = m.rootDir("mysql", link, "data"); err != nil {
+			return "", err
+		}
+		if err := linkTo(link, filepath.Join(mydir, "data")); err != nil {
+			return "", err
 		}
 	}
 	data, logf := filepath.Join(mydir, "data"), filepath.Join(mydir, "mysql.log")

@@ -2,8 +2,6 @@ package managed
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,9 +14,6 @@ import (
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/world"
 )
-
-// rootDataDir is where a root-run binky keeps the shared postgres's files.
-const rootDataDir = "/var/lib/git-binky"
 
 // startPostgres runs the shared PostgreSQL: initdb once (scram, an admin
 // role "binky" with a generated password), then the postmaster on 127.0.0.1.
@@ -52,21 +47,12 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	// enter, under /var/lib/git-binky (linked from servers/postgres/data).
 	pgdir := dir
 	if cred != nil {
-		sum := sha256.Sum256([]byte(m.Home.Dir))
-		pgdir = filepath.Join(rootDataDir, hex.EncodeToString(sum[:6]), "postgres")
-		if err := os.MkdirAll(pgdir, 0o700); err != nil {
-			return "", fmt.Errorf("create %s for the shared postgres: %w", pgdir, err)
-		}
-		// The folders above it only need to be traversed, not read.
-		for _, d := range []string{rootDataDir, filepath.Dir(pgdir)} {
-			_ = os.Chmod(d, 0o711)
-		}
 		link := filepath.Join(dir, "data")
-		if target, err := os.Readlink(link); err != nil || target != filepath.Join(pgdir, "data") {
-			os.Remove(link)
-			if err := os.Symlink(filepath.Join(pgdir, "data"), link); err != nil {
-				return "", err
-			}
+		if pgdir, err = m.rootDir("postgres", link, "data"); err != nil {
+			return "", err
+		}
+		if err := linkTo(link, filepath.Join(pgdir, "data")); err != nil {
+			return "", err
 		}
 	}
 	data, sock, logf := filepath.Join(pgdir, "data"), filepath.Join(pgdir, "sock"), filepath.Join(pgdir, "postgres.log")

@@ -67,26 +67,19 @@ func startRabbitMQ(ctx context.Context, m *Servers, dir string) (string, error) 
 	sum := sha256.Sum256([]byte(m.Home.Dir))
 	id := hex.EncodeToString(sum[:6])
 	node := dir
+	// servers/rabbitmq/node: where the node's data and logs are.
+	link := filepath.Join(dir, "node")
 	if cred != nil {
-		node = filepath.Join(rootDataDir, id, "rabbitmq")
-		for _, d := range []string{rootDataDir, filepath.Dir(node)} {
-			if err := os.MkdirAll(d, 0o711); err != nil {
-				return "", fmt.Errorf("create %s for the shared rabbitmq: %w", d, err)
-			}
-			_ = os.Chmod(d, 0o711) // traversed, not read
+		if node, err = m.rootDir("rabbitmq", link, ""); err != nil {
+			return "", err
 		}
 	}
 	if err := os.MkdirAll(node, 0o700); err != nil {
 		return "", err
 	}
 	if node != dir {
-		// servers/rabbitmq/node: where the node's data and logs are.
-		link := filepath.Join(dir, "node")
-		if target, err := os.Readlink(link); err != nil || target != node {
-			os.Remove(link)
-			if err := os.Symlink(node, link); err != nil {
-				return "", err
-			}
+		if err := linkTo(link, node); err != nil {
+			return "", err
 		}
 	}
 	cookie := filepath.Join(node, ".erlang.cookie")
