@@ -57,6 +57,7 @@ func benchMongoDB(b *bench) error {
 
 	// A server each: initdb, start, a FerretDB in front, load.
 	var perRSS, perPSS uint64
+	settle()
 	start := time.Now()
 	var stops []func()
 	defer func() {
@@ -76,7 +77,7 @@ func benchMongoDB(b *bench) error {
 			fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s", pgPort, data), "start"); err != nil {
 			return err
 		}
-		stops = append(stops, func() { runAs(cred, pgctl, "-D", data, "-m", "fast", "stop"); os.RemoveAll(data) })
+		stops = append(stops, func() { runAs(cred, pgctl, "-D", data, "-m", "fast", "stop"); removeAll(data) })
 		cmd := exec.Command(ferret, fmt.Sprintf("--postgresql-url=postgres://bench@127.0.0.1:%d/postgres?sslmode=disable", pgPort),
 			fmt.Sprintf("--listen-addr=127.0.0.1:%d", fPort), "--debug-addr=-", "--telemetry=disable", "--state-dir="+data, "--log-level=error")
 		if err := cmd.Start(); err != nil {
@@ -135,6 +136,7 @@ clone_from = "golden"
 		run(repo, gb, "daemon", "stop")
 		stopBinkyServers(home, pgctl)
 	}()
+	settle()
 	start = time.Now()
 	for i := 0; i < worlds; i++ {
 		if _, err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
@@ -195,7 +197,7 @@ func stopBinkyServers(home, pgctl string) {
 	pc, _ := pgUser()
 	runAs(pc, pgctl, "-D", data, "-m", "fast", "stop")
 	if linked == nil {
-		os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+		removeAll(filepath.Dir(filepath.Dir(target)))
 	}
 }
 

@@ -158,10 +158,10 @@ clone_from = "golden"
 		run(repo, gb, "daemon", "stop")
 		stopMySQL(data)
 		if target, err := os.Readlink(filepath.Join(home, "servers", "mysql", "data")); err == nil {
-			os.RemoveAll(filepath.Dir(filepath.Dir(target)))
+			removeAll(filepath.Dir(filepath.Dir(target)))
 		}
 		for _, d := range datas {
-			os.RemoveAll(d)
+			removeAll(d)
 		}
 		if upErr != nil {
 			return upErr

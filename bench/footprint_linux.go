@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// footprint is the memory a server's processes hold, counted once: every
+// live process's private anonymous memory, plus the resident pages of the
+// shared memory its first process maps (PostgreSQL's buffers and the
+// rest). RSS and PSS miss shared pages that only exited processes touched
+// (a connection that copied a database has gone, the buffers it filled
+// stay), and RSS counts the others once per process that maps them. It
+// needs root (map_files), and says so by ok.
+func footprint(pids []int) (bytes uint64, ok bool) {
+	if len(pids) == 0 {
+		return 0, false
+	}
+	for _, pid := range pids {
+		bytes += rollup(pid, "Anonymous:")
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pids[0]))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// Shared mappings (the 's' of "rw-s") of memory, not of files on
+		// disk: the main segment (/dev/zero), System V ones and /dev/shm.
+		if len(fields) < 6 || !strings.HasSuffix(fields[1], "s") {
+			continue
+		}
+		name := strings.Join(fields[5:], " ")
+		if !strings.HasPrefix(name, "/dev/zero") && !strings.HasPrefix(name, "/SYSV") && !strings.HasPrefix(name, "/dev/shm/") {
+			continue
+		}
+		n, err := residentPages(fmt.Sprintf("/proc/%d/map_files/%s", pids[0], fields[0]))
+		if err != nil {
+			return 0, false
+		}
+		bytes += n
+	}
+	return bytes, true
+}
+
+// residentPages maps the object behind a /proc/<pid>/map_files entry and
+// counts the bytes of it in memory (mincore).
+func residentPages(path string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := int(st.Size())
+	if size == 0 {
+		// The anonymous segment has no size to stat: take the mapping's.
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(path[strings.LastIndexByte(path, '/')+1:], "%x-%x", &lo, &hi); err != nil {
+			return 0, err
+		}
+		size = int(hi - lo)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Munmap(mem)
+	page := os.Getpagesize()
+	vec := make([]byte, (size+page-1)/page)
+	if _, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(size), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0, e
+	}
+	var n uint64
+	for _, v := range vec {
+		n += uint64(v & 1)
+	}
+	return n * uint64(page), nil
+}
+
+// rollup is one field of /proc/<pid>/smaps_rollup, in bytes.
+func rollup(pid int, field string) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			var v uint64
+			fmt.Sscan(f[1], &v)
+			return v * 1024
+		}
+	}
+	return 0
+}
