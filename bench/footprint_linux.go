@@ -10,8 +10,9 @@ import (
 )
 
 // footprint is the memory a server's processes hold, counted once: every
-// live process's private anonymous memory, plus the resident pages of the
-// shared memory its first process maps (PostgreSQL's buffers and the
+// live process's share of anonymous memory (Pss_Anon: a forked child's
+// copy-on-write pages are its parent's too), plus the resident pages of
+// the shared memory its first process maps (PostgreSQL's buffers and the
 // rest). RSS and PSS miss shared pages that only exited processes touched
 // (a connection that copied a database has gone, the buffers it filled
 // stay), and RSS counts the others once per process that maps them. It
@@ -21,7 +22,7 @@ func footprint(pids []int) (bytes uint64, ok bool) {
 		return 0, false
 	}
 	for _, pid := range pids {
-		bytes += rollup(pid, "Anonymous:")
+		bytes += rollup(pid, "Pss_Anon:")
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pids[0]))
 	if err != nil {
@@ -32,15 +33,21 @@ func footprint(pids []int) (bytes uint64, ok bool) {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		// Shared mappings (the 's' of "rw-s") of memory, not of files on
-		// disk: the main segment (/dev/zero), System V ones and /dev/shm.
+		// disk: the main segment (/dev/zero, or /anon_hugepage with huge
+		// pages), System V ones and /dev/shm.
 		if len(fields) < 6 || !strings.HasSuffix(fields[1], "s") {
 			continue
 		}
 		name := strings.Join(fields[5:], " ")
-		if !strings.HasPrefix(name, "/dev/zero") && !strings.HasPrefix(name, "/SYSV") && !strings.HasPrefix(name, "/dev/shm/") {
+		if !strings.HasPrefix(name, "/dev/zero") && !strings.HasPrefix(name, "/anon_hugepage") && !strings.HasPrefix(name, "/SYSV") && !strings.HasPrefix(name, "/dev/shm/") {
 			continue
 		}
-		n, err := residentPages(fmt.Sprintf("/proc/%d/map_files/%s", pids[0], fields[0]))
+		// map_files names drop the zero padding /proc/<pid>/maps has.
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err != nil {
+			return 0, false
+		}
+		n, err := residentPages(fmt.Sprintf("/proc/%d/map_files/%x-%x", pids[0], lo, hi))
 		if err != nil {
 			return 0, false
 		}

@@ -198,9 +198,12 @@ clone_from = "golden"
 		perWorld := func(a, b uint64, na, nb int) float64 {
 			return float64(a-b) / float64(na-nb) / (1 << 20)
 		}
-		fmt.Printf("\nat %d worlds binky needs %.0f%% of the RAM (RSS), %.0f%% counted once (memory) and %.0f%% of the time of a server per world;\n",
-			last.n, 100*float64(last.binkyRAM)/float64(last.perRAM), 100*float64(last.binkyMem)/float64(max(last.perMem, 1)),
-			100*last.binkyTime.Seconds()/last.perTime.Seconds())
+		once := "memory counted once: n/a"
+		if last.perMem > 0 && last.binkyMem > 0 {
+			once = fmt.Sprintf("%.0f%% counted once (memory)", 100*float64(last.binkyMem)/float64(last.perMem))
+		}
+		fmt.Printf("\nat %d worlds binky needs %.0f%% of the RAM (RSS), %s and %.0f%% of the time of a server per world;\n",
+			last.n, 100*float64(last.binkyRAM)/float64(last.perRAM), once, 100*last.binkyTime.Seconds()/last.perTime.Seconds())
 		fmt.Printf("each world past %d adds %.1f MiB and %.2fs under binky, %.1f MiB and %.2fs as its own server\n",
 			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
 			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))

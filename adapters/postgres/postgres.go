@@ -258,15 +258,16 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			}
 		}
 		if !took {
-			stmt, err := createStatement(ctx, c, s.Name, s.Name, template)
-			if err != nil {
-				return err
-			}
+			// Connected before the template's sessions are ended, so the
+			// copy follows at once.
 			cc, closeCopier, err := copyingAdmin(ctx, s.AdminURL)
 			if err != nil {
 				return err
 			}
-			_, err = cc.Exec(ctx, stmt)
+			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template)
+			if err == nil {
+				_, err = cc.Exec(ctx, stmt)
+			}
 			closeCopier()
 			if err != nil {
 				return fmt.Errorf("create database %s: %w", s.Name, err)

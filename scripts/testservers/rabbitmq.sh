@@ -42,16 +42,19 @@ CONF
     exec setsid "$rabbitmq_script" </dev/null >"$rabbitmq_dir/stdout.log" 2>&1
   ) &
   rabbitmq_pid=$!
-  # Several lines, one a node: the stop below must reach every node started.
-  on_exit "rabbitmq_stop $rabbitmq_dir $rabbitmq_pid $rabbitmq_epmd"
+  # One line a node: the stop below must reach every node started.
+  on_exit "$(printf 'rabbitmq_stop %q %q %q' "$rabbitmq_dir" "$rabbitmq_pid" "$rabbitmq_epmd")"
   export BINKY_TEST_RABBITMQ="amqp://binky:binky-test@127.0.0.1:$rabbitmq_port?management=$rabbitmq_mgmt"
   echo "make test: throwaway rabbitmq starting on 127.0.0.1:$rabbitmq_port (management :$rabbitmq_mgmt)"
 }
 
 # rabbitmq_stop DIR PID EPMD_PORT: a throwaway node need not shut down
-# cleanly: kill the VM (its pid file) and its start script, then its epmd,
-# which refuses while the node is registered.
+# cleanly: kill the start script's whole group (setsid made it the leader;
+# the VM is its child, which may not have written its pid file yet), the VM
+# by its pid file, then its epmd, which refuses while the node is
+# registered.
 rabbitmq_stop() {
+  kill -KILL -- -"$2" 2>/dev/null || true
   kill -KILL "$(cat "$1/pid" 2>/dev/null)" "$2" 2>/dev/null || true
   local _
   for _ in $(seq 100); do
@@ -69,14 +72,26 @@ rabbitmq_log() {
   done
 }
 
-# rabbitmq_await: the management API is what the tests use, so its port is
-# the sign the node is up.
+# rabbitmq_up SECONDS: wait until the node's management port listens (the
+# management API is what the tests use); fail at once if its start script
+# is gone.
+rabbitmq_up() {
+  local _
+  for _ in $(seq $(( $1 * 10 ))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$rabbitmq_mgmt") 2>/dev/null && return 0
+    kill -0 "$rabbitmq_pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# rabbitmq_await: the node up, or its log printed and a second one started.
 rabbitmq_await() {
-  wait_port "$rabbitmq_mgmt" 90 && return 0
+  rabbitmq_up 90 && return 0
   rabbitmq_log
   rabbitmq_stop "$rabbitmq_dir" "$rabbitmq_pid" "$rabbitmq_epmd"
   rabbitmq_start 2
-  wait_port "$rabbitmq_mgmt" 120 && return 0
+  rabbitmq_up 120 && return 0
   rabbitmq_log
   echo "make test: the throwaway rabbitmq did not come up twice; its tests will fail" >&2
 }
