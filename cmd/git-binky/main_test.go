@@ -146,8 +146,12 @@ func raceReport(home string) string {
 	return ""
 }
 
-// stopManagedServers ends the shared servers a test's daemon started.
+// stopManagedServers ends the shared servers a test's daemon started, and
+// waits for them: a Redis whose final save fails (its home is deleted right
+// after) refuses SIGTERM, and outlived every run until this waited and
+// then killed it.
 func stopManagedServers(home string) {
+	var pids []int
 	for _, pidfile := range []string{
 		filepath.Join(home, "servers", "mongodb", "ferretdb.pid"),
 		filepath.Join(home, "servers", "postgres", "data", "postmaster.pid"),
@@ -163,6 +167,17 @@ func stopManagedServers(home string) {
 		fmt.Sscanf(string(b), "%d", &pid)
 		if pid > 1 {
 			signalPID(pid, syscall.SIGTERM)
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		// The same program still (pids are reused): never kill another.
+		was, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		for i := 0; i < 200 && pidAlive(pid); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if now, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); pidAlive(pid) && len(was) > 0 && bytes.Equal(was, now) {
+			signalPID(pid, syscall.SIGKILL)
 		}
 	}
 	// As root, the shared postgres and mariadb keep their files outside

@@ -58,7 +58,7 @@ rabbitmq_stop() {
   kill -KILL "$(cat "$1/pid" 2>/dev/null)" "$2" 2>/dev/null || true
   local _
   for _ in $(seq 100); do
-    epmd -port "$3" -kill 2>/dev/null | grep -q living || break
+    epmd -port "$3" -kill 2>&1 | grep -q living || break
     sleep 0.05
   done
 }
