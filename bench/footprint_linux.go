@@ -22,7 +22,7 @@ func footprint(pids []int) (bytes uint64, ok bool) {
 		return 0, false
 	}
 	for _, pid := range pids {
-		bytes += rollup(pid, "Pss_Anon:")
+		bytes += smapsRollup(pid)["Pss_Anon:"]
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pids[0]))
 	if err != nil {
@@ -47,7 +47,7 @@ func footprint(pids []int) (bytes uint64, ok bool) {
 		if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err != nil {
 			return 0, false
 		}
-		n, err := residentPages(fmt.Sprintf("/proc/%d/map_files/%x-%x", pids[0], lo, hi))
+		n, err := residentPages(fmt.Sprintf("/proc/%d/map_files/%x-%x", pids[0], lo, hi), int(hi-lo))
 		if err != nil {
 			return 0, false
 		}
@@ -56,27 +56,15 @@ func footprint(pids []int) (bytes uint64, ok bool) {
 	return bytes, true
 }
 
-// residentPages maps the object behind a /proc/<pid>/map_files entry and
-// counts the bytes of it in memory (mincore).
-func residentPages(path string) (uint64, error) {
+// residentPages maps size bytes of the object behind a
+// /proc/<pid>/map_files entry and counts the bytes of it in memory
+// (mincore).
+func residentPages(path string, size int) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := int(st.Size())
-	if size == 0 {
-		// The anonymous segment has no size to stat: take the mapping's.
-		var lo, hi uint64
-		if _, err := fmt.Sscanf(path[strings.LastIndexByte(path, '/')+1:], "%x-%x", &lo, &hi); err != nil {
-			return 0, err
-		}
-		size = int(hi - lo)
-	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return 0, err
@@ -92,20 +80,4 @@ func residentPages(path string) (uint64, error) {
 		n += uint64(v & 1)
 	}
 	return n * uint64(page), nil
-}
-
-// rollup is one field of /proc/<pid>/smaps_rollup, in bytes.
-func rollup(pid int, field string) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
-			var v uint64
-			fmt.Sscan(f[1], &v)
-			return v * 1024
-		}
-	}
-	return 0
 }

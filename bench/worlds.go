@@ -64,11 +64,8 @@ func benchWorlds(b *bench) error {
 	var results []result
 	for _, n := range sweep {
 		r := result{n: n}
-		// A server per world. Each side starts on a quiet disk: nothing
-		// left to write back, and no deleted files still being discarded
-		// (this disk is mounted with online discard: deleting the other
-		// side's clusters, hundreds of MiB, stalls writes for seconds).
-		// Files are deleted only once both sides are measured.
+		// A server per world. Each side starts on a quiet disk (settle),
+		// and files are deleted only once both sides are measured.
 		settle()
 		start := time.Now()
 		var datas []string
@@ -353,24 +350,25 @@ func parent(pid int) int {
 }
 
 func memOf(pid int) (rss, pss uint64) {
+	m := smapsRollup(pid)
+	return m["Rss:"], m["Pss:"]
+}
+
+// smapsRollup is /proc/<pid>/smaps_rollup's fields, in bytes (empty when
+// the process is gone).
+func smapsRollup(pid int) map[string]uint64 {
+	m := map[string]uint64{}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
-		return 0, 0
+		return m
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseUint(f[1], 10, 64)
-		switch f[0] {
-		case "Rss:":
-			rss = v * 1024
-		case "Pss:":
-			pss = v * 1024
+		if f := strings.Fields(line); len(f) >= 2 {
+			v, _ := strconv.ParseUint(f[1], 10, 64)
+			m[f[0]] = v * 1024
 		}
 	}
-	return rss, pss
+	return m
 }
 
 var tookRE = regexp.MustCompile(`"msg":"slice cloned".*"took_ms":(\d+),"clone_ms":(\d+)`)
