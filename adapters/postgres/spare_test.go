@@ -54,7 +54,8 @@ func inDatabase(t *testing.T, admin, db, sql string) {
 	}
 }
 
-func rows(t *testing.T, p *Postgres, s adapters.Slice) int {
+// asWorld connects to the slice's database as its own role.
+func asWorld(t *testing.T, p *Postgres, s adapters.Slice) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
 	a, _ := p.Resolve(ctx, s)
@@ -62,7 +63,14 @@ func rows(t *testing.T, p *Postgres, s adapters.Slice) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func rows(t *testing.T, p *Postgres, s adapters.Slice) int {
+	t.Helper()
+	ctx := context.Background()
+	c := asWorld(t, p, s)
 	var n int
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -78,6 +86,22 @@ func markOf(t *testing.T, c *pgx.Conn, db string) string {
 		return ""
 	}
 	return *m
+}
+
+// ownsItsObjects checks, as the world's role, that it owns the copy's
+// table and the public schema: it alters the one and creates in the other.
+func ownsItsObjects(t *testing.T, p *Postgres, s adapters.Slice) {
+	t.Helper()
+	ctx := context.Background()
+	c := asWorld(t, p, s)
+	var table, schema string
+	c.QueryRow(ctx, "SELECT tableowner, (SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'public') FROM pg_tables WHERE tablename = 'items'").Scan(&table, &schema)
+	if table != s.Name || schema != s.Name {
+		t.Fatalf("items is owned by %q and schema public by %q, want the world's role %q", table, schema, s.Name)
+	}
+	if _, err := c.Exec(ctx, "ALTER TABLE items ADD COLUMN extra int; CREATE TABLE mine (id int)"); err != nil {
+		t.Fatalf("the world cannot change its own database: %v", err)
+	}
 }
 
 func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
@@ -120,9 +144,7 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	if n := rows(t, p, b); n != 4 {
 		t.Fatalf("b has %d rows: it was not made from the spare", n)
 	}
-	if n := rows(t, p, b); n != 4 {
-		t.Fatalf("b has %d rows", n)
-	}
+	ownsItsObjects(t, p, b)
 	if m := markOf(t, c, b.Name); m != adapters.Mark(b.Owner()) {
 		t.Fatalf("the taken spare is marked %q, want b's %q", m, adapters.Mark(b.Owner()))
 	}
@@ -180,6 +202,9 @@ func TestASpareACrashLeftUnmarkedIsTaken(t *testing.T) {
 	if n := rows(t, p, w); n != 4 {
 		t.Fatalf("the world has %d rows: the unmarked spare was not taken", n)
 	}
+	// Its objects are the template role's, as copied: the take hands them
+	// to the world.
+	ownsItsObjects(t, p, w)
 }
 
 // A database that only has a spare's name is someone else's: never taken,

@@ -190,9 +190,34 @@ func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing
 	if err := p.PrepareTemplate(context.Background(), admin, gold.Name); err != nil {
 		t.Fatal(err)
 	}
+	// A clone takes the template's spare, handed over in the background,
+	// or, when there is none, copies the template: both are cut.
+	withSpare := func() {
+		makeSpare(admin, gold.Name)
+		waitSpare(context.Background(), admin, gold.Name)
+	}
+	withoutSpare := func() {
+		ctx := context.Background()
+		waitSpare(ctx, admin, gold.Name)
+		unlock, err := lockSpare(ctx, c, gold.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		if err := dropSpare(ctx, c, gold); err != nil {
+			t.Fatal(err)
+		}
+	}
 	makers := map[string]func(ctx context.Context, s adapters.Slice) error{
 		"provision": p.Provision,
-		"clone":     func(ctx context.Context, s adapters.Slice) error { return p.Clone(ctx, gold.Name, s) },
+		"clone from the spare": func(ctx context.Context, s adapters.Slice) error {
+			withSpare()
+			return p.Clone(ctx, gold.Name, s)
+		},
+		"clone without a spare": func(ctx context.Context, s adapters.Slice) error {
+			withoutSpare()
+			return p.Clone(ctx, gold.Name, s)
+		},
 	}
 	for how, make := range makers {
 		probe := testSlice(t, admin, "probe")
