@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,17 +53,14 @@ func benchWorlds(b *bench) error {
 	seed := fmt.Sprintf("INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, %d) i;", rows)
 	load := schema + " " + seed
 
-	type result struct {
-		n                  int
-		perRAM, binkyRAM   uint64
-		perPSS, binkyPSS   uint64
-		perMem, binkyMem   uint64 // footprint; 0 when it cannot be read
-		perTime, binkyTime time.Duration
-		clone, cloneMig    time.Duration
-		disk               int64
+	// The machine's speed moves by a third from one minute to the next, so
+	// the last point is measured in rounds (BENCH_WORLDS_ROUNDS, default 3),
+	// each side of a round right after the other, and the medians kept.
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("BENCH_WORLDS_ROUNDS")); err == nil && v > 0 {
+		rounds = v
 	}
-	var results []result
-	for _, n := range sweep {
+	measure := func(n, round int) (result, error) {
 		r := result{n: n}
 		// A server per world. Each side starts on a quiet disk (settle),
 		// and files are deleted only once both sides are measured.
@@ -70,22 +68,22 @@ func benchWorlds(b *bench) error {
 		start := time.Now()
 		var datas []string
 		for i := 0; i < n; i++ {
-			data := filepath.Join(dir, fmt.Sprintf("per-%d-%d", n, i))
+			data := filepath.Join(dir, fmt.Sprintf("per-%d-%d-r%d", n, i, round))
 			port := freePort()
 			if err := os.MkdirAll(data, 0o700); err != nil {
-				return err
+				return r, err
 			}
 			chown(data, cred)
 			if err := runAs(cred, initdb, "-D", data, "-U", "bench", "--auth", "trust", "--no-instructions"); err != nil {
-				return err
+				return r, err
 			}
 			if err := runAs(cred, pgctl, "-D", data, "-l", filepath.Join(data, "log"), "-w", "-o",
 				fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s", port, data), "start"); err != nil {
-				return err
+				return r, err
 			}
 			datas = append(datas, data)
 			if err := runAs(cred, psql, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "bench", "-d", "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-c", load); err != nil {
-				return err
+				return r, err
 			}
 		}
 		r.perTime = time.Since(start)
@@ -109,8 +107,8 @@ func benchWorlds(b *bench) error {
 		}
 
 		// binky: a fresh machine state, one shared server, golden + clones.
-		home := filepath.Join(dir, fmt.Sprintf("binky-%d", n))
-		repo := filepath.Join(dir, fmt.Sprintf("repo-%d", n))
+		home := filepath.Join(dir, fmt.Sprintf("binky-%d-r%d", n, round))
+		repo := filepath.Join(dir, fmt.Sprintf("repo-%d-r%d", n, round))
 		os.MkdirAll(repo, 0o755)
 		cfg := fmt.Sprintf(`[project]
 name = "bench"
@@ -137,7 +135,7 @@ clone_from = "golden"
 		}
 		for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
 			if err := run(repo, args...); err != nil {
-				return err
+				return r, err
 			}
 		}
 		gb := filepath.Join(b.bin, "git-binky")
@@ -145,7 +143,7 @@ clone_from = "golden"
 		start = time.Now()
 		for i := 0; i < n; i++ {
 			if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
-				return err
+				return r, err
 			}
 		}
 		r.binkyTime = time.Since(start)
@@ -171,9 +169,35 @@ clone_from = "golden"
 		for _, d := range datas {
 			removeAll(d)
 		}
-		results = append(results, r)
+		removeAll(repo)
+		return r, nil
 	}
-	mib := func(v uint64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
+	var results []result
+	for i, n := range sweep {
+		times := 1
+		if i == len(sweep)-1 {
+			times = rounds
+		}
+		var rs []result
+		for round := 0; round < times; round++ {
+			r, err := measure(n, round)
+			if err != nil {
+				return err
+			}
+			rs = append(rs, r)
+		}
+		if len(rs) > 1 {
+			var line []string
+			for i, r := range rs {
+				line = append(line, fmt.Sprintf("round %d: time %.1f vs %.1fs (%.2fx), RSS %s vs %s (%.3fx)", i+1,
+					r.binkyTime.Seconds(), r.perTime.Seconds(), r.binkyTime.Seconds()/r.perTime.Seconds(),
+					mibOf(r.binkyRAM), mibOf(r.perRAM), float64(r.binkyRAM)/float64(r.perRAM)))
+			}
+			fmt.Printf("%d worlds, %d rounds (the table and the ratios below are their medians):\n  %s\n\n", n, len(rs), strings.Join(line, "\n  "))
+		}
+		results = append(results, medianResult(rs))
+	}
+	mib := mibOf
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
 	var rowsOut [][]string
 	for _, r := range results {
@@ -190,23 +214,78 @@ clone_from = "golden"
 	fmt.Printf("PostgreSQL, %d rows per world; RSS double-counts shared memory, PSS shares it out, and both miss\n"+
 		"shared memory that only exited connections touched; memory counts each page once, resident shared memory included\n\n", rows)
 	table([]string{"worlds", "RSS: a server each", "RSS: binky", "PSS: a server each", "PSS: binky", "memory: a server each", "memory: binky", "time: a server each", "time: binky", "clone per world", "clone + its migrate", "disk per world"}, rowsOut)
+	if len(results) == 0 {
+		return nil
+	}
+	last := results[len(results)-1]
+	once := "memory counted once: n/a"
+	if last.perMem > 0 && last.binkyMem > 0 {
+		once = fmt.Sprintf("%.0f%% counted once (memory)", 100*float64(last.binkyMem)/float64(last.perMem))
+	}
+	fmt.Printf("\nat %d worlds binky needs %.1f%% of the RAM (RSS), %s and %.1f%% of the time of a server per world\n",
+		last.n, 100*last.ramRatio, once, 100*last.timeRatio)
 	if len(results) >= 2 {
-		last, prev := results[len(results)-1], results[len(results)-2]
+		prev := results[len(results)-2]
 		perWorld := func(a, b uint64, na, nb int) float64 {
 			return float64(a-b) / float64(na-nb) / (1 << 20)
 		}
-		once := "memory counted once: n/a"
-		if last.perMem > 0 && last.binkyMem > 0 {
-			once = fmt.Sprintf("%.0f%% counted once (memory)", 100*float64(last.binkyMem)/float64(last.perMem))
-		}
-		fmt.Printf("\nat %d worlds binky needs %.0f%% of the RAM (RSS), %s and %.0f%% of the time of a server per world;\n",
-			last.n, 100*float64(last.binkyRAM)/float64(last.perRAM), once, 100*last.binkyTime.Seconds()/last.perTime.Seconds())
 		fmt.Printf("each world past %d adds %.1f MiB and %.2fs under binky, %.1f MiB and %.2fs as its own server\n",
 			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
 			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))
 	}
 	return nil
 }
+
+// result is one point of the worlds sweep: both sides, measured together.
+type result struct {
+	n                   int
+	perRAM, binkyRAM    uint64
+	perPSS, binkyPSS    uint64
+	perMem, binkyMem    uint64 // footprint; 0 when it cannot be read
+	perTime, binkyTime  time.Duration
+	clone, cloneMig     time.Duration
+	disk                int64
+	timeRatio, ramRatio float64 // binky's over a server each's
+}
+
+// medianResult is the median of each figure over rounds of one point (the
+// ratios are the medians of each round's, not ratios of medians).
+func medianResult(rs []result) result {
+	if len(rs) == 1 {
+		r := rs[0]
+		r.timeRatio, r.ramRatio = r.binkyTime.Seconds()/r.perTime.Seconds(), float64(r.binkyRAM)/float64(r.perRAM)
+		return r
+	}
+	mid := func(f func(r result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	u := func(f func(r result) uint64) uint64 {
+		return uint64(mid(func(r result) float64 { return float64(f(r)) }))
+	}
+	d := func(f func(r result) time.Duration) time.Duration {
+		return time.Duration(mid(func(r result) float64 { return float64(f(r)) }))
+	}
+	return result{n: rs[0].n,
+		perRAM: u(func(r result) uint64 { return r.perRAM }), binkyRAM: u(func(r result) uint64 { return r.binkyRAM }),
+		perPSS: u(func(r result) uint64 { return r.perPSS }), binkyPSS: u(func(r result) uint64 { return r.binkyPSS }),
+		perMem: u(func(r result) uint64 { return r.perMem }), binkyMem: u(func(r result) uint64 { return r.binkyMem }),
+		perTime: d(func(r result) time.Duration { return r.perTime }), binkyTime: d(func(r result) time.Duration { return r.binkyTime }),
+		clone: d(func(r result) time.Duration { return r.clone }), cloneMig: d(func(r result) time.Duration { return r.cloneMig }),
+		disk:      int64(mid(func(r result) float64 { return float64(r.disk) })),
+		timeRatio: mid(func(r result) float64 { return r.binkyTime.Seconds() / r.perTime.Seconds() }),
+		ramRatio:  mid(func(r result) float64 { return float64(r.binkyRAM) / float64(r.perRAM) }),
+	}
+}
+
+func mibOf(v uint64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
 
 // lastDelete is when the bench last deleted files (removeAll).
 var lastDelete time.Time
