@@ -62,55 +62,59 @@ func benchWorlds(b *bench) error {
 	}
 	measure := func(n, round int) (result, error) {
 		r := result{n: n}
-		// A server per world. Each side starts on a quiet disk (settle),
-		// and files are deleted only once both sides are measured.
-		settle()
-		start := time.Now()
 		var datas []string
-		for i := 0; i < n; i++ {
-			data := filepath.Join(dir, fmt.Sprintf("per-%d-%d-r%d", n, i, round))
-			port := freePort()
-			if err := os.MkdirAll(data, 0o700); err != nil {
-				return r, err
+		// A server per world: initdb, start and load, for each world.
+		perSide := func() error {
+			settle()
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				data := filepath.Join(dir, fmt.Sprintf("per-%d-%d-r%d", n, i, round))
+				port := freePort()
+				if err := os.MkdirAll(data, 0o700); err != nil {
+					return err
+				}
+				chown(data, cred)
+				if err := runAs(cred, initdb, "-D", data, "-U", "bench", "--auth", "trust", "--no-instructions"); err != nil {
+					return err
+				}
+				if err := runAs(cred, pgctl, "-D", data, "-l", filepath.Join(data, "log"), "-w", "-o",
+					fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s", port, data), "start"); err != nil {
+					return err
+				}
+				datas = append(datas, data)
+				if err := runAs(cred, psql, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "bench", "-d", "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-c", load); err != nil {
+					return err
+				}
 			}
-			chown(data, cred)
-			if err := runAs(cred, initdb, "-D", data, "-U", "bench", "--auth", "trust", "--no-instructions"); err != nil {
-				return r, err
+			r.perTime = time.Since(start)
+			// Memory is read at rest, on both sides: 2 s after the last load
+			// or up (binky's next spare copy and its pooled admin
+			// connections, which close after 1 s idle, are done by then).
+			time.Sleep(2 * time.Second)
+			memOK := true
+			for _, d := range datas {
+				rss, pss := clusterMemory(d)
+				r.perRAM += rss
+				r.perPSS += pss
+				m, ok := clusterFootprint(d)
+				r.perMem, memOK = r.perMem+m, memOK && ok
 			}
-			if err := runAs(cred, pgctl, "-D", data, "-l", filepath.Join(data, "log"), "-w", "-o",
-				fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s", port, data), "start"); err != nil {
-				return r, err
+			if !memOK {
+				r.perMem = 0
 			}
-			datas = append(datas, data)
-			if err := runAs(cred, psql, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "bench", "-d", "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-c", load); err != nil {
-				return r, err
+			for _, d := range datas {
+				runAs(cred, pgctl, "-D", d, "-m", "fast", "stop")
 			}
-		}
-		r.perTime = time.Since(start)
-		// Memory is read at rest, on both sides: 2 s after the last load
-		// or up (binky's next spare copy and its pooled admin
-		// connections, which close after 1 s idle, are done by then).
-		time.Sleep(2 * time.Second)
-		memOK := true
-		for _, d := range datas {
-			rss, pss := clusterMemory(d)
-			r.perRAM += rss
-			r.perPSS += pss
-			m, ok := clusterFootprint(d)
-			r.perMem, memOK = r.perMem+m, memOK && ok
-		}
-		if !memOK {
-			r.perMem = 0
-		}
-		for _, d := range datas {
-			runAs(cred, pgctl, "-D", d, "-m", "fast", "stop")
+			return nil
 		}
 
 		// binky: a fresh machine state, one shared server, golden + clones.
 		home := filepath.Join(dir, fmt.Sprintf("binky-%d-r%d", n, round))
 		repo := filepath.Join(dir, fmt.Sprintf("repo-%d-r%d", n, round))
-		os.MkdirAll(repo, 0o755)
-		cfg := fmt.Sprintf(`[project]
+		var binkyData string
+		binkySide := func() error {
+			os.MkdirAll(repo, 0o755)
+			cfg := fmt.Sprintf(`[project]
 name = "bench"
 [services.db]
 adapter = "postgres"
@@ -118,59 +122,79 @@ migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 clone_from = "golden"
 `, schema, seed)
-		os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
-		env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
-		os.MkdirAll(home, 0o700)
-		os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
-		run := func(d string, args ...string) error {
-			cmd := exec.Command(args[0], args[1:]...)
-			cmd.Dir, cmd.Env = d, env
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out.String())
+			os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
+			env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+				"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
+			os.MkdirAll(home, 0o700)
+			os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
+			run := func(d string, args ...string) error {
+				cmd := exec.Command(args[0], args[1:]...)
+				cmd.Dir, cmd.Env = d, env
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out.String())
+				}
+				return nil
 			}
+			for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
+				if err := run(repo, args...); err != nil {
+					return err
+				}
+			}
+			gb := filepath.Join(b.bin, "git-binky")
+			settle()
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
+					return err
+				}
+			}
+			r.binkyTime = time.Since(start)
+			binkyData = filepath.Join(home, "servers", "postgres", "data")
+			if target, err := os.Readlink(binkyData); err == nil {
+				binkyData = target
+			}
+			time.Sleep(2 * time.Second)
+			r.binkyRAM, r.binkyPSS = clusterMemory(binkyData)
+			if m, ok := clusterFootprint(binkyData); ok {
+				r.binkyMem = m
+			}
+			r.clone, r.cloneMig = cloneTimes(filepath.Join(home, "daemon.log"))
+			r.disk = worldDisk(cred, psql, home)
+			// Stopped, not removed: removing the worlds deletes files (their
+			// worktrees, their databases), which would slow a side after it.
+			run(repo, gb, "daemon", "stop")
+			runAs(cred, pgctl, "-D", binkyData, "-m", "fast", "stop")
 			return nil
 		}
-		for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
-			if err := run(repo, args...); err != nil {
-				return r, err
+		// Odd rounds measure binky first: neither side always runs second.
+		sides := []func() error{perSide, binkySide}
+		if round%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		var err error
+		for _, side := range sides {
+			if err = side(); err != nil {
+				break
 			}
-		}
-		gb := filepath.Join(b.bin, "git-binky")
-		settle()
-		start = time.Now()
-		for i := 0; i < n; i++ {
-			if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
-				return r, err
-			}
-		}
-		r.binkyTime = time.Since(start)
-		data := filepath.Join(home, "servers", "postgres", "data")
-		if target, err := os.Readlink(data); err == nil {
-			data = target
-		}
-		time.Sleep(2 * time.Second)
-		r.binkyRAM, r.binkyPSS = clusterMemory(data)
-		if m, ok := clusterFootprint(data); ok {
-			r.binkyMem = m
-		}
-		r.clone, r.cloneMig = cloneTimes(filepath.Join(home, "daemon.log"))
-		r.disk = worldDisk(cred, psql, home)
-		for i := 0; i < n; i++ {
-			run(repo, gb, "remove", fmt.Sprintf("w%d", i), "--force")
-		}
-		run(repo, gb, "daemon", "stop")
-		runAs(cred, pgctl, "-D", data, "-m", "fast", "stop")
-		if target, err := os.Readlink(filepath.Join(home, "servers", "postgres", "data")); err == nil {
-			removeAll(filepath.Dir(filepath.Dir(target)))
 		}
 		for _, d := range datas {
+			runAs(cred, pgctl, "-D", d, "-m", "immediate", "stop")
 			removeAll(d)
 		}
+		if binkyData != "" {
+			runAs(cred, pgctl, "-D", binkyData, "-m", "immediate", "stop")
+			if filepath.Dir(filepath.Dir(binkyData)) != filepath.Join(home, "servers") {
+				removeAll(filepath.Dir(filepath.Dir(binkyData))) // root's /var/lib/git-binky/<home>
+			}
+		}
+		for i := 0; i < n; i++ {
+			removeAll(filepath.Join(dir, fmt.Sprintf("w%d", i))) // the worktrees, beside the repository
+		}
 		removeAll(repo)
-		return r, nil
+		removeAll(home)
+		return r, err
 	}
 	var results []result
 	for i, n := range sweep {
