@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -100,33 +99,15 @@ func benchMongoDB(b *bench) error {
 
 	// binky: its managed default, golden template, a clone per world.
 	home, repo := filepath.Join(dir, "binky-home"), filepath.Join(dir, "repo")
-	os.MkdirAll(repo, 0o755)
-	os.MkdirAll(home, 0o700)
-	cfg := fmt.Sprintf(`[project]
+	run, err := binkyRepo(home, repo, fmt.Sprintf(`[project]
 name = "bench"
 [services.docs]
 adapter = "mongodb"
 seed = "%s -load-mongo \"$DOCS_URL\" -load-docs %d"
 clone_from = "golden"
-`, self, docs)
-	os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
-	os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
-	env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
-	run := func(d string, args ...string) (string, error) {
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Dir, cmd.Env = d, env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %v: %s%s", strings.Join(args, " "), err, out.String(), errb.String())
-		}
-		return out.String(), nil
-	}
-	for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
-		if _, err := run(repo, args...); err != nil {
-			return err
-		}
+`, self, docs), nil)
+	if err != nil {
+		return err
 	}
 	gb := filepath.Join(b.bin, "git-binky")
 	defer func() {

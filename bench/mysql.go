@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,45 +103,28 @@ func benchMySQL(b *bench) error {
 		// binky: a fresh machine state, one shared server, golden + clones.
 		home := filepath.Join(dir, fmt.Sprintf("binky-%d", n))
 		repo := filepath.Join(dir, fmt.Sprintf("repo-%d", n))
-		os.MkdirAll(repo, 0o755)
 		// The schema is the migration (re-runnable: it runs again on every
 		// clone) and the rows are the seed (run once, into the template).
-		os.WriteFile(filepath.Join(repo, "schema.sql"), []byte(strings.Replace(strings.SplitAfter(load, ";\n")[0], "CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)), 0o644)
-		os.WriteFile(filepath.Join(repo, "seed.sql"), []byte(strings.SplitAfter(load, ";\n")[1]), 0o644)
-		cfg := `[project]
+		run, err := binkyRepo(home, repo, `[project]
 name = "bench"
 [services.db]
 adapter = "mariadb"
 migrate = "MYSQL_PWD=\"$DB_PASSWORD\" mariadb --no-defaults -h \"$DB_HOST\" -P \"$DB_PORT\" -u \"$DB_USER\" \"$DB_NAME\" < schema.sql"
 seed = "MYSQL_PWD=\"$DB_PASSWORD\" mariadb --no-defaults -h \"$DB_HOST\" -P \"$DB_PORT\" -u \"$DB_USER\" \"$DB_NAME\" < seed.sql"
 clone_from = "golden"
-`
-		os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
-		env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
-		os.MkdirAll(home, 0o700)
-		os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
-		run := func(d string, args ...string) error {
-			cmd := exec.Command(args[0], args[1:]...)
-			cmd.Dir, cmd.Env = d, env
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out.String())
-			}
-			return nil
-		}
-		for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
-			if err := run(repo, args...); err != nil {
-				return err
-			}
+`, map[string]string{
+			"schema.sql": strings.Replace(strings.SplitAfter(load, ";\n")[0], "CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
+			"seed.sql":   strings.SplitAfter(load, ";\n")[1],
+		})
+		if err != nil {
+			return err
 		}
 		gb := filepath.Join(b.bin, "git-binky")
 		settle()
 		start = time.Now()
 		var upErr error
 		for i := 0; i < n && upErr == nil; i++ {
-			upErr = run(repo, gb, "up", fmt.Sprintf("w%d", i))
+			_, upErr = run(repo, gb, "up", fmt.Sprintf("w%d", i))
 		}
 		r.binkyTime = time.Since(start)
 		data := filepath.Join(home, "servers", "mysql", "data")

@@ -113,40 +113,22 @@ func benchWorlds(b *bench) error {
 		repo := filepath.Join(dir, fmt.Sprintf("repo-%d-r%d", n, round))
 		var binkyData string
 		binkySide := func() error {
-			os.MkdirAll(repo, 0o755)
-			cfg := fmt.Sprintf(`[project]
+			run, err := binkyRepo(home, repo, fmt.Sprintf(`[project]
 name = "bench"
 [services.db]
 adapter = "postgres"
 migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 clone_from = "golden"
-`, schema, seed)
-			os.WriteFile(filepath.Join(repo, "binky.toml"), []byte(cfg), 0o644)
-			env := append(os.Environ(), "BINKY_HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-				"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.invalid")
-			os.MkdirAll(home, 0o700)
-			os.WriteFile(filepath.Join(home, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\nmax_parallel = 16\n", freePort())), 0o600)
-			run := func(d string, args ...string) error {
-				cmd := exec.Command(args[0], args[1:]...)
-				cmd.Dir, cmd.Env = d, env
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out.String())
-				}
-				return nil
-			}
-			for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "add", "-A"}, {"git", "commit", "-qm", "bench"}} {
-				if err := run(repo, args...); err != nil {
-					return err
-				}
+`, schema, seed), nil)
+			if err != nil {
+				return err
 			}
 			gb := filepath.Join(b.bin, "git-binky")
 			settle()
 			start := time.Now()
 			for i := 0; i < n; i++ {
-				if err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
+				if _, err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
 					return err
 				}
 			}
