@@ -110,9 +110,16 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	// ring of buffers taken fresh from the free list, so eight clones made
 	// all 128MB resident (158 MiB for the server, counted once, against 90
 	// at 64MB); a world's pages past them come from the OS's page cache.
+	// wal_init_zero off: a clone writes its whole size as WAL, so copies
+	// keep making new 16 MB segments, which the default fills with zeros
+	// before use (a third more bytes written); unfilled, 8 back-to-back
+	// copies of a 21.6 MiB template took 9-36% less in each of five
+	// neighbouring pairs. A full disk then stops the server at a WAL write
+	// rather than at a segment's making: either way nothing committed is
+	// lost.
 	if err := startPostmaster(ctx, cred, server, data, logf, []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
 		"-c", "unix_socket_directories=" + sock, "-c", "max_connections=300", "-c", "synchronous_commit=off",
-		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=64MB"}); err != nil {
+		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=64MB", "-c", "wal_init_zero=off"}); err != nil {
 		return "", err
 	}
 	if made {
