@@ -38,46 +38,70 @@ func literal(s string) (string, error) {
 	return "'" + s + "'", nil
 }
 
-// admins keeps a pool of connections per admin URL: a new connection
-// costs ~3 ms (TCP, SCRAM, a backend process), and one up made four of
-// them before. Idle ones close after a second (each idle backend holds
-// ~5-10 MiB), so only a burst of ups shares them; one is pinged before
-// reuse, so a restarted server costs a reconnect, not an error.
-var admins struct {
+// pools keeps connections per admin URL, so that a burst of ups shares
+// them: a new connection costs a backend process, TCP and SCRAM (~3 ms on
+// a quick machine, 10-40 ms where page faults are dear, as in a VM), and
+// one up made four of them before. Idle ones close after a second, since
+// each holds memory; one is pinged before reuse, so a restarted server
+// costs a reconnect, not an error. A connection given back inside a
+// transaction, or broken, is closed, never reused.
+type pools struct {
 	mu    sync.Mutex
+	max   int32
 	pools map[string]*pgxpool.Pool
 }
 
-// acquireAdmin returns a connection to the admin URL's own database and the
-// function that gives it back. A connection given back inside a
-// transaction, or broken, is closed, never reused.
-func acquireAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
-	admins.mu.Lock()
-	pool := admins.pools[adminURL]
+// admins run short statements on the admin URL's own database.
+var admins = &pools{max: 32}
+
+// copiers run CREATE DATABASE ... TEMPLATE, apart from the admins: a
+// backend that copied a database has mapped the ~16 MiB ring of shared
+// buffers the copy went through, so it is large in RSS while kept, and a
+// fresh backend pays for mapping them again (page faults: a copy of a 21.6
+// MiB template took ~300 ms in new backends and ~120 ms in a kept one on a
+// VM). Kept for a second after a copy, they serve the back-to-back copies
+// of a burst of ups (each up's spare) and are gone at rest.
+var copiers = &pools{max: 8}
+
+// acquire returns a connection to the admin URL's own database and the
+// function that gives it back.
+func (ps *pools) acquire(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
+	ps.mu.Lock()
+	pool := ps.pools[adminURL]
 	if pool == nil {
 		cfg, err := pgxpool.ParseConfig(adminURL)
 		if err != nil {
-			admins.mu.Unlock()
+			ps.mu.Unlock()
 			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
 		}
-		cfg.MinConns, cfg.MaxConns = 0, 32
+		cfg.MinConns, cfg.MaxConns = 0, ps.max
 		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = time.Second, 500*time.Millisecond
 		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 		if pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
-			admins.mu.Unlock()
+			ps.mu.Unlock()
 			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
 		}
-		if admins.pools == nil {
-			admins.pools = map[string]*pgxpool.Pool{}
+		if ps.pools == nil {
+			ps.pools = map[string]*pgxpool.Pool{}
 		}
-		admins.pools[adminURL] = pool
+		ps.pools[adminURL] = pool
 	}
-	admins.mu.Unlock()
+	ps.mu.Unlock()
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to postgres at %s: %w", adapters.Redact(adminURL), err)
 	}
 	return pc.Conn(), pc.Release, nil
+}
+
+// acquireAdmin returns a pooled admin connection for short statements.
+func acquireAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
+	return admins.acquire(ctx, adminURL)
+}
+
+// copyingAdmin returns a pooled admin connection for copying a database.
+func copyingAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
+	return copiers.acquire(ctx, adminURL)
 }
 
 // inTx runs stmts in one transaction: all of them happen, or none.
@@ -93,17 +117,6 @@ func inTx(ctx context.Context, c *pgx.Conn, stmts ...string) error {
 		}
 	}
 	return tx.Commit(ctx)
-}
-
-// copyingAdmin is an admin connection of its own for copying a database:
-// the backend that ran CREATE DATABASE has touched ~16 MiB of shared
-// buffers, which it would hold (in its RSS) for as long as a pool kept it.
-func copyingAdmin(ctx context.Context, adminURL string) (*pgx.Conn, func(), error) {
-	c, err := connect(ctx, adminURL, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, func() { c.Close(context.Background()) }, nil
 }
 
 func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
