@@ -32,7 +32,7 @@ var FailureSteps = []string{
 	"slice.seeded",           // seeded, the record not ready
 	"teardown.slice_dropped", // one slice dropped, the record still names it
 	// adapters/postgres
-	"postgres.role_created", "postgres.database_created", "postgres.database_marked", "postgres.schema_granted",
+	"postgres.spare_taken", "postgres.role_created", "postgres.database_created", "postgres.database_marked", "postgres.schema_granted",
 	"postgres.teardown.database_dropped",
 	// adapters/redis
 	"redis.marked", "redis.teardown.user_dropped", "redis.teardown.keys_deleted",

@@ -237,6 +237,22 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	case err != nil:
 		return err
 	case !exists:
+		if template != "" {
+			// The quick way, when the template has a prepared spare: role
+			// and database in one transaction (spare.go).
+			if db, err := database(ctx, c, s.Name); err != nil {
+				return err
+			} else if !db.exists {
+				took, err := takePreparedSpare(ctx, c, s, template, pw, mark)
+				if err != nil {
+					return err
+				}
+				if took {
+					makeSpare(s.AdminURL, template)
+					return adapters.Step(ctx, "postgres.spare_taken")
+				}
+			}
+		}
 		// An admin that is not a superuser (CREATEROLE, CREATEDB) must be
 		// a member of a role to create a database owned by it.
 		if err := inTx(ctx, c, "CREATE ROLE "+role+" LOGIN PASSWORD "+pw, "COMMENT ON ROLE "+role+" IS "+mark, "GRANT "+role+" TO CURRENT_USER"); err != nil {

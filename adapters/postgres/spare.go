@@ -13,9 +13,9 @@ import (
 
 // A spare is a template's next clone, made in the background after each
 // clone, so that the next world's up renames it (instant) instead of
-// copying the template while it waits (40-80 ms for 21.6 MiB here, seconds
-// for a large one). It costs one more copy of each template on disk;
-// dropping the template drops it.
+// copying the template while it waits (40-300 ms for 21.6 MiB, seconds for
+// a large one). It costs one more copy of each template on disk; dropping
+// the template drops it.
 //
 // The spare database and a NOLOGIN role of its own share a name and are
 // marked as the template is; the role owns the database until a world
@@ -23,6 +23,15 @@ import (
 // binky creates a database owned by that role). It must not be owned by
 // the template's role: every clone runs REASSIGN OWNED BY that role, which
 // would hand a spare it owned (a shared object) to the cloning world.
+//
+// Once copied, a spare is prepared: everything in it that was the
+// template role's (and its schema public) is handed to the spare's role,
+// from a connection into it. A world then takes a prepared spare in one
+// transaction that renames the database and that role to the world's, so
+// its up opens no connection into its new database (a backend's start was
+// ~20 ms of each up on a VM). A spare that is not prepared (a crash, or an
+// older binky made it) is taken the first way: renamed, then its objects
+// handed over from inside.
 const spareSuffix = "_spare"
 
 // spareOf is the spare's name, or "" for a template whose name leaves no
@@ -156,7 +165,49 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 	if _, err := c.Exec(ctx, stmt+" ALLOW_CONNECTIONS false"); err != nil {
 		return err
 	}
-	return inTx(ctx, c, "REVOKE ALL ON DATABASE "+ident(spare)+" FROM PUBLIC", "COMMENT ON DATABASE "+ident(spare)+" IS "+mark)
+	if err := inTx(ctx, c, "REVOKE ALL ON DATABASE "+ident(spare)+" FROM PUBLIC", "COMMENT ON DATABASE "+ident(spare)+" IS "+mark); err != nil {
+		return err
+	}
+	return prepareSpare(ctx, c, adminURL, spare, template)
+}
+
+// prepareSpare hands what the template's role owns in the spare, and its
+// schema public, to the spare's role. The spare is opened for it: no world
+// may connect to it by then (CONNECT is revoked from PUBLIC), and it is
+// closed again however this ends, so that no session sits in it when it
+// is renamed. Cut off, the spare stays as copied, and is taken the slower
+// way.
+func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template string) error {
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS true"); err != nil {
+		return err
+	}
+	defer c.Exec(context.WithoutCancel(ctx), "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS false")
+	dc, err := connect(ctx, adminURL, spare)
+	if err != nil {
+		return err
+	}
+	defer dc.Close(context.WithoutCancel(ctx))
+	stmts := []string{"ALTER SCHEMA public OWNER TO " + ident(spare)}
+	if _, exists, _, err := roleOwner(ctx, dc, template); err != nil {
+		return err
+	} else if exists {
+		stmts = append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + ident(spare)}, stmts...)
+	}
+	return inTx(ctx, dc, stmts...)
+}
+
+// prepared reports whether prepareSpare ran to the end on the spare: the
+// template's role owns nothing in it, and its own role owns something
+// (schema public at least). PostgreSQL keeps who owns what in every
+// database in pg_shdepend, which the admin's own database can read.
+func prepared(ctx context.Context, c *pgx.Conn, spare, template string) (bool, error) {
+	var tmplOwns, spareOwns bool
+	err := c.QueryRow(ctx, `SELECT
+		EXISTS (SELECT FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
+			WHERE d.datname = $1 AND r.rolname = $2 AND s.deptype = 'o'),
+		EXISTS (SELECT FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
+			WHERE d.datname = $1 AND r.rolname = $1 AND s.deptype = 'o')`, spare, template).Scan(&tmplOwns, &spareOwns)
+	return !tmplOwns && spareOwns, err
 }
 
 // spareRoleIs reports whether the spare's role is marked as owner.
@@ -181,35 +232,79 @@ func isSpareOf(ctx context.Context, c *pgx.Conn, sd, tmpl dbInfo, spare string) 
 	return spareRoleIs(ctx, c, spare, tmpl.mark)
 }
 
-// takeSpare renames template's spare to name and marks it with mark (a
-// quoted literal), in one transaction, if there is a spare of binky's
-// (waiting for one being made here): it reports whether it did. A spare
-// another up renamed first is no error: the caller copies the template.
-func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template, name, mark string) (bool, error) {
+// spareToTake waits for a spare of template being made here, takes the
+// lock that orders spares (the caller releases it) and reports whether
+// there is a spare of binky's to take, and whether it is prepared.
+func spareToTake(ctx context.Context, c *pgx.Conn, adminURL, template string) (ours, ready bool, unlock func(), err error) {
+	unlock = func() {}
 	spare := spareOf(template)
 	if spare == "" {
-		return false, nil
+		return false, false, unlock, nil
 	}
 	if err := waitSpare(ctx, adminURL, template); err != nil {
-		return false, err
+		return false, false, unlock, err
 	}
-	unlock, err := lockSpare(ctx, c, template)
-	if err != nil {
-		return false, err
+	if unlock, err = lockSpare(ctx, c, template); err != nil {
+		return false, false, func() {}, err
 	}
-	defer unlock()
 	// The template, whose mark its spare carries, read under the lock.
 	tmpl, err := database(ctx, c, template)
 	if err != nil || !tmpl.exists {
-		return false, err
+		return false, false, unlock, err
 	}
 	sd, err := database(ctx, c, spare)
 	if err != nil || !sd.exists {
+		return false, false, unlock, err
+	}
+	if ours, err = isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
+		return false, false, unlock, err
+	}
+	ready, err = prepared(ctx, c, spare, template)
+	return ours, ready, unlock, err
+}
+
+// takePreparedSpare makes the slice s out of template's prepared spare in
+// one transaction: the database renamed, opened and handed to the admin,
+// the spare's role (which owns everything in it) renamed to the slice's
+// role and given its login, both marked with mark (a quoted literal), and
+// CONNECT for the role only. It reports whether it did: with no prepared
+// spare of binky's, or a failure (nothing changed), the caller makes the
+// slice the other way. The slice's role must not exist yet.
+func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, template, pw, mark string) (bool, error) {
+	ours, ready, unlock, err := spareToTake(ctx, c, s.AdminURL, template)
+	defer unlock()
+	if err != nil || !ours || !ready {
 		return false, err
 	}
-	if ours, err := isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
+	spare, name := ident(spareOf(template)), ident(s.Name)
+	err = inTx(ctx, c,
+		"ALTER DATABASE "+spare+" RENAME TO "+name,
+		"ALTER DATABASE "+name+" ALLOW_CONNECTIONS true",
+		"ALTER DATABASE "+name+" OWNER TO CURRENT_USER",
+		"ALTER ROLE "+spare+" RENAME TO "+name,
+		"ALTER ROLE "+name+" LOGIN PASSWORD "+pw,
+		"COMMENT ON ROLE "+name+" IS "+mark,
+		"COMMENT ON DATABASE "+name+" IS "+mark,
+		"REVOKE ALL ON DATABASE "+name+" FROM PUBLIC",
+		"GRANT CONNECT, TEMPORARY, CREATE ON DATABASE "+name+" TO "+name)
+	return err == nil, nil
+}
+
+// takeSpare renames template's spare to name and marks it with mark (a
+// quoted literal), in one transaction, if there is a spare of binky's that
+// is not prepared (waiting for one being made here): it reports whether it
+// did. The caller then hands the template role's objects to its own. A
+// prepared spare is left alone: its objects are its role's, which will be
+// the next spare's, so a world taking the database alone would share it.
+// A spare another up renamed first is no error: the caller copies the
+// template.
+func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template, name, mark string) (bool, error) {
+	ours, ready, unlock, err := spareToTake(ctx, c, adminURL, template)
+	defer unlock()
+	if err != nil || !ours || ready {
 		return false, err
 	}
+	spare := spareOf(template)
 	// Renamed, opened, the admin's and this slice's at once: a crash
 	// leaves either the spare or the slice's marked database, and the
 	// spare's role owns nothing the template's Teardown would trip on.

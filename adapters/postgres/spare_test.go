@@ -138,6 +138,9 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS true")
 	inDatabase(t, admin, spare, "INSERT INTO items VALUES (99)")
 	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS false")
+	if ready, err := prepared(ctx, c, spare, gold.Name); err != nil || !ready {
+		t.Fatalf("the spare is not prepared (its objects handed to its role): %v", err)
+	}
 	if err := p.Clone(ctx, gold.Name, b); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +169,11 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	c.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", spare).Scan(&owner)
 	if owner != spare {
 		t.Fatalf("the spare is owned by %s after a clone, want its own role %s", owner, spare)
+	}
+	// b's role was the spare's: the spares made since, and the worlds
+	// that took them, own nothing in b.
+	if others := ownersIn(t, c, b.Name); len(others) != 1 || others[0] != b.Name {
+		t.Fatalf("objects in b are owned by %v, want only b's role", others)
 	}
 	if err := p.Teardown(ctx, b); err != nil {
 		t.Fatal(err)
@@ -272,5 +280,60 @@ func TestATemplateDroppedDuringClonesLeavesNoSpare(t *testing.T) {
 		if db, role := objects(t, c, spare); db || role {
 			t.Fatalf("round %d: the template is gone but its spare is left: database=%v role=%v", round, db, role)
 		}
+	}
+}
+
+// ownersIn lists the roles that own something inside database db.
+func ownersIn(t *testing.T, c *pgx.Conn, db string) []string {
+	t.Helper()
+	rs, err := c.Query(context.Background(), `SELECT DISTINCT r.rolname FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
+		JOIN pg_roles r ON r.oid = s.refobjid WHERE d.datname = $1 AND s.deptype = 'o' ORDER BY 1`, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// A world whose role exists already (its first clone was cut off after
+// making it) copies the template: a prepared spare's objects belong to the
+// spare's role, which the next spare keeps, so taking the database alone
+// would leave the world's tables to whoever takes that spare.
+func TestAWorldWhoseRoleExistsCopiesRatherThanTakeAPreparedSpare(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	if err := p.Clone(ctx, gold.Name, testSlice(t, admin, "a")); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	// w's first try made its role, as create's first step does, then
+	// stopped.
+	w := testSlice(t, admin, "w")
+	pw, _ := literal(w.Password)
+	mark, _ := literal(adapters.Mark(w.Owner()))
+	if err := inTx(ctx, c, "CREATE ROLE "+ident(w.Name)+" LOGIN PASSWORD "+pw, "COMMENT ON ROLE "+ident(w.Name)+" IS "+mark, "GRANT "+ident(w.Name)+" TO CURRENT_USER"); err != nil {
+		t.Fatal(err)
+	}
+	if _, role := objects(t, c, w.Name); !role {
+		t.Fatal("the cut clone left no role to try again with")
+	}
+	if err := p.Clone(ctx, gold.Name, w); err != nil {
+		t.Fatal(err)
+	}
+	ownsItsObjects(t, p, w)
+	if owners := ownersIn(t, c, w.Name); len(owners) != 1 || owners[0] != w.Name {
+		t.Fatalf("objects in w are owned by %v, want only w's role", owners)
+	}
+	if db, _ := objects(t, c, spare); !db {
+		t.Fatal("the prepared spare was taken by a world whose role existed")
+	}
+	if ready, err := prepared(ctx, c, spare, gold.Name); err != nil || !ready {
+		t.Fatalf("the spare is no longer prepared: %v", err)
 	}
 }
