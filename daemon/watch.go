@@ -219,7 +219,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 			d.follow(ctx, rec, repo, wt)
 		}
 	}
-	reg := d.repoRecord(common)
+	reg, _ := d.repoRecord(common)
 	var born []gitx.Worktree
 	var names []string
 	for _, wt := range wts {
@@ -242,14 +242,16 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-func (d *Daemon) repoRecord(common string) world.Repo {
+// repoRecord is the registry's record of a repository, and whether it is
+// registered (if not, a new record to register it with).
+func (d *Daemon) repoRecord(common string) (world.Repo, bool) {
 	repos, _ := d.home.Repos()
 	for _, r := range repos {
 		if r.CommonDir == common {
-			return r
+			return r, true
 		}
 	}
-	return world.Repo{CommonDir: common, Registered: time.Now().UTC()}
+	return world.Repo{CommonDir: common, Registered: time.Now().UTC()}, false
 }
 
 // auto does what [project] auto says for a worktree that appeared: start
@@ -421,12 +423,22 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 // markSeen records that a worktree has been accounted for, so the watcher
 // does not treat it as born a second time.
 func (d *Daemon) markSeen(common string, wt *gitx.Worktree) {
-	if wt.Main {
-		return
-	}
 	defer d.repoLock(common)()
-	reg := d.repoRecord(common)
-	if !slices.Contains(reg.Seen, wt.Name) {
+	reg, _ := d.repoRecord(common)
+	d.addSeen(reg, wt)
+}
+
+// markSeenLocked is markSeen for a caller that holds the repository's
+// lock, in a repository that is registered already (one that is not is
+// registered by the up, with every worktree it has then as seen).
+func (d *Daemon) markSeenLocked(common string, wt *gitx.Worktree) {
+	if reg, ok := d.repoRecord(common); ok {
+		d.addSeen(reg, wt)
+	}
+}
+
+func (d *Daemon) addSeen(reg world.Repo, wt *gitx.Worktree) {
+	if !wt.Main && !slices.Contains(reg.Seen, wt.Name) {
 		reg.Seen = append(reg.Seen, wt.Name)
 		_ = d.home.SaveRepo(reg)
 	}

@@ -108,6 +108,11 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	if err != nil {
 		return nil, err
 	}
+	// This up starts the world, with its caller's environment: the
+	// watcher, which looks under the same lock, must not take the new
+	// worktree for one born behind binky's back and start it too (nor
+	// does the hook: AddWorktree tells it).
+	d.markSeenLocked(repo.CommonDir, wt)
 	w, err = world.FromWorktree(d.home, repo, wt)
 	return w, classify(err)
 }

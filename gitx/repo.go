@@ -433,9 +433,14 @@ func (r *Repo) Find(name string) (*Worktree, error) {
 // Git runs the git binary in dir and returns its trimmed stdout; stderr is
 // folded into the error so the user sees what git said.
 func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	return git(ctx, dir, nil, args...)
+}
+
+// git is Git with extra variables in git's environment.
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = cleanGitEnv(os.Environ())
+	cmd.Env = append(cleanGitEnv(os.Environ()), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -491,6 +496,11 @@ func (r *Repo) BranchExists(branch string) bool {
 	return resolveRef(r.CommonDir, "refs/heads/"+branch) != ""
 }
 
+// AddingEnv is set to 1 in the environment of the `git worktree add` that
+// AddWorktree runs, and so of the hooks git runs for it: binky's
+// post-checkout hook then leaves the new worktree to whoever asked for it.
+const AddingEnv = "GIT_BINKY_ADDING"
+
 // AddWorktree creates a linked worktree at path on branch: the existing branch
 // when there is one, a new branch from HEAD otherwise. go-git cannot create
 // linked worktrees, so this runs `git worktree add`.
@@ -502,7 +512,7 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree,
 	} else {
 		args = append(args, "-b", branch, path)
 	}
-	if _, err := Git(ctx, dir, args...); err != nil {
+	if _, err := git(ctx, dir, []string{AddingEnv + "=1"}, args...); err != nil {
 		return nil, err
 	}
 	_, wt, err := Discover(path)

@@ -108,6 +108,11 @@ func PostCheckout(ctx context.Context, c Checkout) {
 	default:
 		return // a file checkout
 	}
+	if event == api.EventBorn && os.Getenv(gitx.AddingEnv) != "" {
+		// binky's own up made this worktree (a hook block from before
+		// the shell checked this runs us anyway): that up starts it.
+		return
+	}
 	_, wt, err := gitx.Discover(c.Dir)
 	if err != nil || (event == api.EventBorn && wt.Main) {
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/world"
 )
@@ -61,14 +62,19 @@ func TestPostCheckoutHandsTheEventToTheDaemon(t *testing.T) {
 		args      []string
 		want      string // the event sent, "" for none
 		warned    bool
+		adding    bool // binky's own up runs the git worktree add
 	}{
-		{"a worktree is born, its config never approved", wt, []string{null, "abc", "1"}, api.EventBorn, true},
-		{"a branch checkout", wt, []string{"abc", "def", "1"}, api.EventCheckout, false},
-		{"a file checkout", wt, []string{"abc", "def", "0"}, "", false},
-		{"the main worktree is not born", repo, []string{null, "abc", "1"}, "", false},
-		{"no arguments", wt, nil, "", false},
+		{"a worktree is born, its config never approved", wt, []string{null, "abc", "1"}, api.EventBorn, true, false},
+		{"a worktree binky's up adds is that up's", wt, []string{null, "abc", "1"}, "", false, true},
+		{"a branch checkout", wt, []string{"abc", "def", "1"}, api.EventCheckout, false, false},
+		{"a file checkout", wt, []string{"abc", "def", "0"}, "", false, false},
+		{"the main worktree is not born", repo, []string{null, "abc", "1"}, "", false, false},
+		{"no arguments", wt, nil, "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.adding {
+				t.Setenv(gitx.AddingEnv, "1")
+			}
 			var d requests
 			var errw bytes.Buffer
 			PostCheckout(context.Background(), Checkout{Home: home, Dir: tc.dir, Args: tc.args, Daemon: &d, Err: &errw})

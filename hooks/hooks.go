@@ -31,8 +31,10 @@ const (
 )
 
 // Line is the command the hook runs. It never fails the checkout: when
-// git-binky is missing it says so and succeeds.
-const Line = `if command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
+// git-binky is missing it says so and succeeds. When binky itself runs
+// `git worktree add` (for `git binky up <new name>`), the up starts the
+// world: the hook does nothing, not even start git-binky.
+const Line = `if [ -n "$GIT_BINKY_ADDING" ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
 
 func block() string {
 	return beginMarker + " managed by 'git binky install'; 'git binky uninstall' removes it\n" + Line + "\n" + endMarker + "\n"

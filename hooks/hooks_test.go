@@ -197,3 +197,35 @@ func TestUninstallWhenTheHookVanishes(t *testing.T) {
 		<-done
 	}
 }
+
+// The installed hook runs git-binky for a `git worktree add` by hand, and
+// not for one binky's own up runs (which starts the world itself): the
+// shell line checks the variable before starting anything.
+func TestTheHookLeavesAWorktreeBinkyAddsToItsUp(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	if _, err := Install(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	bin, calls := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	fake := "#!/bin/sh\necho \"$@\" >> " + calls + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "git-binky"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	add := func(name string, env ...string) {
+		cmd := exec.Command("git", "worktree", "add", "-q", "-b", name, filepath.Join(t.TempDir(), name))
+		cmd.Dir, cmd.Env = repo, append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git worktree add: %v: %s", err, out)
+		}
+	}
+	add("by-binky", "GIT_BINKY_ADDING=1")
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("the hook ran git-binky for a worktree binky added: %q", b)
+	}
+	add("by-hand")
+	if b, err := os.ReadFile(calls); err != nil || !strings.HasPrefix(string(b), "hook post-checkout 0000") {
+		t.Fatalf("the hook did not run git-binky for a worktree added by hand: %q %v", b, err)
+	}
+}

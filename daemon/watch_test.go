@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx/gittest"
+	"github.com/git-binky/git-binky/world"
+)
+
+// `git binky up <new name>` makes the worktree and starts its world with
+// the caller's environment. The watcher looks at the repository as soon as
+// the up lets go of it, before the world has a record: it must not take
+// the worktree for one born behind binky's back and start it as well.
+func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
+	home := world.Home{Dir: t.TempDir()}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := home.RegisterRepo(common, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.openWorld(context.Background(), api.Request{Dir: repo, Name: "feat"}, true, func(api.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Repo.CommonDir != common {
+		t.Fatalf("common dir %s, want %s", w.Repo.CommonDir, common)
+	}
+	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 0 {
+		t.Fatalf("the watcher took %s for born: its up would race one of the watcher's", born[0].Name)
+	}
+	// A worktree added by hand, meanwhile, is born.
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "other"), "other")
+	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 1 || born[0].Name != "other" {
+		t.Fatalf("born %+v, want the worktree added by hand", born)
+	}
+}
