@@ -196,18 +196,46 @@ func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template st
 	return inTx(ctx, dc, stmts...)
 }
 
-// prepared reports whether prepareSpare ran to the end on the spare: the
-// template's role owns nothing in it, and its own role owns something
-// (schema public at least). PostgreSQL keeps who owns what in every
-// database in pg_shdepend, which the admin's own database can read.
-func prepared(ctx context.Context, c *pgx.Conn, spare, template string) (bool, error) {
-	var tmplOwns, spareOwns bool
-	err := c.QueryRow(ctx, `SELECT
-		EXISTS (SELECT FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
-			WHERE d.datname = $1 AND r.rolname = $2 AND s.deptype = 'o'),
-		EXISTS (SELECT FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
-			WHERE d.datname = $1 AND r.rolname = $1 AND s.deptype = 'o')`, spare, template).Scan(&tmplOwns, &spareOwns)
-	return !tmplOwns && spareOwns, err
+// ownership is who owns what of a spare, as PostgreSQL records it for
+// every database in pg_shdepend (readable from the admin's own database).
+type ownership struct {
+	// tmpl: the template's role owns something in the spare that REASSIGN
+	// OWNED moves (not its default privileges or user mappings, which
+	// REASSIGN leaves where they are: every copy of the template keeps
+	// them, taken either way).
+	tmpl bool
+	// inside: the spare's role owns something in the spare (its schema
+	// public at least, once prepareSpare ran).
+	inside bool
+	// elsewhere: the spare's role owns something anywhere else than in
+	// the spare and the spare database itself (a world an older binky
+	// made from a prepared spare): renaming it would hand that to a world.
+	elsewhere bool
+}
+
+// prepared reports whether prepareSpare ran to the end on a spare whose
+// role owns nothing else: the one kind the quick take may rename to a
+// world's role.
+func (o ownership) prepared() bool { return !o.tmpl && o.inside && !o.elsewhere }
+
+// unprepared reports whether the spare is as copied: its role owns nothing
+// in it, so a world that takes the database alone and hands the template
+// role's objects to itself owns everything in it.
+func (o ownership) unprepared() bool { return !o.inside }
+
+func spareOwnership(ctx context.Context, c *pgx.Conn, spare, template string) (ownership, error) {
+	var o ownership
+	err := c.QueryRow(ctx, `WITH sd AS (SELECT oid FROM pg_database WHERE datname = $1),
+		sr AS (SELECT oid FROM pg_roles WHERE rolname = $1), tr AS (SELECT oid FROM pg_roles WHERE rolname = $2),
+		owned AS (SELECT * FROM pg_shdepend WHERE deptype = 'o')
+	SELECT
+		EXISTS (SELECT FROM owned WHERE dbid = (SELECT oid FROM sd) AND refobjid = (SELECT oid FROM tr)
+			AND classid NOT IN ('pg_default_acl'::regclass, 'pg_user_mapping'::regclass)),
+		EXISTS (SELECT FROM owned WHERE dbid = (SELECT oid FROM sd) AND refobjid = (SELECT oid FROM sr)),
+		EXISTS (SELECT FROM owned WHERE refobjid = (SELECT oid FROM sr) AND dbid IS DISTINCT FROM (SELECT oid FROM sd)
+			AND NOT (dbid = 0 AND classid = 'pg_database'::regclass AND objid = (SELECT oid FROM sd)))`,
+		spare, template).Scan(&o.tmpl, &o.inside, &o.elsewhere)
+	return o, err
 }
 
 // spareRoleIs reports whether the spare's role is marked as owner.
@@ -234,33 +262,33 @@ func isSpareOf(ctx context.Context, c *pgx.Conn, sd, tmpl dbInfo, spare string) 
 
 // spareToTake waits for a spare of template being made here, takes the
 // lock that orders spares (the caller releases it) and reports whether
-// there is a spare of binky's to take, and whether it is prepared.
-func spareToTake(ctx context.Context, c *pgx.Conn, adminURL, template string) (ours, ready bool, unlock func(), err error) {
+// there is a spare of binky's to take, and who owns what of it.
+func spareToTake(ctx context.Context, c *pgx.Conn, adminURL, template string) (ours bool, o ownership, unlock func(), err error) {
 	unlock = func() {}
 	spare := spareOf(template)
 	if spare == "" {
-		return false, false, unlock, nil
+		return false, o, unlock, nil
 	}
 	if err := waitSpare(ctx, adminURL, template); err != nil {
-		return false, false, unlock, err
+		return false, o, unlock, err
 	}
 	if unlock, err = lockSpare(ctx, c, template); err != nil {
-		return false, false, func() {}, err
+		return false, o, func() {}, err
 	}
 	// The template, whose mark its spare carries, read under the lock.
 	tmpl, err := database(ctx, c, template)
 	if err != nil || !tmpl.exists {
-		return false, false, unlock, err
+		return false, o, unlock, err
 	}
 	sd, err := database(ctx, c, spare)
 	if err != nil || !sd.exists {
-		return false, false, unlock, err
+		return false, o, unlock, err
 	}
 	if ours, err = isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
-		return false, false, unlock, err
+		return false, o, unlock, err
 	}
-	ready, err = prepared(ctx, c, spare, template)
-	return ours, ready, unlock, err
+	o, err = spareOwnership(ctx, c, spare, template)
+	return ours, o, unlock, err
 }
 
 // takePreparedSpare makes the slice s out of template's prepared spare in
@@ -271,9 +299,9 @@ func spareToTake(ctx context.Context, c *pgx.Conn, adminURL, template string) (o
 // spare of binky's, or a failure (nothing changed), the caller makes the
 // slice the other way. The slice's role must not exist yet.
 func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, template, pw, mark string) (bool, error) {
-	ours, ready, unlock, err := spareToTake(ctx, c, s.AdminURL, template)
+	ours, o, unlock, err := spareToTake(ctx, c, s.AdminURL, template)
 	defer unlock()
-	if err != nil || !ours || !ready {
+	if err != nil || !ours || !o.prepared() {
 		return false, err
 	}
 	spare, name := ident(spareOf(template)), ident(s.Name)
@@ -292,16 +320,16 @@ func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, templ
 
 // takeSpare renames template's spare to name and marks it with mark (a
 // quoted literal), in one transaction, if there is a spare of binky's that
-// is not prepared (waiting for one being made here): it reports whether it
-// did. The caller then hands the template role's objects to its own. A
-// prepared spare is left alone: its objects are its role's, which will be
+// its role owns nothing in (waiting for one being made here): it reports
+// whether it did. The caller then hands the template role's objects to its
+// own. A spare its role owns anything in is left alone: that role will be
 // the next spare's, so a world taking the database alone would share it.
 // A spare another up renamed first is no error: the caller copies the
 // template.
 func takeSpare(ctx context.Context, c *pgx.Conn, adminURL, template, name, mark string) (bool, error) {
-	ours, ready, unlock, err := spareToTake(ctx, c, adminURL, template)
+	ours, o, unlock, err := spareToTake(ctx, c, adminURL, template)
 	defer unlock()
-	if err != nil || !ours || ready {
+	if err != nil || !ours || !o.unprepared() {
 		return false, err
 	}
 	spare := spareOf(template)

@@ -138,8 +138,8 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS true")
 	inDatabase(t, admin, spare, "INSERT INTO items VALUES (99)")
 	c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS false")
-	if ready, err := prepared(ctx, c, spare, gold.Name); err != nil || !ready {
-		t.Fatalf("the spare is not prepared (its objects handed to its role): %v", err)
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.prepared() {
+		t.Fatalf("the spare is not prepared (its objects handed to its role): %+v %v", o, err)
 	}
 	if err := p.Clone(ctx, gold.Name, b); err != nil {
 		t.Fatal(err)
@@ -333,7 +333,91 @@ func TestAWorldWhoseRoleExistsCopiesRatherThanTakeAPreparedSpare(t *testing.T) {
 	if db, _ := objects(t, c, spare); !db {
 		t.Fatal("the prepared spare was taken by a world whose role existed")
 	}
-	if ready, err := prepared(ctx, c, spare, gold.Name); err != nil || !ready {
-		t.Fatalf("the spare is no longer prepared: %v", err)
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.prepared() {
+		t.Fatalf("the spare is no longer prepared: %+v %v", o, err)
+	}
+}
+
+// A template whose migrations set default privileges (as its role) keeps
+// them in every copy: REASSIGN OWNED leaves them where they are. The spare
+// is still prepared, and its world still owns its tables.
+func TestATemplateWithDefaultPrivilegesStillGivesEachWorldItsTables(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	gc := asWorld(t, p, gold) // as the template's role, as its migrations ran
+	if _, err := gc.Exec(ctx, "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	gc.Close(ctx)
+	a, b := testSlice(t, admin, "a"), testSlice(t, admin, "b")
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.prepared() {
+		t.Fatalf("the spare of a template with default privileges is not prepared: %+v %v", o, err)
+	}
+	if err := p.Clone(ctx, gold.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	for _, w := range []adapters.Slice{a, b} {
+		ownsItsObjects(t, p, w)
+		if _, err := asWorld(t, p, w).Exec(ctx, "INSERT INTO items VALUES (4)"); err != nil {
+			t.Errorf("%s cannot write its own table: %v", w.Name, err)
+		}
+		if err := p.Teardown(ctx, w); err != nil {
+			t.Errorf("teardown %s: %v", w.Name, err)
+		}
+	}
+	if err := p.Teardown(ctx, gold); err != nil {
+		t.Fatalf("the template's teardown: %v", err)
+	}
+}
+
+// A spare role that owns something in a world (an older binky took a
+// prepared spare the old way, and the next spare kept the role) is never
+// renamed to a new world's role: that would hand the new world the old
+// one's tables. The new world copies the template.
+func TestASpareRoleOwningAnotherWorldsTablesIsNeverAWorldsRole(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	if err := p.Clone(ctx, gold.Name, testSlice(t, admin, "a")); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	// What an older binky's take of a prepared spare left: the database
+	// renamed, its tables still the spare role's.
+	old := testSlice(t, admin, "old")
+	unlock, err := lockSpare(ctx, c, gold.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" RENAME TO "+ident(old.Name))
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(old.Name)+" WITH (FORCE)") })
+	makeSpare(admin, gold.Name)
+	waitSpare(ctx, admin, gold.Name)
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.elsewhere || o.prepared() {
+		t.Fatalf("ownership %+v %v: want the spare role seen owning tables elsewhere", o, err)
+	}
+	w := testSlice(t, admin, "w")
+	if err := p.Clone(ctx, gold.Name, w); err != nil {
+		t.Fatal(err)
+	}
+	ownsItsObjects(t, p, w)
+	for _, o := range ownersIn(t, c, old.Name) {
+		if o == w.Name {
+			t.Fatalf("the new world's role owns objects in %s: owners %v", old.Name, ownersIn(t, c, old.Name))
+		}
 	}
 }
