@@ -219,7 +219,13 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 			d.follow(ctx, rec, repo, wt)
 		}
 	}
-	reg, _ := d.repoRecord(common)
+	reg, registered := d.repoRecord(common)
+	if !registered {
+		// Uninstalled while watched: its worlds are still torn down and
+		// followed above, but nothing new is born of it, and it is not
+		// registered again behind the user's back (an up registers it).
+		return repo, nil
+	}
 	var born []gitx.Worktree
 	var names []string
 	for _, wt := range wts {
@@ -429,8 +435,9 @@ func (d *Daemon) markSeen(common string, wt *gitx.Worktree) {
 }
 
 // markSeenLocked is markSeen for a caller that holds the repository's
-// lock, in a repository that is registered already (one that is not is
-// registered by the up, with every worktree it has then as seen).
+// lock, in a repository that is registered already (in one that is not,
+// the watcher sees nothing born, and the up registers it with every
+// worktree it has then as seen).
 func (d *Daemon) markSeenLocked(common string, wt *gitx.Worktree) {
 	if reg, ok := d.repoRecord(common); ok {
 		d.addSeen(reg, wt)

@@ -44,3 +44,32 @@ func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
 		t.Fatalf("born %+v, want the worktree added by hand", born)
 	}
 }
+
+// A repository uninstalled while the daemon still watches it: an up of a
+// new name there is not also started by the watcher, which does not
+// register the repository again either.
+func TestTheWatcherLeavesAnUninstalledRepositoryAlone(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
+	home := world.Home{Dir: t.TempDir()}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := home.RegisterRepo(common, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := home.UnregisterRepo(common); err != nil { // git binky uninstall
+		t.Fatal(err)
+	}
+	if _, err := d.openWorld(context.Background(), api.Request{Dir: repo, Name: "feat"}, true, func(api.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 0 {
+		t.Errorf("the watcher took %s for born", born[0].Name)
+	}
+	if _, ok := d.repoRecord(common); ok {
+		t.Error("the watcher registered an uninstalled repository again")
+	}
+}
