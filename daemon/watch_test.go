@@ -12,15 +12,14 @@ import (
 	"github.com/git-binky/git-binky/world"
 )
 
-// `git binky up <new name>` makes the worktree and starts its world with
-// the caller's environment. The watcher looks at the repository as soon as
-// the up lets go of it, before the world has a record: it must not take
-// the worktree for one born behind binky's back and start it as well.
-func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
+// registeredRepo is a daemon of a new home and a repository registered
+// with it (its common dir too).
+func registeredRepo(t *testing.T) (d *Daemon, home world.Home, repo, common string) {
+	t.Helper()
 	t.Setenv("BINKY_HOOKS", "file")
-	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
-	home := world.Home{Dir: t.TempDir()}
-	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	repo = gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
+	home = world.Home{Dir: t.TempDir()}
+	d = New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +27,15 @@ func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
 	if _, err := home.RegisterRepo(common, nil); err != nil {
 		t.Fatal(err)
 	}
+	return d, home, repo, common
+}
+
+// `git binky up <new name>` makes the worktree and starts its world with
+// the caller's environment. The watcher looks at the repository as soon as
+// the up lets go of it, before the world has a record: it must not take
+// the worktree for one born behind binky's back and start it as well.
+func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
+	d, _, repo, common := registeredRepo(t)
 	w, err := d.openWorld(context.Background(), api.Request{Dir: repo, Name: "feat"}, true, func(api.Event) {})
 	if err != nil {
 		t.Fatal(err)
@@ -49,17 +57,7 @@ func TestTheWatcherLeavesAWorktreeAnUpMadeToThatUp(t *testing.T) {
 // new name there is not also started by the watcher, which does not
 // register the repository again either.
 func TestTheWatcherLeavesAnUninstalledRepositoryAlone(t *testing.T) {
-	t.Setenv("BINKY_HOOKS", "file")
-	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
-	home := world.Home{Dir: t.TempDir()}
-	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := home.RegisterRepo(common, nil); err != nil {
-		t.Fatal(err)
-	}
+	d, home, repo, common := registeredRepo(t)
 	if err := home.UnregisterRepo(common); err != nil { // git binky uninstall
 		t.Fatal(err)
 	}
