@@ -34,6 +34,9 @@ var FailureSteps = []string{
 	// adapters/postgres
 	"postgres.spare_taken", "postgres.role_created", "postgres.database_created", "postgres.database_marked", "postgres.schema_granted",
 	"postgres.teardown.database_dropped",
+	// adapters/mysql
+	"mysql.marked", "mysql.database_created", "mysql.user_granted", "mysql.tables_copied", "mysql.objects_copied",
+	"mysql.teardown.user_dropped", "mysql.teardown.database_dropped",
 	// adapters/redis
 	"redis.marked", "redis.teardown.user_dropped", "redis.teardown.keys_deleted",
 }

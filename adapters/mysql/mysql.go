@@ -311,8 +311,16 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 		}
 		return err
 	}
+	if err := adapters.Step(ctx, "mysql.marked"); err != nil {
+		return err
+	}
+	if err := c.exec(ctx, "CREATE DATABASE IF NOT EXISTS "+ident(db)+" CHARACTER SET utf8mb4"); err != nil {
+		return fmt.Errorf("provision %s: %w", s.Name, err)
+	}
+	if err := adapters.Step(ctx, "mysql.database_created"); err != nil {
+		return err
+	}
 	for _, stmt := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + ident(db) + " CHARACTER SET utf8mb4",
 		"CREATE USER IF NOT EXISTS " + account(user) + " IDENTIFIED BY " + pw,
 		// Again for a user that existed: its password is derived, and the
 		// secret it is derived from may have been replaced. Unlocked, in
@@ -324,7 +332,7 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 			return fmt.Errorf("provision %s: %w", s.Name, err)
 		}
 	}
-	return nil
+	return adapters.Step(ctx, "mysql.user_granted")
 }
 
 // Resolve returns the world's address: its own user, never the admin.
@@ -404,12 +412,18 @@ func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) erro
 		if err := c.unmark(ctx, "user", user); err != nil {
 			return err
 		}
+		if err := adapters.Step(ctx, "mysql.teardown.user_dropped"); err != nil {
+			return err
+		}
 	}
 	if ours["database"] {
 		if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)); err != nil {
 			return fmt.Errorf("drop database %s: %w", db, err)
 		}
 		if err := c.unmark(ctx, "database", db); err != nil {
+			return err
+		}
+		if err := adapters.Step(ctx, "mysql.teardown.database_dropped"); err != nil {
 			return err
 		}
 	}
