@@ -13,17 +13,20 @@ import (
 	"github.com/git-binky/git-binky/adapters/adapterstest"
 )
 
-// stepsOf runs fn with a recording hook and returns the steps it passed
-// before it returned, leaving out those of a spare it started in the
-// background (mysql.spare.*), which its context reaches too.
-func stepsOf(t *testing.T, fn func(ctx context.Context) error) []string {
+// making reports the steps of making a spare, which a clone's context
+// reaches in the background.
+func making(step string) bool { return strings.HasPrefix(step, "mysql.spare.") }
+
+// stepsOf runs fn with a recording hook and returns the steps for which
+// keep is true that were passed by the time fn returned.
+func stepsOf(t *testing.T, keep func(string) bool, fn func(ctx context.Context) error) []string {
 	t.Helper()
 	var mu sync.Mutex
 	var steps []string
 	ctx := adapters.WithSteps(context.Background(), func(s string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if !strings.HasPrefix(s, "mysql.spare.") {
+		if keep(s) {
 			steps = append(steps, s)
 		}
 		return nil
@@ -59,7 +62,10 @@ func goldenTemplate(t *testing.T, u string) adapters.Slice {
 	if err := m.Provision(ctx, gold); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Teardown(context.Background(), gold) })
+	t.Cleanup(func() {
+		waitSpare(context.Background(), u, DBName(gold.Name))
+		m.Teardown(context.Background(), gold)
+	})
 	ga, _ := m.Resolve(ctx, gold)
 	g := open(t, ga["dsn"])
 	for _, stmt := range golden {
@@ -132,13 +138,21 @@ func TestCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing.T) {
 		how  string
 		make func(ctx context.Context, s adapters.Slice) error
 	}{
-		{"clone", func(ctx context.Context, s adapters.Slice) error { return m.Clone(ctx, gold.Name, s) }},
+		{"clone from the spare", func(ctx context.Context, s adapters.Slice) error {
+			withSpare(t, gold)
+			return m.Clone(ctx, gold.Name, s)
+		}},
+		{"clone without a spare", func(ctx context.Context, s adapters.Slice) error {
+			withoutSpare(t, gold)
+			return m.Clone(ctx, gold.Name, s)
+		}},
 	}
 	for _, mk := range makers {
 		how, make := mk.how, mk.make
 		probe := testSlice(t, u, "probe")
-		steps := stepsOf(t, func(ctx context.Context) error { return make(ctx, probe) })
-		down := stepsOf(t, func(ctx context.Context) error { return m.Teardown(ctx, probe) })
+		clone := func(step string) bool { return !making(step) }
+		steps := stepsOf(t, clone, func(ctx context.Context) error { return make(ctx, probe) })
+		down := stepsOf(t, clone, func(ctx context.Context) error { return m.Teardown(ctx, probe) })
 		if len(steps) < 4 || len(down) < 2 {
 			t.Fatalf("%s passed steps %v, teardown %v", how, steps, down)
 		}
@@ -154,6 +168,11 @@ func TestCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing.T) {
 					if exist[kind] && !listed[kind] {
 						t.Errorf("the cut left a %s that gc would not find", kind)
 					}
+				}
+				// What is left of a spare the cut was taking is its
+				// template's, which drops it, and is never taken again.
+				if exists, marks := spareMarks(t, db, gold.Name); exists && !marks["database"].Is(gold.Owner()) {
+					t.Errorf("the cut left a spare marked %v, want its template's", marks)
 				}
 				// A second attempt finishes it, and it is the world's.
 				if err := make(ctx, s); err != nil {
