@@ -194,7 +194,11 @@ func (c *session) baseTables(ctx context.Context, schema string) ([]string, erro
 func (c *session) copyTables(ctx context.Context, from, to string) error {
 	// Session state for the copy: the new schema is the current one (an
 	// unqualified name in a CREATE binds to it), and rows load in any
-	// order whatever their foreign keys say.
+	// order whatever their foreign keys say. With both checks off, MariaDB
+	// loads an INSERT ... SELECT into an empty table in bulk (MDEV-24621),
+	// building each index once: a quarter to a third less time than with
+	// them on. Each statement already takes that path on its own: one
+	// transaction around all of them was measured no faster.
 	for _, stmt := range []string{"USE " + ident(to), "SET SESSION FOREIGN_KEY_CHECKS = 0", "SET SESSION UNIQUE_CHECKS = 0"} {
 		if err := c.exec(ctx, stmt); err != nil {
 			return err
