@@ -34,6 +34,11 @@ var FailureSteps = []string{
 	// adapters/postgres
 	"postgres.spare_taken", "postgres.role_created", "postgres.database_created", "postgres.database_marked", "postgres.schema_granted",
 	"postgres.teardown.database_dropped",
+	// adapters/mysql
+	"mysql.marked", "mysql.database_created", "mysql.user_granted", "mysql.spare_taken", "mysql.spare_dropped",
+	"mysql.tables_copied", "mysql.objects_copied",
+	"mysql.spare.marked", "mysql.spare.created", "mysql.spare.copied", "mysql.spare.made", // the next spare, in the background
+	"mysql.teardown.spare_dropped", "mysql.teardown.user_dropped", "mysql.teardown.database_dropped",
 	// adapters/redis
 	"redis.marked", "redis.teardown.user_dropped", "redis.teardown.keys_deleted",
 }

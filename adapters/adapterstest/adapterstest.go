@@ -189,7 +189,7 @@ func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
 		for i, step := range up {
 			s := slice("conf"+run, fmt.Sprintf("cut%d", i), fmt.Sprintf("w-cut-%d-%s", i, run))
 			t.Cleanup(func() { a.Teardown(context.Background(), s) })
-			if err := a.Provision(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+			if err := a.Provision(adapters.WithSteps(ctx, FailAt(step)), s); err == nil {
 				t.Errorf("provision cut at %s did not stop", step)
 			}
 			leftOf(t, a, adminURL, s, true)
@@ -207,7 +207,7 @@ func RunServer(t *testing.T, a adapters.Adapter, srv Server) {
 			if err := a.Provision(ctx, s); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Teardown(adapters.WithSteps(ctx, failAt(step)), s); err == nil {
+			if err := a.Teardown(adapters.WithSteps(ctx, FailAt(step)), s); err == nil {
 				t.Errorf("teardown cut at %s did not stop", step)
 			}
 			if err := a.Teardown(ctx, s); err != nil {
@@ -242,7 +242,9 @@ func passwordOf(u string) string {
 	return u[colon+1 : at]
 }
 
-func failAt(step string) adapters.StepFunc {
+// FailAt is a step hook (adapters.WithSteps) that fails at step, leaving
+// what a crash right after it would leave.
+func FailAt(step string) adapters.StepFunc {
 	return func(s string) error {
 		if s == step {
 			return fmt.Errorf("cut off at %s on purpose", s)

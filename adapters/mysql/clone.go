@@ -20,6 +20,15 @@ import (
 // Triggers come last, so the copied rows do not fire them. Anything it
 // cannot copy faithfully (sequences, events) is an error: the daemon then
 // falls back to provision + migrate + seed.
+//
+// The tables and rows come from the template's spare when it has a
+// complete one (spare.go): moved in by one RENAME TABLE rather than copied
+// on the up's path. The next spare is made in the background once the
+// clone is done.
+//
+// A clone cut off (a crash, a failure at any step) left its database with
+// part of a copy, which nothing can finish: the next Clone of the slice
+// drops it and begins again.
 func (m *MySQL) Clone(ctx context.Context, template string, s adapters.Slice) error {
 	c, err := connect(ctx, s.AdminURL)
 	if err != nil {
@@ -35,11 +44,51 @@ func (m *MySQL) Clone(ctx context.Context, template string, s adapters.Slice) er
 	} else if !there {
 		return fmt.Errorf("mysql: template database %s does not exist", template)
 	}
+	db, user := DBName(s.Name), UserName(s.Name)
+	if err := c.copyable(ctx, template); err != nil {
+		return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
+	}
+	if err := c.dropCutClone(ctx, db, s); err != nil {
+		return err
+	}
 	if err := m.provision(ctx, c, s); err != nil {
 		return err
 	}
-	if err := c.copySchema(ctx, template, DBName(s.Name), UserName(s.Name)); err != nil {
+	// The template's tables come from its spare when it has one (spare.go),
+	// else from the template itself.
+	took, err := c.takeSpare(ctx, s.AdminURL, template, db)
+	if err != nil {
 		return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
+	}
+	if !took {
+		if err := c.copyTables(ctx, template, db); err != nil {
+			return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
+		}
+		if err := adapters.Step(ctx, "mysql.tables_copied"); err != nil {
+			return err
+		}
+	}
+	if err := c.copyObjects(ctx, template, db, user); err != nil {
+		return fmt.Errorf("clone %s from %s: %w", s.Name, template, err)
+	}
+	if err := adapters.Step(ctx, "mysql.objects_copied"); err != nil {
+		return err
+	}
+	// The next world's tables, made while this one migrates and starts.
+	makeSpare(ctx, s.AdminURL, template)
+	return nil
+}
+
+// dropCutClone drops the slice's database when it exists and is marked as
+// the slice's: only a clone cut off leaves one (the daemon clones a slice
+// only when it has none it saw complete). Its marks stay, for provision.
+func (c *session) dropCutClone(ctx context.Context, db string, s adapters.Slice) error {
+	o, marked, err := c.mark(ctx, "database", db)
+	if err != nil || !marked || !o.Is(s.Owner()) {
+		return err
+	}
+	if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)); err != nil {
+		return fmt.Errorf("drop the cut-off clone %s to begin again: %w", db, err)
 	}
 	return nil
 }
@@ -121,29 +170,44 @@ func rewrite(stmt, from, to, user string) string {
 	return qualified.ReplaceAllLiteralString(stmt, ident(to)+".")
 }
 
-func (c *session) copySchema(ctx context.Context, from, to, user string) error {
+// copyable refuses a template with what a clone cannot copy faithfully.
+func (c *session) copyable(ctx context.Context, from string) error {
+	if n, err := c.strings(ctx, "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", from); err != nil {
+		return err
+	} else if len(n) > 0 {
+		return fmt.Errorf("the template has events (%s), which binky does not copy", strings.Join(n, ", "))
+	}
+	if seqs, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'SEQUENCE'", from); err != nil {
+		return err
+	} else if len(seqs) > 0 {
+		return fmt.Errorf("the template has sequences (%s), which binky does not copy", strings.Join(seqs, ", "))
+	}
+	return nil
+}
+
+// baseTables lists a schema's base tables, by name.
+func (c *session) baseTables(ctx context.Context, schema string) ([]string, error) {
+	return c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", schema)
+}
+
+// copyTables copies every base table of from into to, with its rows.
+func (c *session) copyTables(ctx context.Context, from, to string) error {
 	// Session state for the copy: the new schema is the current one (an
 	// unqualified name in a CREATE binds to it), and rows load in any
-	// order whatever their foreign keys say.
+	// order whatever their foreign keys say. With both checks off, MariaDB
+	// loads an INSERT ... SELECT into an empty table in bulk (MDEV-24621),
+	// building each index once: a quarter to a third less time than with
+	// them on. Each statement already takes that path on its own: one
+	// transaction around all of them was measured no faster.
 	for _, stmt := range []string{"USE " + ident(to), "SET SESSION FOREIGN_KEY_CHECKS = 0", "SET SESSION UNIQUE_CHECKS = 0"} {
 		if err := c.exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	defer c.c.ExecContext(context.Background(), "SET SESSION FOREIGN_KEY_CHECKS = 1")
-	if n, err := c.strings(ctx, "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", from); err != nil {
-		return err
-	} else if len(n) > 0 {
-		return fmt.Errorf("the template has events (%s), which binky does not copy", strings.Join(n, ", "))
-	}
-	tables, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", from)
+	tables, err := c.baseTables(ctx, from)
 	if err != nil {
 		return err
-	}
-	if seqs, err := c.strings(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'SEQUENCE'", from); err != nil {
-		return err
-	} else if len(seqs) > 0 {
-		return fmt.Errorf("the template has sequences (%s), which binky does not copy", strings.Join(seqs, ", "))
 	}
 	for _, t := range tables {
 		stmt, _, err := c.showCreate(ctx, "TABLE "+ident(from)+"."+ident(t), "Create Table")
@@ -168,6 +232,17 @@ func (c *session) copySchema(ctx context.Context, from, to, user string) error {
 		if err := c.exec(ctx, "INSERT INTO "+ident(to)+"."+ident(t)+" ("+colList+") SELECT "+colList+" FROM "+ident(from)+"."+ident(t)); err != nil {
 			return fmt.Errorf("rows of %s: %w", t, err)
 		}
+	}
+	return nil
+}
+
+// copyObjects copies the routines, views and triggers of from into to,
+// whose tables are in already, each with user as its definer.
+func (c *session) copyObjects(ctx context.Context, from, to, user string) error {
+	// Unqualified names in a view's or a routine's CREATE bind to the
+	// current schema.
+	if err := c.exec(ctx, "USE "+ident(to)); err != nil {
+		return err
 	}
 	type routine struct{ name, kind string }
 	var routines []routine

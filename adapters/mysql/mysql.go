@@ -259,8 +259,7 @@ func (s *session) claim(ctx context.Context, kind, name string, sl adapters.Slic
 	if there {
 		return false, fmt.Errorf("mysql %s %s exists and binky did not make it: %w", kind, name, adapters.ErrTaken)
 	}
-	_, err = s.c.ExecContext(ctx, "INSERT INTO "+ident(markSchema)+".`marks` (`kind`, `name`, `slice`, `world`, `home`) VALUES (?, ?, ?, ?, ?)",
-		kind, name, sl.Name, sl.World, sl.Home)
+	err = s.insertMark(ctx, kind, name, sl.Name, sl.Owner())
 	if errNumber(err) == errDupKey {
 		// Another world claimed it between our read and our write.
 		return false, fmt.Errorf("mysql %s %s: %w", kind, name, adapters.ErrTaken)
@@ -269,6 +268,14 @@ func (s *session) claim(ctx context.Context, kind, name string, sl adapters.Slic
 		return false, fmt.Errorf("mysql: mark %s %s: %w", kind, name, err)
 	}
 	return true, nil
+}
+
+// insertMark writes a mark naming o as the owner of the object, which
+// belongs to slice (what Teardown is called with to drop it).
+func (s *session) insertMark(ctx context.Context, kind, name, slice string, o adapters.Owner) error {
+	_, err := s.c.ExecContext(ctx, "INSERT INTO "+ident(markSchema)+".`marks` (`kind`, `name`, `slice`, `world`, `home`) VALUES (?, ?, ?, ?, ?)",
+		kind, name, slice, o.World, o.Home)
+	return err
 }
 
 func (s *session) unmark(ctx context.Context, kind, name string) error {
@@ -311,8 +318,16 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 		}
 		return err
 	}
+	if err := adapters.Step(ctx, "mysql.marked"); err != nil {
+		return err
+	}
+	if err := c.exec(ctx, "CREATE DATABASE IF NOT EXISTS "+ident(db)+" CHARACTER SET utf8mb4"); err != nil {
+		return fmt.Errorf("provision %s: %w", s.Name, err)
+	}
+	if err := adapters.Step(ctx, "mysql.database_created"); err != nil {
+		return err
+	}
 	for _, stmt := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + ident(db) + " CHARACTER SET utf8mb4",
 		"CREATE USER IF NOT EXISTS " + account(user) + " IDENTIFIED BY " + pw,
 		// Again for a user that existed: its password is derived, and the
 		// secret it is derived from may have been replaced. Unlocked, in
@@ -324,7 +339,7 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 			return fmt.Errorf("provision %s: %w", s.Name, err)
 		}
 	}
-	return nil
+	return adapters.Step(ctx, "mysql.user_granted")
 }
 
 // Resolve returns the world's address: its own user, never the admin.
@@ -363,6 +378,19 @@ func (m *MySQL) Teardown(ctx context.Context, s adapters.Slice) error {
 
 func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) error {
 	user, db := UserName(s.Name), DBName(s.Name)
+	if spareOf(db) != "" {
+		// A template's spare first, under the lock that making and taking
+		// it hold (spare.go): a spare being made meanwhile waits for it,
+		// then finds its template gone.
+		unlock, err := c.lockSpare(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := c.dropSpare(ctx, db, s.Owner()); err != nil {
+			return err
+		}
+	}
 	var errs []error
 	ours := map[string]bool{}
 	for _, obj := range []struct{ kind, name string }{{"database", db}, {"user", user}} {
@@ -404,12 +432,18 @@ func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) erro
 		if err := c.unmark(ctx, "user", user); err != nil {
 			return err
 		}
+		if err := adapters.Step(ctx, "mysql.teardown.user_dropped"); err != nil {
+			return err
+		}
 	}
 	if ours["database"] {
 		if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)); err != nil {
 			return fmt.Errorf("drop database %s: %w", db, err)
 		}
 		if err := c.unmark(ctx, "database", db); err != nil {
+			return err
+		}
+		if err := adapters.Step(ctx, "mysql.teardown.database_dropped"); err != nil {
 			return err
 		}
 	}
@@ -444,14 +478,16 @@ func (c *session) killSessions(ctx context.Context, user string) error {
 }
 
 // List returns every database and user binky marked on the server,
-// including those a crash left marked but never made.
+// including those a crash left marked but never made, and templates'
+// spares (listed under their template's slice, which drops them).
 func (m *MySQL) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := connect(ctx, adminURL)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	rows, err := c.c.QueryContext(ctx, "SELECT `kind`, `name`, `slice`, `world`, `home` FROM "+ident(markSchema)+".`marks` ORDER BY `slice`, `kind`")
+	// A spare's mark of completeness names no object of its own.
+	rows, err := c.c.QueryContext(ctx, "SELECT `kind`, `name`, `slice`, `world`, `home` FROM "+ident(markSchema)+".`marks` WHERE `kind` <> ? ORDER BY `slice`, `kind`", spareReady)
 	if n := errNumber(err); n == errNoSuchTable || n == errBadDB {
 		return nil, nil // binky never marked anything here
 	}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,27 +62,13 @@ func lockSpare(ctx context.Context, c *pgx.Conn, template string) (func(), error
 }
 
 // spares are the spares being made in this process, by server and template.
-var spares struct {
-	mu     sync.Mutex
-	making map[string]chan struct{}
-}
+var spares adapters.Background
 
 func spareKey(adminURL, template string) string { return adminURL + "\x00" + template }
 
 // waitSpare returns once no spare of template is being made here.
 func waitSpare(ctx context.Context, adminURL, template string) error {
-	spares.mu.Lock()
-	done := spares.making[spareKey(adminURL, template)]
-	spares.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return spares.Wait(ctx, spareKey(adminURL, template))
 }
 
 // makeSpare starts making template's spare, unless it is being made.
@@ -92,29 +77,11 @@ func makeSpare(adminURL, template string) {
 	if spareOf(template) == "" {
 		return
 	}
-	key := spareKey(adminURL, template)
-	spares.mu.Lock()
-	if spares.making[key] != nil {
-		spares.mu.Unlock()
-		return
-	}
-	if spares.making == nil {
-		spares.making = map[string]chan struct{}{}
-	}
-	done := make(chan struct{})
-	spares.making[key] = done
-	spares.mu.Unlock()
-	go func() {
-		defer func() {
-			spares.mu.Lock()
-			delete(spares.making, key)
-			spares.mu.Unlock()
-			close(done)
-		}()
+	spares.Go(spareKey(adminURL, template), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		_ = createSpare(ctx, adminURL, template)
-	}()
+	})
 }
 
 func createSpare(ctx context.Context, adminURL, template string) error {
