@@ -41,27 +41,29 @@ func literal(s string) (string, error) {
 // pools keeps connections per admin URL, so that a burst of ups shares
 // them: a new connection costs a backend process, TCP and SCRAM (~3 ms on
 // a quick machine, 10-40 ms where page faults are dear, as in a VM), and
-// one up made four of them before. Idle ones close after a second, since
+// one up made four of them before. Idle ones are closed (after idle), since
 // each holds memory; one is pinged before reuse, so a restarted server
 // costs a reconnect, not an error. A connection given back inside a
 // transaction, or broken, is closed, never reused.
 type pools struct {
 	mu    sync.Mutex
 	max   int32
+	idle  time.Duration // an idle connection is closed within 1.5x this
 	pools map[string]*pgxpool.Pool
 }
 
 // admins run short statements on the admin URL's own database.
-var admins = &pools{max: 32}
+var admins = &pools{max: 32, idle: time.Second}
 
 // copiers run CREATE DATABASE ... TEMPLATE, apart from the admins: a
 // backend that copied a database has mapped the ~16 MiB ring of shared
 // buffers the copy went through, so it is large in RSS while kept, and a
 // fresh backend pays for mapping them again (page faults: a copy of a 21.6
 // MiB template took ~300 ms in new backends and ~120 ms in a kept one on a
-// VM). Kept for a second after a copy, they serve the back-to-back copies
-// of a burst of ups (each up's spare) and are gone at rest.
-var copiers = &pools{max: 8}
+// VM). Kept half a second after a copy, they serve the back-to-back
+// copies of a burst of ups (each up's spare), and are gone within 750 ms
+// of the last: a kept copier's RSS counts the shared buffers it mapped.
+var copiers = &pools{max: 8, idle: 500 * time.Millisecond}
 
 // acquire returns a connection to the admin URL's own database and the
 // function that gives it back.
@@ -75,7 +77,7 @@ func (ps *pools) acquire(ctx context.Context, adminURL string) (*pgx.Conn, func(
 			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
 		}
 		cfg.MinConns, cfg.MaxConns = 0, ps.max
-		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = time.Second, 500*time.Millisecond
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = ps.idle, ps.idle/2
 		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 		if pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
 			ps.mu.Unlock()
