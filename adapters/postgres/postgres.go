@@ -343,8 +343,14 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if template != "" {
 		// The copy's objects belong to the template's role; hand them to
 		// this world's role, inside the copy only.
+		// Its default privileges too (defaultacl.go), in the same
+		// transaction.
 		if _, exists, _, _ := roleOwner(ctx, dc, template); exists {
-			if _, err := dc.Exec(ctx, "REASSIGN OWNED BY "+ident(template)+" TO "+role); err != nil {
+			moves, err := defaultPrivilegeMoves(ctx, dc, template, s.Name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			if err := inTx(ctx, dc, append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + role}, moves...)...); err != nil {
 				return fmt.Errorf("reassign objects of %s in %s: %w", template, s.Name, err)
 			}
 		}

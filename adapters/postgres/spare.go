@@ -158,7 +158,11 @@ func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template st
 	if _, exists, _, err := roleOwner(ctx, dc, template); err != nil {
 		return err
 	} else if exists {
-		stmts = append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + ident(spare)}, stmts...)
+		moves, err := defaultPrivilegeMoves(ctx, dc, template, spare)
+		if err != nil {
+			return err
+		}
+		stmts = append(append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + ident(spare)}, moves...), stmts...)
 	}
 	return inTx(ctx, dc, stmts...)
 }
@@ -167,9 +171,10 @@ func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template st
 // every database in pg_shdepend (readable from the admin's own database).
 type ownership struct {
 	// tmpl: the template's role owns something in the spare that REASSIGN
-	// OWNED moves (not its default privileges or user mappings, which
-	// REASSIGN leaves where they are: every copy of the template keeps
-	// them, taken either way).
+	// OWNED moves. Not its default privileges, which REASSIGN leaves where
+	// they are (prepareSpare moves them with their own statements, and a
+	// spare an older binky prepared still has them: it is taken all the
+	// same), nor its user mappings, which stay in every copy.
 	tmpl bool
 	// inside: the spare's role owns something in the spare (its schema
 	// public at least, once prepareSpare ran).

@@ -338,43 +338,74 @@ func TestAWorldWhoseRoleExistsCopiesRatherThanTakeAPreparedSpare(t *testing.T) {
 	}
 }
 
-// A template whose migrations set default privileges (as its role) keeps
-// them in every copy: REASSIGN OWNED leaves them where they are. The spare
-// is still prepared, and its world still owns its tables.
-func TestATemplateWithDefaultPrivilegesStillGivesEachWorldItsTables(t *testing.T) {
+// A template whose migrations set default privileges (as its role) gives
+// each world the same defaults for the world's own role, whether the world
+// copied the template or took its spare; the template's role keeps none in
+// the copies, so the template can be dropped while its worlds live on.
+func TestATemplatesDefaultPrivilegesBecomeEachWorldsOwn(t *testing.T) {
 	admin := adminURL(t)
 	ctx := context.Background()
 	p, c := New(), adminConn(t, admin)
+	// A role the template's migrations grant to (cluster-wide, as roles
+	// are); dropped last, once no world names it.
+	reader := fmt.Sprintf("reader_%x", time.Now().UnixNano())
+	if _, err := c.Exec(ctx, "CREATE ROLE "+ident(reader)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(reader)) })
 	gold := goldWithRows(t, admin)
 	spare := spareOf(gold.Name)
 	gc := asWorld(t, p, gold) // as the template's role, as its migrations ran
-	if _, err := gc.Exec(ctx, "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC"); err != nil {
-		t.Fatal(err)
+	for _, stmt := range []string{
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC",
+		"ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
+		"ALTER DEFAULT PRIVILEGES REVOKE TRUNCATE ON TABLES FROM " + ident(gold.Name),
+		"ALTER DEFAULT PRIVILEGES GRANT USAGE ON SEQUENCES TO " + ident(reader) + " WITH GRANT OPTION",
+	} {
+		if _, err := gc.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
 	}
 	gc.Close(ctx)
 	a, b := testSlice(t, admin, "a"), testSlice(t, admin, "b")
-	if err := p.Clone(ctx, gold.Name, a); err != nil {
+	if err := p.Clone(ctx, gold.Name, a); err != nil { // copies the template
 		t.Fatal(err)
 	}
 	waitSpare(ctx, admin, gold.Name)
 	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.prepared() {
 		t.Fatalf("the spare of a template with default privileges is not prepared: %+v %v", o, err)
 	}
-	if err := p.Clone(ctx, gold.Name, b); err != nil {
+	if err := p.Clone(ctx, gold.Name, b); err != nil { // takes the spare
 		t.Fatal(err)
 	}
 	waitSpare(ctx, admin, gold.Name)
+	if err := p.Teardown(ctx, gold); err != nil {
+		t.Fatalf("the template's teardown while its worlds exist: %v", err)
+	}
 	for _, w := range []adapters.Slice{a, b} {
 		ownsItsObjects(t, p, w)
-		if _, err := asWorld(t, p, w).Exec(ctx, "INSERT INTO items VALUES (4)"); err != nil {
+		wc := asWorld(t, p, w)
+		if _, err := wc.Exec(ctx, "INSERT INTO items VALUES (4)"); err != nil {
 			t.Errorf("%s cannot write its own table: %v", w.Name, err)
+		}
+		if _, err := wc.Exec(ctx, "CREATE TABLE fresh (id int); CREATE SEQUENCE n; CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'"); err != nil {
+			t.Fatal(err)
+		}
+		var publicReads, publicRuns, ownerTruncates, publicCounts bool
+		if err := wc.QueryRow(ctx, `SELECT has_table_privilege('public', 'fresh', 'SELECT'),
+			has_function_privilege('public', 'f()', 'EXECUTE'), has_table_privilege(current_user, 'fresh', 'TRUNCATE'),
+			has_sequence_privilege($1, 'n', 'USAGE WITH GRANT OPTION')`, reader).
+			Scan(&publicReads, &publicRuns, &ownerTruncates, &publicCounts); err != nil {
+			t.Fatal(err)
+		}
+		if !publicReads || publicRuns || ownerTruncates || !publicCounts {
+			t.Errorf("%s's new objects: PUBLIC reads its table %v (want true), runs its function %v (want false), "+
+				"its role truncates %v (want false), the reader uses its sequence with grant option %v (want true)",
+				w.Name, publicReads, publicRuns, ownerTruncates, publicCounts)
 		}
 		if err := p.Teardown(ctx, w); err != nil {
 			t.Errorf("teardown %s: %v", w.Name, err)
 		}
-	}
-	if err := p.Teardown(ctx, gold); err != nil {
-		t.Fatalf("the template's teardown: %v", err)
 	}
 }
 

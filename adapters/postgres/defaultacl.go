@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Default privileges (ALTER DEFAULT PRIVILEGES, as a template's migrations
+// may set them) belong to the role that set them, and REASSIGN OWNED leaves
+// them where they are. Left in a copy they would name the template's role
+// in every world: its grants would not follow the world's role to the
+// tables the world creates, and the template's role could never be dropped
+// while a world exists (2BP01). So each copy hands them over: the world's
+// role gets the same defaults, and the template's role none.
+
+// defaultPrivilegeMoves returns the statements, for the database c is
+// connected to, that give role to the default privileges from has there
+// and take them from from. A grant to from itself becomes a grant to role.
+func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([]string, error) {
+	// A global entry (no schema) replaces the built-in defaults, so only
+	// its difference from them is restated; a schema's entry adds to them.
+	rows, err := c.Query(ctx, `WITH fr AS (SELECT oid FROM pg_roles WHERE rolname = $1),
+		d AS (SELECT defaclobjtype AS t, defaclnamespace AS ns, defaclacl AS acl
+			FROM pg_default_acl WHERE defaclrole = (SELECT oid FROM fr)),
+		stored AS (SELECT d.t, d.ns, a.grantee, a.privilege_type, a.is_grantable FROM d, aclexplode(d.acl) a),
+		builtin AS (SELECT d.t, d.ns, a.grantee, a.privilege_type, a.is_grantable FROM d,
+			aclexplode(acldefault(CASE d.t WHEN 'S' THEN 's'::"char" ELSE d.t END, (SELECT oid FROM fr))) a
+			WHERE d.ns = 0),
+		diff AS ((SELECT *, true AS isgrant FROM stored EXCEPT SELECT *, true FROM builtin)
+			UNION ALL (SELECT *, false FROM builtin EXCEPT SELECT *, false FROM stored))
+	SELECT diff.t::text, coalesce(n.nspname, ''), diff.grantee = (SELECT oid FROM fr), coalesce(r.rolname, ''),
+		diff.privilege_type, diff.is_grantable, diff.isgrant
+	FROM diff LEFT JOIN pg_namespace n ON n.oid = diff.ns LEFT JOIN pg_roles r ON r.oid = diff.grantee
+	ORDER BY diff.isgrant, 1, 2, 4, 5`, from)
+	if err != nil {
+		return nil, fmt.Errorf("read the default privileges of %s: %w", from, err)
+	}
+	defer rows.Close()
+	var give, take []string
+	for rows.Next() {
+		var kind, schema, grantee, priv string
+		var toSelf, grantable, grant bool
+		if err := rows.Scan(&kind, &schema, &toSelf, &grantee, &priv, &grantable, &grant); err != nil {
+			return nil, err
+		}
+		objects, ok := defaultACLObjects[kind]
+		if !ok || !defaultACLPrivileges[priv] {
+			return nil, fmt.Errorf("default privilege %s on %q of %s: not one binky knows how to hand over", priv, kind, from)
+		}
+		in := ""
+		if schema != "" {
+			in = " IN SCHEMA " + ident(schema)
+		}
+		who := func(self string) string {
+			switch {
+			case toSelf:
+				return ident(self)
+			case grantee == "":
+				return "PUBLIC"
+			}
+			return ident(grantee)
+		}
+		stmt := func(role string, grant bool) string {
+			if grant {
+				opt := ""
+				if grantable {
+					opt = " WITH GRANT OPTION"
+				}
+				return "ALTER DEFAULT PRIVILEGES FOR ROLE " + ident(role) + in + " GRANT " + priv + " ON " + objects + " TO " + who(role) + opt
+			}
+			return "ALTER DEFAULT PRIVILEGES FOR ROLE " + ident(role) + in + " REVOKE " + priv + " ON " + objects + " FROM " + who(role)
+		}
+		give = append(give, stmt(to, grant))
+		take = append(take, stmt(from, !grant))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the default privileges of %s: %w", from, err)
+	}
+	return append(give, take...), nil
+}
+
+// defaultACLObjects names pg_default_acl's object types in ALTER DEFAULT
+// PRIVILEGES.
+var defaultACLObjects = map[string]string{"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
+
+// defaultACLPrivileges are the privilege names aclexplode reports; they go
+// into SQL as keywords, so nothing else is let through.
+var defaultACLPrivileges = map[string]bool{
+	"SELECT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "TRUNCATE": true, "REFERENCES": true,
+	"TRIGGER": true, "EXECUTE": true, "USAGE": true, "CREATE": true, "MAINTAIN": true,
+}
