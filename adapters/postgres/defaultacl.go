@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -30,10 +31,10 @@ func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([
 			WHERE d.ns = 0),
 		diff AS ((SELECT *, true AS isgrant FROM stored EXCEPT SELECT *, true FROM builtin)
 			UNION ALL (SELECT *, false FROM builtin EXCEPT SELECT *, false FROM stored))
-	SELECT diff.t::text, coalesce(n.nspname, ''), diff.grantee = (SELECT oid FROM fr), coalesce(r.rolname, ''),
+	SELECT diff.t::text, coalesce(n.nspname, ''), diff.grantee = (SELECT oid FROM fr), diff.grantee = 0, coalesce(r.rolname, ''),
 		diff.privilege_type, diff.is_grantable, diff.isgrant
 	FROM diff LEFT JOIN pg_namespace n ON n.oid = diff.ns LEFT JOIN pg_roles r ON r.oid = diff.grantee
-	ORDER BY diff.isgrant, 1, 2, 4, 5`, from)
+	ORDER BY diff.isgrant, 1, 2, 5, 6`, from)
 	if err != nil {
 		return nil, fmt.Errorf("read the default privileges of %s: %w", from, err)
 	}
@@ -41,13 +42,19 @@ func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([
 	var give, take []string
 	for rows.Next() {
 		var kind, schema, grantee, priv string
-		var toSelf, grantable, grant bool
-		if err := rows.Scan(&kind, &schema, &toSelf, &grantee, &priv, &grantable, &grant); err != nil {
+		var toSelf, toPublic, grantable, grant bool
+		if err := rows.Scan(&kind, &schema, &toSelf, &toPublic, &grantee, &priv, &grantable, &grant); err != nil {
 			return nil, err
 		}
 		objects, ok := defaultACLObjects[kind]
 		if !ok || !defaultACLPrivileges[priv] {
-			return nil, fmt.Errorf("default privilege %s on %q of %s: not one binky knows how to hand over", priv, kind, from)
+			// A kind a later PostgreSQL adds: left with the template's
+			// role, as before there were moves, rather than failing
+			// every clone of the template.
+			continue
+		}
+		if !toSelf && !toPublic && grantee == "" {
+			return nil, fmt.Errorf("default privilege %s of %s: its grantee is no role", priv, from)
 		}
 		in := ""
 		if schema != "" {
@@ -57,7 +64,7 @@ func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([
 			switch {
 			case toSelf:
 				return ident(self)
-			case grantee == "":
+			case toPublic:
 				return "PUBLIC"
 			}
 			return ident(grantee)
@@ -78,12 +85,18 @@ func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the default privileges of %s: %w", from, err)
 	}
+	// The template's role undoes them in reverse: a privilege whose grant
+	// option alone differs is a revoke then a grant for the world's role,
+	// and for the template's role a revoke of that grant, then the plain
+	// grant back.
+	slices.Reverse(take)
 	return append(give, take...), nil
 }
 
 // defaultACLObjects names pg_default_acl's object types in ALTER DEFAULT
 // PRIVILEGES.
-var defaultACLObjects = map[string]string{"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
+var defaultACLObjects = map[string]string{"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS",
+	"L": "LARGE OBJECTS"} // PostgreSQL 18+
 
 // defaultACLPrivileges are the privilege names aclexplode reports; they go
 // into SQL as keywords, so nothing else is let through.

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -471,7 +473,7 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
 	case rexists:
 		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(s.Name)); err != nil {
-			return fmt.Errorf("drop role %s: %w", s.Name, err)
+			return fmt.Errorf("drop role %s: %w%s", s.Name, err, dependents(err))
 		}
 	}
 	return errors.Join(errs...)
@@ -532,3 +534,13 @@ var (
 	_ adapters.Cloner  = (*Postgres)(nil)
 	_ adapters.Lister  = (*Postgres)(nil)
 )
+
+// dependents is what PostgreSQL says still depends on a role it refused to
+// drop (2BP01: which objects, in which databases), for the error's reader.
+func dependents(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "2BP01" && pe.Detail != "" {
+		return " (" + strings.ReplaceAll(pe.Detail, "\n", "; ") + ")"
+	}
+	return ""
+}

@@ -118,8 +118,18 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 	case !marked || ro != tmpl.mark:
 		return nil // a role of that name that is not binky's: no spare
 	}
-	if sd, err := database(ctx, c, spare); err != nil || sd.exists {
+	if sd, err := database(ctx, c, spare); err != nil {
 		return err
+	} else if sd.exists {
+		// One an older binky prepared is finished here, once: no world
+		// takes it until then.
+		if ours, err := isSpareOf(ctx, c, sd, tmpl, spare); err != nil || !ours {
+			return err
+		}
+		if o, err := spareOwnership(ctx, c, spare, template); err != nil || !o.preparedBefore() {
+			return err
+		}
+		return prepareSpare(ctx, c, adminURL, spare, template)
 	}
 	stmt, err := createStatement(ctx, c, spare, spare, template)
 	if err != nil {
@@ -171,11 +181,13 @@ func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template st
 // every database in pg_shdepend (readable from the admin's own database).
 type ownership struct {
 	// tmpl: the template's role owns something in the spare that REASSIGN
-	// OWNED moves. Not its default privileges, which REASSIGN leaves where
-	// they are (prepareSpare moves them with their own statements, and a
-	// spare an older binky prepared still has them: it is taken all the
-	// same), nor its user mappings, which stay in every copy.
+	// OWNED moves. Not its default privileges (tmplDefaults), nor its user
+	// mappings, which stay in every copy.
 	tmpl bool
+	// tmplDefaults: the template's role still has default privileges in
+	// the spare, which REASSIGN leaves where they are and prepareSpare
+	// moves with their own statements: a spare an older binky prepared.
+	tmplDefaults bool
 	// inside: the spare's role owns something in the spare (its schema
 	// public at least, once prepareSpare ran).
 	inside bool
@@ -188,7 +200,13 @@ type ownership struct {
 // prepared reports whether prepareSpare ran to the end on a spare whose
 // role owns nothing else: the one kind the quick take may rename to a
 // world's role.
-func (o ownership) prepared() bool { return !o.tmpl && o.inside && !o.elsewhere }
+func (o ownership) prepared() bool { return !o.tmpl && !o.tmplDefaults && o.inside && !o.elsewhere }
+
+// preparedBefore reports whether an older binky prepared the spare, before
+// default privileges were moved: prepareSpare, run again, finishes it.
+func (o ownership) preparedBefore() bool {
+	return !o.tmpl && o.tmplDefaults && o.inside && !o.elsewhere
+}
 
 // unprepared reports whether the spare is as copied: its role owns nothing
 // in it, so a world that takes the database alone and hands the template
@@ -203,10 +221,12 @@ func spareOwnership(ctx context.Context, c *pgx.Conn, spare, template string) (o
 	SELECT
 		EXISTS (SELECT FROM owned WHERE dbid = (SELECT oid FROM sd) AND refobjid = (SELECT oid FROM tr)
 			AND classid NOT IN ('pg_default_acl'::regclass, 'pg_user_mapping'::regclass)),
+		EXISTS (SELECT FROM owned WHERE dbid = (SELECT oid FROM sd) AND refobjid = (SELECT oid FROM tr)
+			AND classid = 'pg_default_acl'::regclass),
 		EXISTS (SELECT FROM owned WHERE dbid = (SELECT oid FROM sd) AND refobjid = (SELECT oid FROM sr)),
 		EXISTS (SELECT FROM owned WHERE refobjid = (SELECT oid FROM sr) AND dbid IS DISTINCT FROM (SELECT oid FROM sd)
 			AND NOT (dbid = 0 AND classid = 'pg_database'::regclass AND objid = (SELECT oid FROM sd)))`,
-		spare, template).Scan(&o.tmpl, &o.inside, &o.elsewhere)
+		spare, template).Scan(&o.tmpl, &o.tmplDefaults, &o.inside, &o.elsewhere)
 	return o, err
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/git-binky/git-binky/adapters"
 )
@@ -361,6 +363,8 @@ func TestATemplatesDefaultPrivilegesBecomeEachWorldsOwn(t *testing.T) {
 		"ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
 		"ALTER DEFAULT PRIVILEGES REVOKE TRUNCATE ON TABLES FROM " + ident(gold.Name),
 		"ALTER DEFAULT PRIVILEGES GRANT USAGE ON SEQUENCES TO " + ident(reader) + " WITH GRANT OPTION",
+		// Its own grant option: a revoke and a grant for the same privilege.
+		"ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO CURRENT_USER WITH GRANT OPTION",
 	} {
 		if _, err := gc.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -379,6 +383,11 @@ func TestATemplatesDefaultPrivilegesBecomeEachWorldsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSpare(ctx, admin, gold.Name)
+	for _, w := range []adapters.Slice{a, b} {
+		if n := templateDefaultsIn(t, c, w.Name, gold.Name); n != 0 {
+			t.Errorf("the template's role keeps %d default privileges in %s", n, w.Name)
+		}
+	}
 	if err := p.Teardown(ctx, gold); err != nil {
 		t.Fatalf("the template's teardown while its worlds exist: %v", err)
 	}
@@ -405,6 +414,81 @@ func TestATemplatesDefaultPrivilegesBecomeEachWorldsOwn(t *testing.T) {
 		}
 		if err := p.Teardown(ctx, w); err != nil {
 			t.Errorf("teardown %s: %v", w.Name, err)
+		}
+	}
+}
+
+// templateDefaultsIn counts the default privileges the template's role has
+// in database db.
+func templateDefaultsIn(t *testing.T, c *pgx.Conn, db, template string) int {
+	t.Helper()
+	var n int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_shdepend
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) AND classid = 'pg_default_acl'::regclass
+		AND refobjid = (SELECT oid FROM pg_roles WHERE rolname = $2)`, db, template).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A spare an older binky prepared still holds the template role's default
+// privileges: no world takes it as it is. The next clone copies the
+// template, and the spare is finished in the background for the one after.
+func TestASparePreparedBeforeDefaultPrivilegesMovedIsFinishedFirst(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	spare := spareOf(gold.Name)
+	gc := asWorld(t, p, gold)
+	if _, err := gc.Exec(ctx, "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	gc.Close(ctx)
+	a, b, d := testSlice(t, admin, "a"), testSlice(t, admin, "b"), testSlice(t, admin, "d")
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	// What an older binky's prepareSpare left: the template's default
+	// privileges where REASSIGN left them.
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS true"); err != nil {
+		t.Fatal(err)
+	}
+	inDatabase(t, admin, spare, "ALTER DEFAULT PRIVILEGES FOR ROLE "+ident(gold.Name)+" IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC")
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(spare)+" ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	oid := func(db string) (o uint32) {
+		c.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", db).Scan(&o)
+		return o
+	}
+	old := oid(spare)
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.preparedBefore() || o.prepared() {
+		t.Fatalf("an older binky's spare reads as %+v (%v), want prepared before, not prepared", o, err)
+	}
+	if err := p.Clone(ctx, gold.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	if oid(b.Name) == old {
+		t.Fatal("a world took the spare that still held the template's default privileges")
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if oid(spare) != old {
+		t.Fatal("the older binky's spare was replaced, not finished")
+	}
+	if o, err := spareOwnership(ctx, c, spare, gold.Name); err != nil || !o.prepared() {
+		t.Fatalf("the older binky's spare was not finished: %+v %v", o, err)
+	}
+	if err := p.Clone(ctx, gold.Name, d); err != nil {
+		t.Fatal(err)
+	}
+	if oid(d.Name) != old {
+		t.Fatal("the finished spare was not taken")
+	}
+	for _, w := range []adapters.Slice{b, d} {
+		if n := templateDefaultsIn(t, c, w.Name, gold.Name); n != 0 {
+			t.Errorf("the template's role keeps %d default privileges in %s", n, w.Name)
 		}
 	}
 }
@@ -450,5 +534,19 @@ func TestASpareRoleOwningAnotherWorldsTablesIsNeverAWorldsRole(t *testing.T) {
 		if o == w.Name {
 			t.Fatalf("the new world's role owns objects in %s: owners %v", old.Name, ownersIn(t, c, old.Name))
 		}
+	}
+}
+
+// A role PostgreSQL refuses to drop for what depends on it is reported
+// with what and where, one line.
+func TestARoleStillDependedOnSaysWhere(t *testing.T) {
+	err := fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "2BP01", Message: "role cannot be dropped",
+		Detail: "privileges for default privileges on new relations belonging to role r in schema public\n1 object in database w_a"})
+	want := " (privileges for default privileges on new relations belonging to role r in schema public; 1 object in database w_a)"
+	if got := dependents(err); got != want {
+		t.Errorf("dependents = %q, want %q", got, want)
+	}
+	if got := dependents(errors.New("other")); got != "" {
+		t.Errorf("dependents of another error = %q, want nothing", got)
 	}
 }
