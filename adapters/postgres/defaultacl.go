@@ -17,8 +17,9 @@ import (
 // role gets the same defaults, and the template's role none.
 
 // defaultPrivilegeMoves returns the statements, for the database c is
-// connected to, that give role to the default privileges from has there
-// and take them from from. A grant to from itself becomes a grant to role.
+// connected to, that give the role to the default privileges the role from
+// has there, and take them from it. A grant to from itself becomes a grant
+// to to.
 func defaultPrivilegeMoves(ctx context.Context, c *pgx.Conn, from, to string) ([]string, error) {
 	// A global entry (no schema) replaces the built-in defaults, so only
 	// its difference from them is restated; a schema's entry adds to them.
