@@ -37,6 +37,10 @@ type Finding struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
+// rootDataDir is world.RootDataDir, where the tests put a folder of their
+// own.
+var rootDataDir = world.RootDataDir
+
 // Run performs every check from dir.
 func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	var out []Finding
@@ -179,6 +183,24 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 			"git binky install in their repository (the watcher tears them down), or delete the files under "+c.Home.WorldsDir())
 	} else {
 		add("records", OK, fmt.Sprintf("%d worlds recorded", len(recs)), "")
+	}
+	// As root, a deleted home's shared servers keep their files (and run,
+	// if they ran) under /var/lib/git-binky: nothing of binky's reaches
+	// them any more, and their admin passwords went with the home.
+	if orphans, _ := world.RootOrphans(rootDataDir); len(orphans) > 0 {
+		for _, o := range orphans {
+			detail := fmt.Sprintf("%s holds the %s files of a home that is gone (%s)", o.Folder, strings.Join(o.Kinds, ", "), o.Home)
+			fix := "rm -rf " + o.Folder
+			if len(o.Running) > 0 {
+				detail += "; still running from it: " + strings.Join(o.Running, ", ")
+				pids := make([]string, len(o.Running))
+				for i, r := range o.Running {
+					pids[i], _, _ = strings.Cut(r, ":")
+				}
+				fix = "kill " + strings.Join(pids, " ") + ", then " + fix
+			}
+			add("server files", Warning, detail, fix)
+		}
 	}
 	if _, err := exec.LookPath("caddy"); err != nil && settings.HTTPS {
 		add("https", Problem, "https is on but caddy is not on PATH", "install Caddy, or git binky port --tls off")

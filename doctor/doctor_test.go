@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,5 +105,42 @@ func TestLoopback(t *testing.T) {
 		if got := loopback(tc.addrs); got != tc.want {
 			t.Errorf("loopback(%v) = %v", tc.addrs, got)
 		}
+	}
+}
+
+// As root, a deleted home leaves its shared servers' files under
+// /var/lib/git-binky: doctor names the folder, the home it was, and how
+// to remove it. A live home's folder is not mentioned.
+func TestADeletedHomesServerFilesAreNamedWithHowToRemoveThem(t *testing.T) {
+	c := newClient(t)
+	root := t.TempDir()
+	rootDataDir = root
+	t.Cleanup(func() { rootDataDir = world.RootDataDir })
+	gone := world.Home{Dir: filepath.Join(t.TempDir(), "gone")}
+	for _, h := range []world.Home{c.Home, gone} {
+		if err := h.Ensure(); err != nil {
+			t.Fatal(err)
+		}
+		folder := filepath.Join(root, filepath.Base(h.Dir))
+		if err := os.MkdirAll(filepath.Join(folder, "mysql"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.WriteRootOwner(folder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(gone.Dir); err != nil {
+		t.Fatal(err)
+	}
+	var files []Finding
+	for _, f := range Run(context.Background(), c, t.TempDir()) {
+		if f.Check == "server files" {
+			files = append(files, f)
+		}
+	}
+	folder := filepath.Join(root, "gone")
+	if len(files) != 1 || files[0].Level != Warning || !strings.Contains(files[0].Detail, folder) ||
+		!strings.Contains(files[0].Detail, "mysql") || !strings.Contains(files[0].Detail, gone.Dir) || files[0].Fix != "rm -rf "+folder {
+		t.Errorf("server files findings %+v, want one warning naming %s, its home and its rm -rf", files, folder)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 // rootDataDir is where a root-run binky keeps the files of the servers it
 // runs as their own users (postgres, mysql, rabbitmq), whom root's home
 // does not let in.
-const rootDataDir = "/var/lib/git-binky"
+const rootDataDir = world.RootDataDir
 
 // rootDir is the folder under rootDataDir of kind's server for this home,
 // made (and the folders above it left traversable, not readable). It is
@@ -25,6 +27,7 @@ func (m *Servers) rootDir(kind, link, sub string) (string, error) {
 	old := filepath.Join(rootDataDir, hex.EncodeToString(legacy[:6]), kind)
 	if target, err := os.Readlink(link); err == nil && target == filepath.Join(old, sub) {
 		if _, err := os.Stat(target); err == nil {
+			m.ownRootDir(filepath.Dir(old))
 			return old, nil
 		}
 	}
@@ -40,7 +43,15 @@ func (m *Servers) rootDir(kind, link, sub string) (string, error) {
 	for _, d := range []string{rootDataDir, filepath.Dir(dir)} {
 		_ = os.Chmod(d, 0o711)
 	}
+	m.ownRootDir(filepath.Dir(dir))
 	return dir, nil
+}
+
+// ownRootDir records which home a folder under rootDataDir is, so that
+// doctor can tell it from a deleted home's. Failing costs only that: the
+// server runs all the same.
+func (m *Servers) ownRootDir(folder string) {
+	_ = m.Home.WriteRootOwner(folder)
 }
 
 // linkTo points link at target, unless it already does.

@@ -65,4 +65,27 @@ func TestAHomeMadeAgainAtItsPathGetsAServerOfItsOwn(t *testing.T) {
 	if len(dirs) == 2 && dirs[0] == dirs[1] {
 		t.Errorf("both homes keep their server in %s", dirs[0])
 	}
+	// What doctor then says: the deleted home's folder is an orphan (its
+	// server stopped), the new home's is not.
+	if len(dirs) == 2 {
+		orphans, err := world.RootOrphans(rootDataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, o := range orphans {
+			if o.Folder == dirs[1] {
+				t.Errorf("the live home's folder %s is listed as an orphan", o.Folder)
+			}
+			if o.Folder == dirs[0] {
+				found = true
+				if o.Home != path || len(o.Kinds) != 1 || o.Kinds[0] != "postgres" || len(o.Running) != 0 {
+					t.Errorf("the deleted home's folder reads as %+v, want home %s, kinds [postgres], nothing running", o, path)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the deleted home's folder %s is not listed as an orphan: %+v", dirs[0], orphans)
+		}
+	}
 }
