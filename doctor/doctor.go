@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -186,18 +187,25 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 	// As root, a deleted home's shared servers keep their files (and run,
 	// if they ran) under /var/lib/git-binky: nothing of binky's reaches
-	// them any more, and their admin passwords went with the home.
+	// them any more, and their admin passwords went with the home. Its
+	// path may only be unmounted now, so the fix says when it applies.
 	if orphans, _ := world.RootOrphans(rootDataDir); len(orphans) > 0 {
 		for _, o := range orphans {
-			detail := fmt.Sprintf("%s holds the %s files of a home that is gone (%s)", o.Folder, strings.Join(o.Kinds, ", "), o.Home)
-			fix := "rm -rf " + o.Folder
+			what := "server files"
+			if len(o.Kinds) > 0 {
+				what = strings.Join(o.Kinds, ", ") + " files"
+			}
+			detail := fmt.Sprintf("%s holds the %s of a home no longer at %s", o.Folder, what, o.Home)
+			fix := "if that home is gone for good (not on a disk unmounted now): rm -rf " + o.Folder
 			if len(o.Running) > 0 {
-				detail += "; still running from it: " + strings.Join(o.Running, ", ")
-				pids := make([]string, len(o.Running))
-				for i, r := range o.Running {
-					pids[i], _, _ = strings.Cut(r, ":")
+				var names, pids []string
+				for _, p := range o.Running {
+					names = append(names, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
+					pids = append(pids, strconv.Itoa(p.PID))
 				}
-				fix = "kill " + strings.Join(pids, " ") + ", then " + fix
+				detail += "; still running from it: " + strings.Join(names, ", ")
+				fix = "if that home is gone for good (not on a disk unmounted now): kill -INT " + strings.Join(pids, " ") +
+					", and once they have exited, rm -rf " + o.Folder
 			}
 			add("server files", Warning, detail, fix)
 		}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,11 +118,11 @@ func TestADeletedHomesServerFilesAreNamedWithHowToRemoveThem(t *testing.T) {
 	rootDataDir = root
 	t.Cleanup(func() { rootDataDir = world.RootDataDir })
 	gone := world.Home{Dir: filepath.Join(t.TempDir(), "gone")}
-	for _, h := range []world.Home{c.Home, gone} {
+	for i, h := range []world.Home{c.Home, gone} {
 		if err := h.Ensure(); err != nil {
 			t.Fatal(err)
 		}
-		folder := filepath.Join(root, filepath.Base(h.Dir))
+		folder := filepath.Join(root, fmt.Sprintf("0000000000%02x", 0xfe+i))
 		if err := os.MkdirAll(filepath.Join(folder, "mysql"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +139,9 @@ func TestADeletedHomesServerFilesAreNamedWithHowToRemoveThem(t *testing.T) {
 			files = append(files, f)
 		}
 	}
-	folder := filepath.Join(root, "gone")
+	folder := filepath.Join(root, "0000000000ff")
 	if len(files) != 1 || files[0].Level != Warning || !strings.Contains(files[0].Detail, folder) ||
-		!strings.Contains(files[0].Detail, "mysql") || !strings.Contains(files[0].Detail, gone.Dir) || files[0].Fix != "rm -rf "+folder {
+		!strings.Contains(files[0].Detail, "mysql") || !strings.Contains(files[0].Detail, gone.Dir) || !strings.HasSuffix(files[0].Fix, ": rm -rf "+folder) {
 		t.Errorf("server files findings %+v, want one warning naming %s, its home and its rm -rf", files, folder)
 	}
 }
