@@ -189,26 +189,24 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	// if they ran) under /var/lib/git-binky: nothing of binky's reaches
 	// them any more, and their admin passwords went with the home. Its
 	// path may only be unmounted now, so the fix says when it applies.
-	if orphans, _ := world.RootOrphans(rootDataDir); len(orphans) > 0 {
-		for _, o := range orphans {
-			what := "server files"
-			if len(o.Kinds) > 0 {
-				what = strings.Join(o.Kinds, ", ") + " files"
-			}
-			detail := fmt.Sprintf("%s holds the %s of a home no longer at %s", o.Folder, what, o.Home)
-			fix := "if that home is gone for good (not on a disk unmounted now): rm -rf " + o.Folder
-			if len(o.Running) > 0 {
-				var names, pids []string
-				for _, p := range o.Running {
-					names = append(names, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
-					pids = append(pids, strconv.Itoa(p.PID))
-				}
-				detail += "; still running from it: " + strings.Join(names, ", ")
-				fix = "if that home is gone for good (not on a disk unmounted now): kill -INT " + strings.Join(pids, " ") +
-					", and once they have exited, rm -rf " + o.Folder
-			}
-			add("server files", Warning, detail, fix)
+	roots, _ := world.RootOrphans(rootDataDir)
+	for _, o := range roots {
+		what := "server files"
+		if len(o.Kinds) > 0 {
+			what = strings.Join(o.Kinds, ", ") + " files"
 		}
+		detail := fmt.Sprintf("%s holds the %s of a home no longer at %s", o.Folder, what, o.Home)
+		fix := "rm -rf " + o.Folder
+		if len(o.Running) > 0 {
+			var names, pids []string
+			for _, p := range o.Running {
+				names = append(names, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
+				pids = append(pids, strconv.Itoa(p.PID))
+			}
+			detail += "; still running from it: " + strings.Join(names, ", ")
+			fix = "kill -INT " + strings.Join(pids, " ") + ", and once they have exited, " + fix
+		}
+		add("server files", Warning, detail, "if that home is gone for good (not on a disk unmounted now): "+fix)
 	}
 	if _, err := exec.LookPath("caddy"); err != nil && settings.HTTPS {
 		add("https", Problem, "https is on but caddy is not on PATH", "install Caddy, or git binky port --tls off")

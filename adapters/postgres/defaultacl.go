@@ -16,6 +16,20 @@ import (
 // while a world exists (2BP01). So each copy hands them over: the world's
 // role gets the same defaults, and the template's role none.
 
+// handOver returns the statements, for a copy of template that c is
+// connected to, that give what template's role owns there, and its default
+// privileges, to the role to: none when that role does not exist.
+func handOver(ctx context.Context, c *pgx.Conn, template, to string) ([]string, error) {
+	if _, exists, _, err := roleOwner(ctx, c, template); err != nil || !exists {
+		return nil, err
+	}
+	moves, err := defaultPrivilegeMoves(ctx, c, template, to)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + ident(to)}, moves...), nil
+}
+
 // defaultPrivilegeMoves returns the statements, for the database c is
 // connected to, that give the role to the default privileges the role from
 // has there, and take them from it. A grant to from itself becomes a grant

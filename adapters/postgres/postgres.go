@@ -43,8 +43,8 @@ func literal(s string) (string, error) {
 // pools keeps connections per admin URL, so that a burst of ups shares
 // them: a new connection costs a backend process, TCP and SCRAM (~3 ms on
 // a quick machine, 10-40 ms where page faults are dear, as in a VM), and
-// one up made four of them before. Idle ones are closed (after idle), since
-// each holds memory; one is pinged before reuse, so a restarted server
+// one up made four of them before. Idle ones are closed after the pool's
+// idle time, since each holds memory; one is pinged before reuse, so a restarted server
 // costs a reconnect, not an error. A connection given back inside a
 // transaction, or broken, is closed, never reused.
 type pools struct {
@@ -343,16 +343,15 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	}
 	defer dc.Close(ctx)
 	if template != "" {
-		// The copy's objects belong to the template's role; hand them to
-		// this world's role, inside the copy only.
-		// Its default privileges too (defaultacl.go), in the same
-		// transaction.
-		if _, exists, _, _ := roleOwner(ctx, dc, template); exists {
-			moves, err := defaultPrivilegeMoves(ctx, dc, template, s.Name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
-			}
-			if err := inTx(ctx, dc, append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + role}, moves...)...); err != nil {
+		// The copy's objects and default privileges belong to the
+		// template's role; hand them to this world's role, inside the copy
+		// only, in one transaction.
+		stmts, err := handOver(ctx, dc, template, s.Name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if len(stmts) > 0 {
+			if err := inTx(ctx, dc, stmts...); err != nil {
 				return fmt.Errorf("reassign objects of %s in %s: %w", template, s.Name, err)
 			}
 		}

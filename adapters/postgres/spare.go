@@ -164,17 +164,11 @@ func prepareSpare(ctx context.Context, c *pgx.Conn, adminURL, spare, template st
 		return err
 	}
 	defer dc.Close(context.WithoutCancel(ctx))
-	stmts := []string{"ALTER SCHEMA public OWNER TO " + ident(spare)}
-	if _, exists, _, err := roleOwner(ctx, dc, template); err != nil {
+	stmts, err := handOver(ctx, dc, template, spare)
+	if err != nil {
 		return err
-	} else if exists {
-		moves, err := defaultPrivilegeMoves(ctx, dc, template, spare)
-		if err != nil {
-			return err
-		}
-		stmts = append(append([]string{"REASSIGN OWNED BY " + ident(template) + " TO " + ident(spare)}, moves...), stmts...)
 	}
-	return inTx(ctx, dc, stmts...)
+	return inTx(ctx, dc, append(stmts, "ALTER SCHEMA public OWNER TO "+ident(spare))...)
 }
 
 // ownership is who owns what of a spare, as PostgreSQL records it for
