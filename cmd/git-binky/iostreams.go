@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"golang.org/x/term"
 )
 
 // IOStreams is the terminal: it owns the three streams and decides, in
@@ -37,14 +39,24 @@ func newIOStreams(in io.Reader, out, errw io.Writer, getenv func(string) (string
 	return s
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w is a terminal. Asking the terminal driver,
+// not the file's mode: /dev/null is a character device too, and
+// `git binky env >/dev/null` is no person reading. SyscallConn, not Fd:
+// Fd would put the stream into blocking mode.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	if err := rc.Control(func(fd uintptr) { tty = term.IsTerminal(int(fd)) }); err != nil {
+		return false
+	}
+	return tty
 }
 
 // IsStdoutTTY reports whether Out is a terminal: tables and hidden
