@@ -30,7 +30,7 @@ type Config struct {
 	// positions in diagnostics and for the trust hash).
 	Path   string `toml:"-"`
 	Source []byte `toml:"-"`
-	pos    *locator
+	pos    *lazyLocator
 }
 
 // Project is the [project] table.
@@ -219,7 +219,7 @@ func hasErrors(diags []Diagnostic) bool {
 // ParseConfig decodes src strictly and validates it. It never panics; the
 // returned config is nil when the TOML itself cannot be decoded.
 func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
-	cfg := &Config{Path: path, Source: src, pos: newLocator(src)}
+	cfg := &Config{Path: path, Source: src, pos: &lazyLocator{src: src}}
 	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(cfg)
 	if err != nil {
 		return nil, []Diagnostic{decodeDiagnostic(path, src, err)}

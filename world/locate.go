@@ -3,6 +3,7 @@ package world
 import (
 	"sort"
 	"strings"
+	"sync"
 )
 
 // locator maps TOML key paths to the line and column where each is written.
@@ -16,6 +17,23 @@ type locator struct {
 	src   []byte
 	lines []int // byte offset of each line start
 	pos   map[string][2]int
+}
+
+// lazyLocator scans on the first diagnostic that needs a position: a file
+// without any (every env on a shell prompt) never pays for the scan, a
+// sixth of what parsing binky.toml allocates.
+type lazyLocator struct {
+	src  []byte
+	once sync.Once
+	l    *locator
+}
+
+func (z *lazyLocator) find(key []string) (int, int) {
+	if z == nil {
+		return 1, 1
+	}
+	z.once.Do(func() { z.l = newLocator(z.src) })
+	return z.l.find(key)
 }
 
 func newLocator(src []byte) *locator {

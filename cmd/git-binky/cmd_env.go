@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,7 @@ No name: the worktree you stand in.
 			if n > 1 {
 				return usageError{fmt.Errorf("choose one of --dotenv, --shell and --json")}
 			}
-			return runEnv(cmd, app, opts)
+			return runEnv(cmd.Context(), app, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Dotenv, "dotenv", false, "print KEY=value lines for a .env file")
@@ -53,12 +54,43 @@ No name: the worktree you stand in.
 	return cmd
 }
 
-func runEnv(cmd *cobra.Command, app *App, opts envOptions) error {
+// envFastArgs recognises env's everyday forms — at most one of --dotenv,
+// --shell and --json, and at most one worktree name — and says which
+// options they mean. Anything else (help, a mistake, a flag spelt another
+// way) is not recognised and goes through cobra like every command, so
+// its errors and help are cobra's.
+func envFastArgs(args []string) (envOptions, bool) {
+	var opts envOptions
+	if len(args) == 0 || args[0] != "env" || len(args) > 3 {
+		return opts, false
+	}
+	formats := 0
+	for _, a := range args[1:] {
+		switch {
+		case a == "--dotenv":
+			opts.Dotenv, formats = true, formats+1
+		case a == "--shell":
+			opts.Shell, formats = true, formats+1
+		case a == "--json":
+			opts.JSON, formats = true, formats+1
+		case a == "" || strings.HasPrefix(a, "-") || opts.Name != "":
+			return envOptions{}, false
+		default:
+			opts.Name = a
+		}
+	}
+	if formats > 1 {
+		return envOptions{}, false
+	}
+	return opts, true
+}
+
+func runEnv(ctx context.Context, app *App, opts envOptions) error {
 	home, err := app.Home()
 	if err != nil {
 		return err
 	}
-	c, err := world.OpenCoordinates(cmd.Context(), home, app.Dir, opts.Name)
+	c, err := world.OpenCoordinates(ctx, home, app.Dir, opts.Name)
 	if err != nil {
 		return err
 	}

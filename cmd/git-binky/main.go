@@ -24,6 +24,17 @@ func main() {
 // one place errors become exit codes and hints.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
+	if opts, ok := envFastArgs(args); ok {
+		// env runs on every shell prompt: its everyday forms skip building
+		// the command tree (~1 ms of its ~12; docs/performance.md).
+		return exitCode(runEnv(context.Background(), app, opts), app)
+	}
+	return runCobra(app, args)
+}
+
+// runCobra runs args through the command tree, as every command but env's
+// everyday forms runs.
+func runCobra(app *App, args []string) int {
 	root := newRootCmd(app)
 	root.SetArgs(args)
 	ctx := context.Background()

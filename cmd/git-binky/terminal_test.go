@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/verify"
@@ -141,9 +139,7 @@ func TestEnvRendering(t *testing.T) {
 			home = app.home
 		}
 		app.home = home
-		cmd := &cobra.Command{}
-		cmd.SetContext(context.Background())
-		if err := runEnv(cmd, app, envOptions{}); err != nil {
+		if err := runEnv(context.Background(), app, envOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), "API_PORT=") || !strings.Contains(out.String(), "BINKY_PROJECT=acme") {
