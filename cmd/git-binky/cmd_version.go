@@ -14,7 +14,7 @@ func newVersionCmd(app *App) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(app.Out, "git-binky %s\n", version.String())
+			_, err := fmt.Fprintf(app.Out, "git-binky version %s\n", version.String())
 			return err
 		},
 	}

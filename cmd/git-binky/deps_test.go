@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,5 +53,24 @@ func TestOnlyEnvLeavesSignalsToTheirDefault(t *testing.T) {
 	walk(root)
 	if len(fast) != 1 || fast[0] != "git-binky env" {
 		t.Fatalf("commands without a signal context: %v, want only git-binky env", fast)
+	}
+}
+
+// A text/template anywhere in the CLI (cobra's Set*Template included) makes
+// reflect.Value.MethodByName reachable, and the linker then keeps every
+// exported method of every type: 2 MB more binary to map at each start.
+func TestLightCLIKeepsDeadMethodsOut(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("skipped: the go tool is not on PATH, so the CLI's symbols cannot be listed")
+	}
+	out, err := exec.Command(gobin, "tool", "nm", filepath.Join(binDir, "git-binky")).Output()
+	if err != nil {
+		t.Fatalf("go tool nm: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && (f[len(f)-1] == "reflect.Value.MethodByName" || f[len(f)-1] == "reflect.Value.Method") {
+			t.Errorf("git-binky links %s: a template (or other reflection by method name) reached the CLI", f[len(f)-1])
+		}
 	}
 }

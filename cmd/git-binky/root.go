@@ -20,7 +20,10 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 	root.SetIn(app.In)
 	root.SetOut(app.Out)
 	root.SetErr(app.Err)
-	root.SetVersionTemplate("git-binky {{.Version}}\n")
+	// No Set*Template: a template makes reflect's MethodByName reachable,
+	// and the linker then keeps every exported method in the binary (2 MB,
+	// ~0.7 ms of every start). --version prints cobra's plain
+	// "git-binky version X", as `git binky version` does.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err}
 	})
