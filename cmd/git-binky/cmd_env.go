@@ -30,7 +30,10 @@ func newEnvCmd(app *App) *cobra.Command {
 BINKY_PROJECT — allocating ports on first use, so it works before any 'up'.
 No name: the worktree you stand in.
 
-  eval "$(git binky env --shell)"     # in a shell, or in direnv's .envrc`,
+  eval "$(git-binky env --shell)"     # in a shell, or in direnv's .envrc
+
+(git-binky, not git binky, where it runs on every prompt: git's own start
+before it costs more than env itself.)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
