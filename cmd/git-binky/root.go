@@ -60,5 +60,25 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 	if man := newManCmd(app); man != nil {
 		root.AddCommand(man)
 	}
+	for _, c := range root.Commands() {
+		argsAreUsage(c)
+	}
 	return root
+}
+
+// argsAreUsage makes a wrong number of arguments the usage mistake a wrong
+// flag already is (exit 2, not 1), in c and every command under it. The
+// root keeps cobra's own check: an unknown command exits 1, as git's does.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A wrong number of arguments is a usage mistake, as a wrong flag is: exit
+// 2, with cobra's message. An unknown command stays 1, as git's does.
+func TestWrongArgumentsExitTwo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("BINKY_HOME", t.TempDir())
+	for _, tc := range []struct {
+		args string
+		code int
+		says string
+	}{
+		{"env a b", 2, "accepts at most 1 arg(s), received 2"},
+		{"version extra", 2, `unknown command "extra"`},
+		{"status a b c", 2, "received 3"},
+		{"env --bogus", 2, "unknown flag: --bogus"},
+		{"no-such-command", 1, `unknown command "no-such-command"`},
+	} {
+		var out, errw bytes.Buffer
+		code := Main(strings.Fields(tc.args), strings.NewReader(""), &out, &errw)
+		if code != tc.code || !strings.Contains(errw.String(), tc.says) {
+			t.Errorf("git-binky %s: exit %d, stderr %q; want exit %d saying %q", tc.args, code, errw.String(), tc.code, tc.says)
+		}
+	}
+}
