@@ -300,10 +300,14 @@ func (d *Daemon) signalWorld(id string, sig syscall.Signal, state world.State) e
 	d.mu.Lock()
 	r := d.worlds[id]
 	d.mu.Unlock()
-	if r == nil || r.group == nil {
+	if r == nil {
 		return nil
 	}
-	err := r.group.Signal(sig)
+	g := r.live.Load()
+	if g == nil {
+		return nil
+	}
+	err := g.Signal(sig)
 	d.setState(id, state, "")
 	return err
 }

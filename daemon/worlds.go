@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/git-binky/git-binky/api"
@@ -26,6 +27,16 @@ type worldRun struct {
 	group *supervisor.Group
 	names []string // the services the group runs
 	env   []string // the environment of the last explicit up, for restarts
+	// live is group, for what must not wait on mu while an up or a down
+	// holds it for seconds (status, signals, shutdown). setGroup keeps the
+	// two equal.
+	live atomic.Pointer[supervisor.Group]
+}
+
+// setGroup replaces the world's group and the services it runs; mu held.
+func (r *worldRun) setGroup(g *supervisor.Group, names []string) {
+	r.group, r.names = g, names
+	r.live.Store(g)
 }
 
 // repoLock serialises what touches one repository's worktrees: worktree
@@ -275,7 +286,8 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
 	failPoint(exitAtUpServices)
-	r.group, r.names, r.env = g, names, env
+	r.setGroup(g, names)
+	r.env = env
 	admitted = true
 	d.setState(w.ID, world.StateRunning, "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
@@ -442,7 +454,7 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	if r.group != nil {
 		err := r.group.Stop(ctx)
 		r.group.Close()
-		r.group, r.names = nil, nil
+		r.setGroup(nil, nil)
 		if err != nil {
 			return err
 		}
@@ -589,9 +601,11 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 		w.Missing = true
 	}
 	live := map[string]supervisor.Status{}
-	if r != nil && r.group != nil {
-		for _, st := range r.group.Statuses() {
-			live[st.Name] = st
+	if r != nil {
+		if g := r.live.Load(); g != nil {
+			for _, st := range g.Statuses() {
+				live[st.Name] = st
+			}
 		}
 	}
 	names := map[string]bool{}
@@ -708,7 +722,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	}
 	r := d.run(rec.ID)
 	r.mu.Lock()
-	r.group, r.names = g, names
+	r.setGroup(g, names)
 	r.mu.Unlock()
 	d.admission.Admit(rec.ID)
 	switch {
@@ -828,8 +842,8 @@ func (d *Daemon) closeAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.worlds {
-		if r.group != nil {
-			r.group.Close()
+		if g := r.live.Load(); g != nil {
+			g.Close()
 		}
 	}
 }

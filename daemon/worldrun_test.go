@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/git-binky/git-binky/supervisor"
+	"github.com/git-binky/git-binky/world"
+)
+
+// status, suspend/resume and shutdown read a world's group without waiting
+// for the up or down that holds the world's lock for seconds; an up that
+// sets the group meanwhile must not race them (CI's -race caught status
+// reading it as an up wrote it).
+func TestAWorldsGroupIsReadWhileAnUpReplacesIt(t *testing.T) {
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := d.run("w1")
+	rec := &world.Record{ID: "w1", Path: t.TempDir()}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // an up, then a down, again and again, under the world's lock
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			g, err := supervisor.NewGroup(nil, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r.mu.Lock()
+			r.setGroup(g, nil)
+			r.mu.Unlock()
+			r.mu.Lock()
+			r.group.Close()
+			r.setGroup(nil, nil)
+			r.mu.Unlock()
+		}
+	}()
+	go func() { // status and a resume, never taking the world's lock
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			_ = d.describeRecord(rec, r)
+			_ = d.signalWorld("w1", 0, world.StateRunning)
+		}
+	}()
+	wg.Wait()
+}
