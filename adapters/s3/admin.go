@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7/pkg/signer"
 )
@@ -57,7 +58,32 @@ func (e *adminError) Error() string {
 // API: it cannot make users, so worlds share the keys the options name.
 var errNoAdminAPI = errors.New("the endpoint has no MinIO admin API")
 
+// notInitializedWait bounds how long do waits for a MinIO that answers
+// XMinioServerNotInitialized. MinIO's readiness probe says 200 before its
+// IAM subsystem has loaded; a shared server binky has just started (or a
+// user's, restarted) refuses user and policy calls for a second or more.
+var notInitializedWait = 60 * time.Second
+
+// do calls the admin API, waiting (bounded by notInitializedWait and ctx)
+// while the server says it is not initialized yet.
 func (a *admin) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	deadline := time.Now().Add(notInitializedWait)
+	pause := 50 * time.Millisecond
+	for {
+		out, err := a.once(ctx, method, path, query, body)
+		if !isCode(err, "XMinioServerNotInitialized") || time.Now().Add(pause).After(deadline) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waiting for MinIO to initialize: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+func (a *admin) once(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
 	u := *a.endpoint
 	u.Path = adminPrefix + path
 	u.RawQuery = query.Encode()
