@@ -196,8 +196,13 @@ func missing(what, pkg string) error {
 }
 
 func run(ctx context.Context, cred *account, name string, args ...string) error {
+	return runEnv(ctx, cred, nil, name, args...)
+}
+
+// runEnv is run with env as the command's environment (nil: the daemon's).
+func runEnv(ctx context.Context, cred *account, env []string, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = "/"
+	cmd.Dir, cmd.Env = "/", env
 	// Detached (detach_<os>.go): the server outlives the daemon and ignores
 	// the terminal's signals.
 	cmd.SysProcAttr = detached(cred)

@@ -82,7 +82,7 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 		// --no-sync: the files reach the disk after the server starts
 		// (initdb --sync-only, below), not while the first up waits
 		// (~130 ms of a ~600 ms initdb here).
-		if err := run(ctx, cred, initdb, "-D", fresh, "-U", "binky", "--pwfile", pwfile, "--auth", "scram-sha-256",
+		if err := runEnv(ctx, cred, initdbEnv(os.Environ(), "/etc/localtime"), initdb, "-D", fresh, "-U", "binky", "--pwfile", pwfile, "--auth", "scram-sha-256",
 			"-E", "UTF8", "--no-instructions", "--no-sync"); err != nil {
 			return "", fmt.Errorf("create the shared postgres: %w", err)
 		}
@@ -168,4 +168,32 @@ func postmasterReady(pidFile string, pid int) bool {
 	}
 	lines := strings.Split(string(b), "\n")
 	return len(lines) >= 8 && strings.TrimSpace(lines[0]) == strconv.Itoa(pid) && strings.TrimSpace(lines[7]) == "ready"
+}
+
+// initdbEnv is env with TZ set to the system's time zone when env has none
+// and localtime is a link into a zoneinfo folder (Debian, macOS, most
+// Linux). Without TZ, initdb finds the zone by loading every zone file and
+// comparing each with the system's: 100-250 ms of a first up's initdb on
+// this VM, for the same answer.
+func initdbEnv(env []string, localtime string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TZ=") {
+			return env
+		}
+	}
+	target, err := os.Readlink(localtime)
+	if err != nil {
+		return env
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(localtime), target)
+	}
+	_, zone, ok := strings.Cut(filepath.ToSlash(filepath.Clean(target)), "/zoneinfo/")
+	if !ok || zone == "" || strings.HasPrefix(zone, "posix/") || strings.HasPrefix(zone, "right/") {
+		return env
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.Mode().IsRegular() {
+		return env
+	}
+	return append(env[:len(env):len(env)], "TZ="+zone)
 }
