@@ -63,6 +63,35 @@ type Server struct {
 	Binaries []string
 	// Install says how to get them: "apt-get install postgresql".
 	Install string
+	// Clients are the server's own client programs (psql, pg_dump), of
+	// its release, when they sit beside Binaries[0] (ClientDir).
+	Clients []string
+}
+
+// ClientDir is the folder of the server's own client programs when they
+// sit beside its first binary and PATH may find others first: Debian
+// keeps PostgreSQL's in /usr/lib/postgresql/<v>/bin, where /usr/bin/psql
+// is postgresql-common's Perl wrapper (~50-70 ms a call, and it picks the
+// newest client, not the server's). "" when there is none.
+func (s *Server) ClientDir() string {
+	if s == nil || len(s.Binaries) == 0 || len(s.Clients) == 0 {
+		return ""
+	}
+	bin := FindServerBinary(s.Binaries[0])
+	if bin == "" {
+		return ""
+	}
+	// A link on PATH (/usr/local/bin/initdb to
+	// /usr/lib/postgresql/15/bin/initdb) names the folder it came from.
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = real
+	}
+	dir := filepath.Dir(bin)
+	fi, err := os.Stat(filepath.Join(dir, s.Clients[0]+exeSuffix))
+	if err != nil || !fi.Mode().IsRegular() || !executable(fi) {
+		return ""
+	}
+	return dir
 }
 
 // Kinds is the adapter table.
@@ -72,7 +101,7 @@ var Kinds = []Kind{
 		Slice:  "a database and a login role",
 		Fields: []string{"url", "host", "port", "user", "password", "name"},
 		Env:    []EnvName{{"DATABASE_URL", "url"}, {"POSTGRES_URL", "url"}, {"PGHOST", "host"}, {"PGPORT", "port"}, {"PGUSER", "user"}, {"PGPASSWORD", "password"}, {"PGDATABASE", "name"}},
-		Server: &Server{Binaries: []string{"initdb", "pg_ctl"}, Install: "apt-get install postgresql"},
+		Server: &Server{Binaries: []string{"initdb", "pg_ctl"}, Install: "apt-get install postgresql", Clients: []string{"psql", "pg_dump", "pg_restore"}},
 		Images: []string{"postgres", "postgis/postgis", "timescale/timescaledb", "timescale/timescaledb-ha", "bitnami/postgresql",
 			"pgvector/pgvector", "supabase/postgres", "ankane/pgvector", "cimg/postgres", "circleci/postgres"},
 		Enforced: "a role per world owns its database; CONNECT is revoked from PUBLIC",

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/git-binky/git-binky/adapters"
 )
 
 // benchWorlds reproduces the seed README's table on this machine, side by
@@ -23,6 +25,15 @@ import (
 // server, a golden template, a clone per world, through `git binky up`).
 func benchWorlds(b *bench) error {
 	initdb, pgctl, psql := findPG("initdb"), findPG("pg_ctl"), findPG("psql")
+	// The per-server side runs the server's own psql, as binky's migrate
+	// and seed do on the managed server (its client folder comes first on
+	// PATH): on Debian /usr/bin/psql is a Perl wrapper costing ~60 ms a
+	// call, which one side alone must not pay.
+	if k, ok := adapters.Lookup("postgres"); ok {
+		if dir := k.Server.ClientDir(); dir != "" {
+			psql = filepath.Join(dir, "psql")
+		}
+	}
 	if initdb == "" || pgctl == "" || psql == "" {
 		fmt.Println("skipped: PostgreSQL server binaries not found (apt-get install postgresql)")
 		return nil

@@ -171,7 +171,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			}
 			start := time.Now()
 			var made, tmpl string
-			if s, made, tmpl, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, callerEnv, emit); err != nil {
+			if s, made, tmpl, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
 				return rec, err
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()

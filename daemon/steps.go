@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
@@ -31,6 +32,46 @@ func stepEnv(w *world.World, rec *world.Record, n string, addr adapters.Address,
 		}
 	}
 	return env, nil
+}
+
+// stepCallerEnv is the caller's environment for the migrate and seed of a
+// slice on the server ref names: on a server binky runs itself, the folder
+// of that server's own client programs comes first on PATH, so psql and
+// pg_dump are the server's release and, on Debian, skip postgresql-common's
+// Perl wrapper (~50-70 ms a call; an up runs migrate on every clone). A
+// service's own env table can still set PATH.
+func stepCallerEnv(ref string, callerEnv []string) []string {
+	kind, ok := strings.CutPrefix(ref, "managed:")
+	if !ok {
+		return callerEnv
+	}
+	k, ok := adapters.Lookup(kind)
+	if !ok {
+		return callerEnv
+	}
+	return prependPath(callerEnv, k.Server.ClientDir())
+}
+
+// prependPath returns env with dir first on its PATH (a copy; env is not
+// changed). An env without PATH, or whose PATH starts with dir, is
+// returned as it is.
+func prependPath(env []string, dir string) []string {
+	if dir == "" {
+		return env
+	}
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.EqualFold(k, "PATH") {
+			continue
+		}
+		if first, _, _ := strings.Cut(v, string(filepath.ListSeparator)); first == dir {
+			return env
+		}
+		out := slices.Clone(env)
+		out[i] = k + "=" + dir + string(filepath.ListSeparator) + v
+		return out
+	}
+	return env
 }
 
 // conventionalEnv maps the names apps read for a kind (its row's Env

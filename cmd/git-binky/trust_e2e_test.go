@@ -13,6 +13,8 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/git-binky/git-binky/adapters"
 )
 
 // trustConfig is a project on the test servers: postgres (cloned from the
@@ -442,6 +444,44 @@ depends_on = ["db"]
 			t.Errorf("a world's role opened %s on the managed server", db)
 		} else if !strings.Contains(err.Error(), "permission denied") {
 			t.Errorf("open %s: %v, want permission denied", db, err)
+		}
+	}
+}
+
+// migrate and seed of a slice on binky's own PostgreSQL find that server's
+// client programs first (Debian: /usr/lib/postgresql/<v>/bin/psql, not
+// postgresql-common's Perl wrapper in /usr/bin).
+func TestMigrateOnTheManagedServerRunsTheServersOwnPsql(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL server binaries (make test installs them)")
+	}
+	k, _ := adapters.Lookup("postgres")
+	dir := k.Server.ClientDir()
+	if dir == "" {
+		t.Skip("the PostgreSQL server's folder holds no psql: nothing to put first on PATH")
+	}
+	f := newFixture(t, `[project]
+name = "tools"
+[services.db]
+adapter = "postgres"
+migrate = "command -v psql >> $GC_DIR/psql && psql \"$DATABASE_URL\" -qc 'CREATE TABLE IF NOT EXISTS t (id int)'"
+seed = "command -v psql >> $GC_DIR/psql"
+clone_from = "golden"
+`)
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "up", "second")
+	b, err := os.ReadFile(filepath.Join(f.gcDir, "psql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The golden's migrate and seed, then the clone's migrate.
+	got := strings.Fields(string(b))
+	if len(got) != 4 {
+		t.Fatalf("migrate and seed ran %d times (%q), want 4: the golden's migrate and seed, each clone's migrate", len(got), got)
+	}
+	for _, p := range got {
+		if p != filepath.Join(dir, "psql") {
+			t.Errorf("migrate or seed ran %s, want the server's own %s", p, filepath.Join(dir, "psql"))
 		}
 	}
 }
