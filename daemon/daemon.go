@@ -107,7 +107,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", sock, err)
 	}
-	defer os.Remove(sock)
+	// Removed on the way out only while it is still this daemon's: a home
+	// deleted and made again at the same path has a new daemon on a new
+	// socket there, which this one's exit must not take away.
+	if ul, ok := ln.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(false)
+	}
+	defer removeOwn(sock)()
 	defer ln.Close()
 
 	ctx, d.stop = context.WithCancel(ctx)
@@ -118,7 +124,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := world.WriteFileAtomic(InfoPath(d.home), info, 0o600); err != nil {
 		return err
 	}
-	defer os.Remove(InfoPath(d.home))
+	defer removeOwn(InfoPath(d.home))()
 	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
 
 	d.startProxy(ctx)
@@ -162,6 +168,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.closeAll()
 	d.log.Info("daemon stopped; services left running for the next daemon")
 	return nil
+}
+
+// removeOwn notes the file at path now and returns a func that removes
+// it if path is still that file (not one another process has put there
+// since).
+func removeOwn(path string) func() {
+	mine, err := os.Lstat(path)
+	return func() {
+		if err != nil {
+			return
+		}
+		if now, err := os.Lstat(path); err == nil && os.SameFile(mine, now) {
+			os.Remove(path)
+		}
+	}
 }
 
 // serve answers one request on conn.
