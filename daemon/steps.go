@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -61,7 +62,9 @@ func prependPath(env []string, dir string) []string {
 	}
 	for i, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		if !strings.EqualFold(k, "PATH") {
+		// Windows spells it Path and matches names in any case; elsewhere
+		// a "path" is another variable.
+		if k != "PATH" && (runtime.GOOS != "windows" || !strings.EqualFold(k, "PATH")) {
 			continue
 		}
 		if first, _, _ := strings.Cut(v, string(filepath.ListSeparator)); first == dir {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -19,6 +20,12 @@ func TestPrependPathPutsTheFolderFirstAndLeavesTheCallersEnvAlone(t *testing.T) 
 	}
 	if again := prependPath(got, "/opt/pg/bin"); !slices.Equal(again, got) {
 		t.Fatalf("a folder already first was added again: %q", again)
+	}
+	if runtime.GOOS != "windows" {
+		lower := []string{"path=/mine", "PATH=/usr/bin"}
+		if got := prependPath(lower, "/opt/pg/bin"); got[0] != "path=/mine" || got[1] != "PATH=/opt/pg/bin"+sep+"/usr/bin" {
+			t.Fatalf("a variable named path was taken for PATH: %q", got)
+		}
 	}
 	noPath := []string{"HOME=/h"}
 	if got := prependPath(noPath, "/opt/pg/bin"); !slices.Equal(got, noPath) {
