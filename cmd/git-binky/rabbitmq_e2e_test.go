@@ -73,7 +73,12 @@ func (m *managedRabbitMQ) stop() {
 	}
 	if m.node != "" {
 		os.RemoveAll(m.node)
-		os.Remove(filepath.Dir(m.node)) // only when no other server's files are there
+		// The home's folder under /var/lib/git-binky goes too once no other
+		// server's files are there: only its owner file is left.
+		folder := filepath.Dir(m.node)
+		if entries, err := os.ReadDir(folder); err == nil && len(entries) == 1 && entries[0].Name() == "home" {
+			os.RemoveAll(folder)
+		}
 	}
 }
 
