@@ -71,8 +71,12 @@ func (a *admin) do(ctx context.Context, method, path string, query url.Values, b
 	pause := 50 * time.Millisecond
 	for {
 		out, err := a.once(ctx, method, path, query, body)
-		if !isCode(err, "XMinioServerNotInitialized") || time.Now().Add(pause).After(deadline) {
+		if !isCode(err, "XMinioServerNotInitialized") {
 			return out, err
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return nil, fmt.Errorf("MinIO at %s still was not initialized after %s: see its log (binky's own: servers/s3/minio.log in BINKY_HOME), then run the command again: %w",
+				a.endpoint.Host, notInitializedWait, err)
 		}
 		select {
 		case <-ctx.Done():
