@@ -31,14 +31,18 @@ func runDaemon(t *testing.T, home world.Home) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
+	// Started: it answers on its socket and has written daemon.json (after
+	// it listens).
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.Dial("unix", home.SocketPath()); err == nil {
 			c.Close()
-			break
+			if _, err := os.Stat(InfoPath(home)); err == nil {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatalf("the daemon did not listen on %s in 10s", home.SocketPath())
+			t.Fatalf("the daemon did not start on %s in 10s", home.SocketPath())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
