@@ -172,14 +172,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // removeOwn notes the file at path now and returns a func that removes
 // it if path is still that file (not one another process has put there
-// since).
+// since). The same inode is not enough: a file made after ours was
+// deleted may get its number; its modification time tells them apart.
 func removeOwn(path string) func() {
 	mine, err := os.Lstat(path)
 	return func() {
 		if err != nil {
 			return
 		}
-		if now, err := os.Lstat(path); err == nil && os.SameFile(mine, now) {
+		if now, err := os.Lstat(path); err == nil && os.SameFile(mine, now) && now.ModTime().Equal(mine.ModTime()) {
 			os.Remove(path)
 		}
 	}

@@ -72,14 +72,18 @@ func TestAStoppingDaemonLeavesTheSocketOfTheDaemonThatReplacedIt(t *testing.T) {
 	t.Setenv("BINKY_HOOKS", "file")
 	home := world.Home{Dir: t.TempDir()}
 	stop := runDaemon(t, home)
-	os.Remove(home.SocketPath())
-	os.Remove(InfoPath(home))
-	ln, err := net.Listen("unix", home.SocketPath()) // the new daemon's
+	// The new daemon's socket and daemon.json, made before the old ones
+	// go (so never on their inode numbers) and moved into place.
+	next := filepath.Join(home.Dir, "next.sock")
+	ln, err := net.Listen("unix", next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := os.WriteFile(InfoPath(home), []byte(`{"pid":1}`), 0o600); err != nil {
+	if err := os.Rename(next, home.SocketPath()); err != nil {
+		t.Fatal(err)
+	}
+	if err := world.WriteFileAtomic(InfoPath(home), []byte(`{"pid":1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stop()
