@@ -212,8 +212,8 @@ func (h Home) SaveRecord(r *Record) error {
 	return nil
 }
 
-// DeleteRecord forgets a world: the machine record, its lock file and the
-// admin-folder copy.
+// DeleteRecord forgets a world: the machine record, its lock file, env's
+// snapshot and the admin-folder copy.
 func (h Home) DeleteRecord(r *Record) error {
 	if err := os.Remove(h.recordPath(r.ID)); err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete world record: %w", err)
@@ -222,6 +222,7 @@ func (h Home) DeleteRecord(r *Record) error {
 		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
 	}
 	os.Remove(h.lockPath(r.ID))
+	os.Remove(filepath.Join(h.WorldsDir(), r.ID+".env")) // env's snapshot (envsnapshot.go)
 	return nil
 }
 

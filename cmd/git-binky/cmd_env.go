@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -93,25 +93,74 @@ func runEnv(ctx context.Context, app *App, opts envOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := world.OpenCoordinates(ctx, home, app.Dir, opts.Name)
-	if err != nil {
-		return err
+	format := envFormat(opts, app)
+	// Unchanged inputs print what env printed last time (world/envsnapshot.go).
+	snap := world.OpenEnvSnapshot(home, app.Dir, opts.Name)
+	out, ok := snap.Output(format)
+	if !ok {
+		c, err := world.OpenCoordinates(ctx, home, app.Dir, opts.Name)
+		if err != nil {
+			return err
+		}
+		outputs, err := renderEnv(c, format == envJSONForm)
+		if err != nil {
+			return err
+		}
+		snap.Save(outputs)
+		out = outputs[format]
 	}
 	warnProxyDown(app)
-	switch {
-	case opts.JSON:
-		return app.WriteJSON(envJSON{Schema: 1, Coordinates: c})
-	case opts.Shell:
-		return printEnv(app.Out, c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) })
-	case opts.Dotenv || !app.IsStdoutTTY():
-		return printEnv(app.Out, c.Env, func(k, v string) string { return k + "=" + dotenvQuote(v) })
-	default:
-		// A person at a terminal sees where things are, not the passwords;
-		// files, eval and tools get them with --dotenv, --shell or --json.
-		err := printEnv(app.Out, world.RedactEnv(c.Env), func(k, v string) string { return k + "=" + dotenvQuote(v) })
-		fmt.Fprintln(app.Err, "(passwords hidden on a terminal: --dotenv, --shell or --json print them)")
+	if _, err := app.Out.Write(out); err != nil {
 		return err
 	}
+	if format == envTerminal {
+		// A person at a terminal sees where things are, not the passwords;
+		// files, eval and tools get them with --dotenv, --shell or --json.
+		fmt.Fprintln(app.Err, "(passwords hidden on a terminal: --dotenv, --shell or --json print them)")
+	}
+	return nil
+}
+
+// env's output formats.
+const (
+	envDotenv   = "dotenv"
+	envShell    = "shell"
+	envJSONForm = "json"
+	envTerminal = "terminal" // dotenv with the passwords hidden
+)
+
+func envFormat(opts envOptions, app *App) string {
+	switch {
+	case opts.JSON:
+		return envJSONForm
+	case opts.Shell:
+		return envShell
+	case opts.Dotenv || !app.IsStdoutTTY():
+		return envDotenv
+	}
+	return envTerminal
+}
+
+// renderEnv prints c in every format at once, so that the snapshot serves
+// the next env whichever form it asks for; JSON only when asked, as it
+// costs more than the others together (a later --json renders it then).
+func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
+	dotenv := func(k, v string) string { return k + "=" + dotenvQuote(v) }
+	outputs := map[string][]byte{
+		envShell:    envLines(c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) }),
+		envDotenv:   envLines(c.Env, dotenv),
+		envTerminal: envLines(world.RedactEnv(c.Env), dotenv),
+	}
+	if withJSON {
+		var js bytes.Buffer
+		enc := json.NewEncoder(&js)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(envJSON{Schema: 1, Coordinates: c}); err != nil {
+			return nil, err
+		}
+		outputs[envJSONForm] = js.Bytes()
+	}
+	return outputs, nil
 }
 
 // envJSON is the documented `env --json` schema (see README.md).
@@ -120,15 +169,14 @@ type envJSON struct {
 	world.Coordinates
 }
 
-func printEnv(w io.Writer, env map[string]string, line func(k, v string) string) error {
-	// One write, not one per line: env runs on every shell prompt.
-	bw := bufio.NewWriter(w)
+func envLines(env map[string]string, line func(k, v string) string) []byte {
+	var b bytes.Buffer
 	for _, kv := range world.SortedEnv(env) {
 		k, v, _ := strings.Cut(kv, "=")
-		bw.WriteString(line(k, v))
-		bw.WriteByte('\n')
+		b.WriteString(line(k, v))
+		b.WriteByte('\n')
 	}
-	return bw.Flush()
+	return b.Bytes()
 }
 
 // dotenvQuote leaves plain values bare and double-quotes anything a dotenv

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -69,5 +70,53 @@ func TestEnvWithoutTheCommandTreeSaysWhatTheTreeSays(t *testing.T) {
 		if _, ok := envFastArgs(strings.Fields(line)); ok {
 			t.Errorf("envFastArgs(%q) took it; cobra should answer it", line)
 		}
+	}
+}
+
+// From the third env on, a world that did not change prints from its
+// snapshot (world/envsnapshot.go): every form must print what the full
+// path printed, warnings included, and a changed binky.toml must show.
+func TestEnvFromItsSnapshotPrintsWhatTheFullPathPrinted(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": threeServices})
+	home := filepath.Join(tmp, "home")
+	t.Setenv("BINKY_HOME", home)
+	t.Chdir(repo)
+	env := func(args ...string) (string, string) {
+		t.Helper()
+		var out, errw bytes.Buffer
+		if code := Main(args, strings.NewReader(""), &out, &errw); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errw.String())
+		}
+		return out.String(), errw.String()
+	}
+	snapshots := func() []string {
+		m, _ := filepath.Glob(filepath.Join(home, "worlds", "*.env"))
+		return m
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "proxy.down"), []byte("port 1355 is taken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"env"}, {"env", "--shell"}, {"env", "--json"}, {"env", "--dotenv"}} {
+		full, fullErr := env(args...) // allocates, or saves the snapshot
+		if !strings.Contains(fullErr, "proxy is down") {
+			t.Errorf("%q: no word of the proxy being down: %s", args, fullErr)
+		}
+		for i := 0; i < 2; i++ {
+			out, errw := env(args...)
+			if out != full || errw != fullErr {
+				t.Errorf("%q from the snapshot:\n%s%s\nthe full path:\n%s%s", args, out, errw, full, fullErr)
+			}
+		}
+	}
+	if len(snapshots()) != 1 {
+		t.Fatalf("snapshots %v, want the world's one", snapshots())
+	}
+	gittest.WriteFiles(t, repo, map[string]string{"binky.toml": threeServices + "[services.worker]\ncmd = \"true\"\nurl = \"worker\"\n"})
+	if out, _ := env("env"); !strings.Contains(out, "WORKER_PORT=") {
+		t.Errorf("env after binky.toml gained a service:\n%s", out)
 	}
 }

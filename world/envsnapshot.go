@@ -1,0 +1,299 @@
+package world
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/git-binky/git-binky/version"
+)
+
+// env runs on every shell prompt and direnv cd, and what it prints changes
+// only when a file it reads changes. So env keeps what it printed, beside
+// the world's record, with a digest of every input it was made from: the
+// worktree as git describes it, binky.toml, settings.toml, the home's id
+// and secret, the record, proxy.down, the world's port leases and
+// git-binky's version. When the digest of those inputs now is the stored
+// one, env prints the stored bytes without parsing binky.toml, the record
+// or the leases, or taking the world lock (docs/performance.md, round 9).
+// Anything else, a missing or damaged snapshot included, takes the full
+// path, which writes a new one.
+//
+// The digest is over contents, not timestamps, so an edit within the same
+// clock tick is never missed. A snapshot holds the slice passwords env
+// prints; it is mode 0600 in the home, beside the secret they derive from,
+// and goes with the world's record (DeleteRecord).
+
+const envSnapshotMagic = "binky env snapshot 1\n"
+
+// EnvSnapshot is env's output for one world as last printed, checked
+// against the world's inputs as they are now.
+type EnvSnapshot struct {
+	home    Home
+	path    string // <home>/worlds/<id>.env; "" when this worktree gets none
+	id      string
+	cfgPath string
+	wtKey   []byte            // the worktree as git describes it, in the digest
+	digest  [32]byte          // of the inputs when opened (ports from the record)
+	outputs map[string][]byte // format -> bytes, when the snapshot matched
+	leases  map[int][]byte    // read while opening, so a miss reads each once
+}
+
+// OpenEnvSnapshot finds the worktree as Locate does and reads its world's
+// snapshot. It never fails: a worktree it cannot place, a world with no
+// record yet or a snapshot that does not match its inputs leaves Output
+// empty, and the caller takes the full path and Saves after it.
+func OpenEnvSnapshot(home Home, dir, name string) *EnvSnapshot {
+	s := &EnvSnapshot{home: home}
+	repo, wt, err := Locate(dir, name)
+	if err != nil || wt.Missing || wt.NoCheckout {
+		return s // the full path says what is wrong, or reads HEAD
+	}
+	s.id = WorldID(repo.CommonDir, wt.AdminDir)
+	s.path = filepath.Join(home.WorldsDir(), s.id+".env")
+	var k digestWriter
+	k.str(home.Dir)
+	for _, v := range []string{repo.CommonDir, repo.MainPath, wt.Name, wt.Path, wt.AdminDir, wt.Branch, strconv.FormatBool(wt.Main)} {
+		k.str(v)
+	}
+	s.wtKey = k.buf.Bytes()
+	s.cfgPath = filepath.Join(wt.Path, ConfigFile)
+	files, ok := s.readInputs(s.cfgPath)
+	if !ok {
+		return s
+	}
+	s.leases = map[int][]byte{}
+	if stored, err := os.ReadFile(s.path); err == nil {
+		if want, ports, outputs, ok := parseEnvSnapshot(stored); ok && s.sum(files, ports) == want {
+			s.digest, s.outputs = want, outputs
+			return s
+		}
+	}
+	ports, ok := recordPorts(files[len(files)-1])
+	if !ok {
+		s.path = ""
+		return s
+	}
+	s.digest = s.sum(files, ports)
+	s.leases = nil // Save reads everything again
+	return s
+}
+
+// Output is the stored output in format, when the snapshot matched.
+func (s *EnvSnapshot) Output(format string) ([]byte, bool) {
+	b, ok := s.outputs[format]
+	return b, ok
+}
+
+// Save stores outputs (format -> bytes) made by the full path since Open,
+// if every input is still what it was at Open (a world it already matched
+// gains the formats it lacked): a world the full path
+// changed (new ports, a first record) or that changed under it is saved by
+// a later env instead. It is a cache: a failure only means the next env
+// takes the full path again.
+func (s *EnvSnapshot) Save(outputs map[string][]byte) {
+	if s.path == "" {
+		return
+	}
+	if s.outputs != nil {
+		// It matched, but lacked a format (JSON is only made when asked):
+		// keep what it has, with the new one.
+		added := false
+		for f, b := range outputs {
+			if _, ok := s.outputs[f]; !ok {
+				s.outputs[f], added = b, true
+			}
+		}
+		if !added {
+			return
+		}
+		outputs = s.outputs
+	}
+	files, ok := s.readInputs(s.cfgPath)
+	if !ok {
+		return
+	}
+	ports, ok := recordPorts(files[len(files)-1])
+	if !ok || s.sum(files, ports) != s.digest {
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString(envSnapshotMagic)
+	b.WriteString("digest " + hex.EncodeToString(s.digest[:]) + "\n")
+	b.WriteString("ports")
+	for _, p := range ports {
+		b.WriteString(" " + strconv.Itoa(p))
+	}
+	b.WriteString("\n")
+	for _, f := range slices.Sorted(maps.Keys(outputs)) {
+		b.WriteString("out " + f + " " + strconv.Itoa(len(outputs[f])) + "\n")
+		b.Write(outputs[f])
+		b.WriteString("\n")
+	}
+	end := sha256.Sum256(b.Bytes())
+	b.WriteString("end " + hex.EncodeToString(end[:]) + "\n")
+	writeCacheFile(s.path, b.Bytes())
+}
+
+// readInputs reads every file env's output depends on but the leases, the
+// record last. A file that is absent is an input too (its absence).
+func (s *EnvSnapshot) readInputs(config string) ([][]byte, bool) {
+	paths := []string{
+		config,
+		s.home.SettingsPath(),
+		filepath.Join(s.home.Dir, "home-id"),
+		filepath.Join(s.home.Dir, "secret"),
+		s.home.ProxyDownPath(),
+		s.home.recordPath(s.id),
+	}
+	files := make([][]byte, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		switch {
+		case err == nil:
+			files[i] = append([]byte{1}, b...)
+		case os.IsNotExist(err) && i != len(paths)-1:
+			files[i] = []byte{0}
+		default:
+			return nil, false // no record yet, or a file env cannot read
+		}
+	}
+	return files, true
+}
+
+// sum is the digest of the worktree, the input files and the leases of
+// ports as they are now.
+func (s *EnvSnapshot) sum(files [][]byte, ports []int) [32]byte {
+	var d digestWriter
+	d.str(envSnapshotMagic)
+	d.str(version.String()) // another build may print differently
+	d.buf.Write(s.wtKey)
+	for _, f := range files {
+		d.bytes(f)
+	}
+	for _, p := range ports {
+		d.str(strconv.Itoa(p))
+		b, ok := s.leases[p]
+		if !ok {
+			var err error
+			if b, err = os.ReadFile(filepath.Join(s.home.PortsDir(), strconv.Itoa(p))); err != nil {
+				b = nil // gone: no lease is an input too
+			} else {
+				b = append([]byte{1}, b...)
+			}
+			if s.leases != nil {
+				s.leases[p] = b
+			}
+		}
+		d.bytes(b)
+	}
+	return sha256.Sum256(d.buf.Bytes())
+}
+
+// digestWriter frames each field with its length, so that no two different
+// sequences of fields hash the same bytes.
+type digestWriter struct{ buf bytes.Buffer }
+
+func (d *digestWriter) bytes(b []byte) {
+	d.buf.Write(binary.AppendUvarint(nil, uint64(len(b))))
+	d.buf.Write(b)
+}
+
+func (d *digestWriter) str(v string) { d.bytes([]byte(v)) }
+
+// recordPorts lists the ports a record holds, sorted: their leases are
+// inputs too. Decoding only the ports keeps this off the fast path's cost.
+func recordPorts(record []byte) ([]int, bool) {
+	if len(record) == 0 || record[0] != 1 {
+		return nil, false
+	}
+	var r struct {
+		Ports map[string]int `json:"ports"`
+	}
+	if err := json.Unmarshal(record[1:], &r); err != nil {
+		return nil, false
+	}
+	var ports []int
+	for _, p := range r.Ports {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports), true
+}
+
+// parseEnvSnapshot reads a snapshot file; anything not exactly as Save
+// writes it (a torn write, another version) is not a snapshot.
+func parseEnvSnapshot(b []byte) (digest [32]byte, ports []int, outputs map[string][]byte, ok bool) {
+	i := bytes.LastIndex(b, []byte("end "))
+	if i < 0 || !bytes.HasSuffix(b, []byte("\n")) {
+		return digest, nil, nil, false
+	}
+	end := sha256.Sum256(b[:i])
+	if strings.TrimSuffix(string(b[i+4:]), "\n") != hex.EncodeToString(end[:]) {
+		return digest, nil, nil, false
+	}
+	rest, ok := bytes.CutPrefix(b[:i], []byte(envSnapshotMagic))
+	if !ok {
+		return digest, nil, nil, false
+	}
+	line := func() (string, bool) {
+		l, r, ok := bytes.Cut(rest, []byte("\n"))
+		rest = r
+		return string(l), ok
+	}
+	l, ok := line()
+	hexDigest, ok2 := strings.CutPrefix(l, "digest ")
+	if n, err := hex.Decode(digest[:], []byte(hexDigest)); !ok || !ok2 || err != nil || n != len(digest) {
+		return digest, nil, nil, false
+	}
+	l, ok = line()
+	fields := strings.Fields(l)
+	if !ok || len(fields) == 0 || fields[0] != "ports" {
+		return digest, nil, nil, false
+	}
+	for _, f := range fields[1:] {
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			return digest, nil, nil, false
+		}
+		ports = append(ports, p)
+	}
+	outputs = map[string][]byte{}
+	for len(rest) > 0 {
+		l, ok = line()
+		f := strings.Fields(l)
+		if !ok || len(f) != 3 || f[0] != "out" {
+			return digest, nil, nil, false
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 || n+1 > len(rest) || rest[n] != '\n' {
+			return digest, nil, nil, false
+		}
+		outputs[f[1]] = rest[:n:n]
+		rest = rest[n+1:]
+	}
+	return digest, ports, outputs, true
+}
+
+// writeCacheFile replaces path with data, atomically but without the fsync
+// WriteFileAtomic pays: after a crash the file is whole or not there, and a
+// damaged one fails its own check and is rebuilt.
+func writeCacheFile(path string, data []byte) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+		os.Remove(f.Name())
+	}
+}
