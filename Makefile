@@ -75,6 +75,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 	$(GO) test ./world -run '^$$' -fuzz '^FuzzInterpolate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseEnvSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 clean:
 	rm -rf $(BIN)
