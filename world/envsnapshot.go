@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/git-binky/git-binky/version"
 )
@@ -21,7 +22,7 @@ import (
 // the world's record, with a digest of every input it was made from: the
 // worktree as git describes it, binky.toml, settings.toml, the home's id
 // and secret, the record, proxy.down, the world's port leases and
-// git-binky's version. When the digest of those inputs now is the stored
+// git-binky's build. When the digest of those inputs now is the stored
 // one, env prints the stored bytes without parsing binky.toml, the record
 // or the leases, or taking the world lock (docs/performance.md, round 9).
 // Anything else, a missing or damaged snapshot included, takes the full
@@ -41,6 +42,8 @@ type EnvSnapshot struct {
 	path    string // <home>/worlds/<id>.env; "" when this worktree gets none
 	id      string
 	cfgPath string
+	head    string            // the worktree's HEAD file: its branch is in the output
+	opened  time.Time         // before anything was read (Save's racy check)
 	wtKey   []byte            // the worktree as git describes it, in the digest
 	digest  [32]byte          // of the inputs when opened (ports from the record)
 	outputs map[string][]byte // format -> bytes, when the snapshot matched
@@ -52,7 +55,7 @@ type EnvSnapshot struct {
 // record yet or a snapshot that does not match its inputs leaves Output
 // empty, and the caller takes the full path and Saves after it.
 func OpenEnvSnapshot(home Home, dir, name string) *EnvSnapshot {
-	s := &EnvSnapshot{home: home}
+	s := &EnvSnapshot{home: home, opened: time.Now()}
 	repo, wt, err := Locate(dir, name)
 	if err != nil || wt.Missing || wt.NoCheckout {
 		return s // the full path says what is wrong, or reads HEAD
@@ -64,8 +67,10 @@ func OpenEnvSnapshot(home Home, dir, name string) *EnvSnapshot {
 	for _, v := range []string{repo.CommonDir, repo.MainPath, wt.Name, wt.Path, wt.AdminDir, wt.Branch, strconv.FormatBool(wt.Main)} {
 		k.str(v)
 	}
+	k.bytes(exeIdentity())
 	s.wtKey = k.buf.Bytes()
 	s.cfgPath = filepath.Join(wt.Path, ConfigFile)
+	s.head = filepath.Join(wt.AdminDir, "HEAD")
 	files, ok := s.readInputs(s.cfgPath)
 	if !ok {
 		return s
@@ -117,12 +122,13 @@ func (s *EnvSnapshot) Save(outputs map[string][]byte) {
 		}
 		outputs = s.outputs
 	}
+	s.leases = nil // read them all again
 	files, ok := s.readInputs(s.cfgPath)
 	if !ok {
 		return
 	}
 	ports, ok := recordPorts(files[len(files)-1])
-	if !ok || s.sum(files, ports) != s.digest {
+	if !ok || s.sum(files, ports) != s.digest || s.racy(ports) {
 		return
 	}
 	var b bytes.Buffer
@@ -141,7 +147,41 @@ func (s *EnvSnapshot) Save(outputs map[string][]byte) {
 	end := sha256.Sum256(b.Bytes())
 	b.WriteString("end " + hex.EncodeToString(end[:]) + "\n")
 	writeCacheFile(s.path, b.Bytes())
+	if _, err := os.Stat(s.home.recordPath(s.id)); err != nil {
+		// The world was forgotten (DeleteRecord) while this was written:
+		// its passwords go with it.
+		os.Remove(s.path)
+	}
 }
+
+// racy reports whether an input, or the folder it is listed in, changed
+// since Open began (less a margin for file times, which the kernel takes
+// from a coarse clock). Inputs that are the same now as at Open may still
+// have changed and changed back while the full path read them (a proxy
+// going down and up again), and what it printed is then for the middle
+// state; git's index calls such entries racily clean. Such a snapshot is
+// left to a later env.
+func (s *EnvSnapshot) racy(ports []int) bool {
+	since := s.opened.Add(-racyMargin)
+	paths := []string{
+		s.cfgPath, filepath.Dir(s.cfgPath), s.head,
+		s.home.Dir, s.home.SettingsPath(), s.home.WorldsDir(), s.home.recordPath(s.id),
+		s.home.PortsDir(),
+	}
+	for _, p := range ports {
+		paths = append(paths, filepath.Join(s.home.PortsDir(), strconv.Itoa(p)))
+	}
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// racyMargin is more than the coarse clock's tick (1-10 ms on Linux) that
+// file times are taken from.
+const racyMargin = 50 * time.Millisecond
 
 // readInputs reads every file env's output depends on but the leases, the
 // record last. A file that is absent is an input too (its absence).
@@ -251,7 +291,10 @@ func parseEnvSnapshot(b []byte) (digest [32]byte, ports []int, outputs map[strin
 	}
 	l, ok := line()
 	hexDigest, ok2 := strings.CutPrefix(l, "digest ")
-	if n, err := hex.Decode(digest[:], []byte(hexDigest)); !ok || !ok2 || err != nil || n != len(digest) {
+	if !ok || !ok2 || len(hexDigest) != hex.EncodedLen(len(digest)) {
+		return digest, nil, nil, false
+	}
+	if _, err := hex.Decode(digest[:], []byte(hexDigest)); err != nil {
 		return digest, nil, nil, false
 	}
 	l, ok = line()
@@ -274,13 +317,28 @@ func parseEnvSnapshot(b []byte) (digest [32]byte, ports []int, outputs map[strin
 			return digest, nil, nil, false
 		}
 		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 || n+1 > len(rest) || rest[n] != '\n' {
+		if err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
 			return digest, nil, nil, false
 		}
 		outputs[f[1]] = rest[:n:n]
 		rest = rest[n+1:]
 	}
 	return digest, ports, outputs, true
+}
+
+// exeIdentity tells this build from another that reports the same
+// version (a `go install` without -ldflags, a developer's build): its size
+// and modification time. A copy of the same build elsewhere shares them.
+func exeIdentity() []byte {
+	p, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil
+	}
+	return []byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10))
 }
 
 // writeCacheFile replaces path with data, atomically but without the fsync

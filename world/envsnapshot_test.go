@@ -3,11 +3,14 @@ package world
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx/gittest"
 )
@@ -41,13 +44,16 @@ func fullEnv(t *testing.T, home Home, dir, name string) string {
 }
 
 // settle runs env until it prints from its snapshot: the first env of a
-// world writes its record and leases, the next saves the snapshot.
+// world writes its record and leases, a later one saves the snapshot once
+// its inputs are older than the racy margin.
 func settle(t *testing.T, home Home, dir, name string) string {
 	t.Helper()
-	for i := 0; i < 3; i++ {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
 		if out, hit := envOnce(t, home, dir, name); hit {
 			return out
 		}
+		time.Sleep(racyMargin / 4)
 	}
 	t.Fatal("env never printed from its snapshot")
 	return ""
@@ -172,11 +178,40 @@ func TestADamagedSnapshotIsRebuiltNotPrinted(t *testing.T) {
 	}
 }
 
+// sealed ends body with the check Save writes, so that what a test or the
+// fuzzer puts in it reaches the parser's body.
+func sealed(body string) []byte {
+	end := sha256.Sum256([]byte(body))
+	return []byte(body + "end " + hex.EncodeToString(end[:]) + "\n")
+}
+
+func TestASnapshotFileOfAnyShapeIsReadWithoutPanicking(t *testing.T) {
+	head := envSnapshotMagic + "digest " + strings.Repeat("00", 32) + "\nports 1\n"
+	for _, body := range []string{
+		envSnapshotMagic + "digest " + strings.Repeat("00", 40) + "\nports\n", // a digest too long
+		head + "out dotenv 9223372036854775807\nA\n",                          // a size that overflows
+		head + "out dotenv -1\n\n",
+		head + "out dotenv 5\nA\n",
+	} {
+		if _, _, _, ok := parseEnvSnapshot(sealed(body)); ok {
+			t.Errorf("%q was read as a snapshot", body)
+		}
+	}
+	if _, _, out, ok := parseEnvSnapshot(sealed(head + "out dotenv 2\nA\n\n")); !ok || string(out["dotenv"]) != "A\n" {
+		t.Errorf("a well-formed snapshot read as %q, %v", out, ok)
+	}
+}
+
 func FuzzParseEnvSnapshot(f *testing.F) {
-	f.Add([]byte(envSnapshotMagic + "digest 00\nports 1 2\nout dotenv 2\nA\n\nend 00\n"))
-	f.Add([]byte("end \n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		parseEnvSnapshot(b) // must not panic, whatever the file holds
+	f.Add(envSnapshotMagic+"digest "+strings.Repeat("00", 32)+"\nports 1 2\nout dotenv 2\nA\n\n", false)
+	f.Add("end \n", true)
+	f.Fuzz(func(t *testing.T, b string, raw bool) {
+		// must not panic, whatever the file holds, sealed or not
+		if raw {
+			parseEnvSnapshot([]byte(b))
+		} else {
+			parseEnvSnapshot(sealed(b))
+		}
 	})
 }
 
@@ -205,5 +240,32 @@ func TestForgettingAWorldRemovesItsSnapshot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home.WorldsDir(), w.ID+".env")); !os.IsNotExist(err) {
 		t.Errorf("p1's snapshot outlived its record: %v", err)
+	}
+}
+
+// An input that changes and changes back while the full path reads it
+// digests the same at both ends; what the full path printed was for the
+// middle state, so it is not kept.
+func TestWhatWasPrintedWhileAnInputChangedAndChangedBackIsNotKept(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	want := settle(t, home, repo, "")
+	time.Sleep(2 * racyMargin)
+	os.Remove(filepath.Join(home.WorldsDir(), func() string {
+		m, _ := filepath.Glob(filepath.Join(home.WorldsDir(), "*.env"))
+		return filepath.Base(m[0])
+	}()))
+
+	s := OpenEnvSnapshot(home, repo, "")
+	home.SetProxyDown("a test")
+	middle := fullEnv(t, home, repo, "")
+	home.SetProxyDown("")
+	s.Save(map[string][]byte{"dotenv": []byte(middle)})
+	if middle == want {
+		t.Fatal("the proxy going down changed nothing env prints")
+	}
+	if out, hit := envOnce(t, home, repo, ""); hit || out != want {
+		t.Errorf("env after the proxy came back printed (from its snapshot: %v)\n%s\nwant\n%s", hit, out, want)
 	}
 }

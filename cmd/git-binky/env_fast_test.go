@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx/gittest"
 )
@@ -100,8 +101,12 @@ func TestEnvFromItsSnapshotPrintsWhatTheFullPathPrinted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "proxy.down"), []byte("port 1355 is taken"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	env("env") // allocates the ports
+	// A snapshot is kept once its inputs are older than a racy margin
+	// (world/envsnapshot.go).
+	time.Sleep(200 * time.Millisecond)
 	for _, args := range [][]string{{"env"}, {"env", "--shell"}, {"env", "--json"}, {"env", "--dotenv"}} {
-		full, fullErr := env(args...) // allocates, or saves the snapshot
+		full, fullErr := env(args...) // saves the snapshot, or adds its form
 		if !strings.Contains(fullErr, "proxy is down") {
 			t.Errorf("%q: no word of the proxy being down: %s", args, fullErr)
 		}
