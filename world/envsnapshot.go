@@ -73,6 +73,7 @@ func OpenEnvSnapshot(home Home, dir, name string) *EnvSnapshot {
 	s.head = filepath.Join(wt.AdminDir, "HEAD")
 	files, ok := s.readInputs(s.cfgPath)
 	if !ok {
+		s.path = "" // no record yet: the full path makes one, a later env saves
 		return s
 	}
 	s.leases = map[int][]byte{}
@@ -99,11 +100,10 @@ func (s *EnvSnapshot) Output(format string) ([]byte, bool) {
 }
 
 // Save stores outputs (format -> bytes) made by the full path since Open,
-// if every input is still what it was at Open (a world it already matched
-// gains the formats it lacked): a world the full path
-// changed (new ports, a first record) or that changed under it is saved by
-// a later env instead. It is a cache: a failure only means the next env
-// takes the full path again.
+// if every input is still what it was at Open; a snapshot that matched
+// gains the formats it lacked. A world the full path changed (new ports, a
+// first record), or that changed under it, is saved by a later env. It is
+// a cache: a failure only means the next env takes the full path again.
 func (s *EnvSnapshot) Save(outputs map[string][]byte) {
 	if s.path == "" {
 		return
