@@ -89,7 +89,6 @@ func OpenEnvSnapshot(home Home, dir, name string) *EnvSnapshot {
 		return s
 	}
 	s.digest = s.sum(files, ports)
-	s.leases = nil // Save reads everything again
 	return s
 }
 
@@ -146,7 +145,9 @@ func (s *EnvSnapshot) Save(outputs map[string][]byte) {
 	}
 	end := sha256.Sum256(b.Bytes())
 	b.WriteString("end " + hex.EncodeToString(end[:]) + "\n")
-	writeCacheFile(s.path, b.Bytes())
+	// No fsync: after a crash the file is whole or absent, and a damaged
+	// one fails its own check and is rebuilt.
+	_ = replaceFile(s.path, b.Bytes(), 0o600, false)
 	if _, err := os.Stat(s.home.recordPath(s.id)); err != nil {
 		// The world was forgotten (DeleteRecord) while this was written:
 		// its passwords go with it.
@@ -189,8 +190,8 @@ func (s *EnvSnapshot) readInputs(config string) ([][]byte, bool) {
 	paths := []string{
 		config,
 		s.home.SettingsPath(),
-		filepath.Join(s.home.Dir, "home-id"),
-		filepath.Join(s.home.Dir, "secret"),
+		filepath.Join(s.home.Dir, homeIDFile),
+		filepath.Join(s.home.Dir, secretFile),
 		s.home.ProxyDownPath(),
 		s.home.recordPath(s.id),
 	}
@@ -339,19 +340,4 @@ func exeIdentity() []byte {
 		return nil
 	}
 	return []byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10))
-}
-
-// writeCacheFile replaces path with data, atomically but without the fsync
-// WriteFileAtomic pays: after a crash the file is whole or not there, and a
-// damaged one fails its own check and is rebuilt.
-func writeCacheFile(path string, data []byte) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
-		os.Remove(f.Name())
-	}
 }

@@ -77,6 +77,12 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 // WriteFileAtomic writes data to path so that a reader (or a crash) sees
 // either the old content or the new, never a part: temp file, fsync, rename.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return replaceFile(path, data, perm, true)
+}
+
+// replaceFile is WriteFileAtomic with the fsync optional: a cache that
+// checks itself on read (env's snapshot) need not wait for the disk.
+func replaceFile(path string, data []byte, perm os.FileMode, sync bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -94,8 +100,10 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		return cleanup(err)
 	}
-	if err := f.Sync(); err != nil {
-		return cleanup(err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			return cleanup(err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return cleanup(err)
@@ -107,6 +115,12 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
+// The home's id and secret, each in a file of the home made once.
+const (
+	homeIDFile = "home-id"
+	secretFile = "secret"
+)
+
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
 
 // ID is the home's stable identity: 16 hex digits, random, made once and
@@ -114,7 +128,7 @@ func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
 // sharing one server (two users, a laptop and CI, two BINKY_HOMEs) never
 // drop each other's slices.
 func (h Home) ID() (string, error) {
-	b, err := h.once("home-id", func() ([]byte, error) {
+	b, err := h.once(homeIDFile, func() ([]byte, error) {
 		raw := make([]byte, 8)
 		if _, err := rand.Read(raw); err != nil {
 			return nil, err
@@ -128,7 +142,7 @@ func (h Home) ID() (string, error) {
 // 0600, made once) from which slice passwords are derived. It is linked
 // into place complete, so a concurrent reader never sees half of it.
 func (h Home) Secret() ([]byte, error) {
-	return h.once("secret", func() ([]byte, error) {
+	return h.once(secretFile, func() ([]byte, error) {
 		b := make([]byte, 32)
 		_, err := rand.Read(b)
 		return b, err

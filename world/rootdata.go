@@ -131,7 +131,7 @@ func isRootFolderName(name string) bool {
 // without trusting what is there now: as root, the path of a deleted home
 // may be anyone's, so only a regular file is read, and only its start.
 func readHomeID(dir string) (string, error) {
-	path := filepath.Join(dir, "home-id")
+	path := filepath.Join(dir, homeIDFile)
 	if fi, err := os.Lstat(path); err != nil {
 		return "", err
 	} else if !fi.Mode().IsRegular() {
