@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,11 @@ type Daemon struct {
 	ctx      context.Context // the daemon's lifetime, for background work
 	stop     context.CancelFunc
 	requests sync.WaitGroup
+
+	// gone is the homeFate that ended the daemon, if one did; homeEvery
+	// how often it looks (homeCheckEvery unless a test says).
+	gone      atomic.Int32
+	homeEvery time.Duration
 }
 
 // New returns a daemon for home. log receives its decisions as JSON.
@@ -127,6 +133,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer removeOwn(InfoPath(d.home))()
 	d.log.Info("daemon started", "pid", os.Getpid(), "version", d.version, "home", d.home.Dir)
 
+	hw, err := openHomeWatch(d.home.Dir, lock.Path())
+	if err != nil {
+		d.log.Error("cannot watch the home: a daemon whose home is deleted will run until stopped", "err", err)
+	} else {
+		defer hw.dir.Close()
+		hw.servers = d.servers.Running()
+		every := d.homeEvery
+		if every <= 0 {
+			every = homeCheckEvery
+		}
+		go d.watchHome(ctx, hw, every)
+	}
+
 	d.startProxy(ctx)
 	if err := d.newWatcher(); err != nil {
 		d.log.Error("watcher not started: worktrees added or removed will be noticed only by the next daemon", "err", err)
@@ -165,6 +184,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 	d.requests.Wait()
+	if homeFate(d.gone.Load()) == homeDeleted {
+		d.endOrphans(hw)
+		d.log.Info("daemon stopped, its deleted home's services and shared servers with it")
+		return nil
+	}
 	d.closeAll()
 	d.log.Info("daemon stopped; services left running for the next daemon")
 	return nil

@@ -347,6 +347,9 @@ func checkPortsFree(rec *world.Record, names []string, cfg *world.Config) error 
 // that a new daemon can adopt them and `status` can tell the truth.
 func (d *Daemon) persister(id string) func(supervisor.Status) {
 	return func(st supervisor.Status) {
+		if homeFate(d.gone.Load()) == homeDeleted {
+			return // saving would make the deleted home again
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := d.home.UpdateRecord(ctx, id, func(r *world.Record) error {

@@ -41,8 +41,7 @@ var stoppers = map[string]stopper{
 // it) brings it back with every slice intact. A server that is not running
 // is not an error.
 func (m *Servers) Stop(ctx context.Context, kind string) error {
-	st, ok := stoppers[kind]
-	if !ok {
+	if _, ok := stoppers[kind]; !ok {
 		return fmt.Errorf("binky does not run a %s server itself (it runs %s)", kind, strings.Join(Kinds(), ", "))
 	}
 	dir := m.dir(kind)
@@ -54,36 +53,102 @@ func (m *Servers) Stop(ctx context.Context, kind string) error {
 		return err
 	}
 	defer unlock()
-	pidPath := filepath.Join(dir, st.pidFile)
+	p, ok, err := m.running(kind)
+	if err != nil || !ok {
+		return err
+	}
+	p.port, _ = readPort(dir)
+	if err := p.stop(ctx, 30*time.Second); err != nil {
+		return fmt.Errorf("%w (its log is in %s)", err, dir)
+	}
+	return nil
+}
+
+// Proc is a shared server found running: what stopping it takes once
+// its files may be gone.
+type Proc struct {
+	Kind string
+	PID  int
+	port int
+}
+
+// Running lists the shared servers of this home that run now, from their
+// pid files. The daemon keeps the list so that it can stop them after
+// their home (pid files and all) is deleted.
+func (m *Servers) Running() []Proc {
+	var out []Proc
+	for _, kind := range Kinds() {
+		if p, ok, _ := m.running(kind); ok {
+			p.port, _ = readPort(m.dir(kind))
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// running reads kind's pid file and reports the server it names, if that
+// process still runs and is that server (pids are reused).
+func (m *Servers) running(kind string) (Proc, bool, error) {
+	st := stoppers[kind]
+	pidPath := filepath.Join(m.dir(kind), st.pidFile)
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
-		return nil // no pid file: not running
+		return Proc{}, false, nil // no pid file: not running
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil || pid <= 1 {
-		return fmt.Errorf("stop %s: pid file %s holds %q, not a pid", kind, pidPath, line)
+		return Proc{}, false, fmt.Errorf("stop %s: pid file %s holds %q, not a pid", kind, pidPath, line)
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return nil // the process is gone: not running
+	p := Proc{Kind: kind, PID: pid}
+	return p, p.is(), nil
+}
+
+// is reports whether p's pid is still a process of p's kind.
+func (p Proc) is() bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+	return err == nil && containsAny(string(cmdline), stoppers[p.Kind].names)
+}
+
+// stop signals p to shut down and waits up to wait until it has exited
+// and its port is free.
+func (p Proc) stop(ctx context.Context, wait time.Duration) error {
+	if !p.is() {
+		return nil // gone, or the pid was reused by another program: ours is gone
 	}
-	if !containsAny(string(cmdline), st.names) {
-		return nil // the pid was reused by another program: ours is gone
+	if err := signalPID(p.PID, stoppers[p.Kind].sig); err != nil {
+		return fmt.Errorf("stop %s (pid %d): %w", p.Kind, p.PID, err)
 	}
-	if err := signalPID(pid, st.sig); err != nil {
-		return fmt.Errorf("stop %s (pid %d): %w", kind, pid, err)
-	}
-	port, _ := readPort(dir)
-	deadline := time.Now().Add(30 * time.Second)
-	for pidAlive(pid) || (port != 0 && listening(port)) {
+	deadline := time.Now().Add(wait)
+	for pidAlive(p.PID) || (p.port != 0 && listening(p.port)) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("stop %s: pid %d still runs after 30s (its log is in %s)", kind, pid, dir)
+			return fmt.Errorf("stop %s: pid %d still runs after %s", p.Kind, p.PID, wait)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// StopOrphaned stops p, whose home is gone: its admin password and its
+// record of every slice went with it, so nothing of binky's can reach it
+// again. A server that does not stop in wait is killed (a Redis whose
+// final save fails, its folder deleted, refuses SIGTERM). As root, a
+// server's data under /var/lib/git-binky stays for doctor to name.
+func StopOrphaned(ctx context.Context, p Proc, wait time.Duration) error {
+	err := p.stop(ctx, wait)
+	if err == nil || ctx.Err() != nil || !p.is() {
+		return err
+	}
+	if err := signalPID(p.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s (pid %d): %w", p.Kind, p.PID, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); pidAlive(p.PID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) still runs 5s after SIGKILL", p.Kind, p.PID)
 		}
 	}
 	return nil
