@@ -117,9 +117,9 @@ func PostCheckout(ctx context.Context, c Checkout) {
 	if err != nil || (event == api.EventBorn && wt.Main) {
 		return
 	}
-	src, err := os.ReadFile(filepath.Join(wt.Path, world.ConfigFile))
+	src, err := world.ReadConfigFile(filepath.Join(wt.Path, world.ConfigFile))
 	if err != nil {
-		return // no binky.toml on this branch: nothing to do
+		return // no binky.toml on this branch (or none binky reads): nothing to do
 	}
 	if event == api.EventBorn && !c.Home.Trusted(world.TrustHash(src)) {
 		fmt.Fprintf(c.Err, "git-binky: %s's binky.toml differs from every one approved on this machine, so its world is not started.\n"+

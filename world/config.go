@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -186,6 +187,37 @@ const (
 	SeverityWarning = "warning"
 )
 
+// MaxConfigSize is the largest binky.toml binky reads: far above any real
+// one, and far below what would hurt the daemon, a hook or a prompt's env.
+const MaxConfigSize = 1 << 20
+
+// ReadConfigFile reads the binky.toml at path, refusing what a branch
+// could commit to stall or exhaust whoever reads it: a symbolic link to a
+// device (/dev/zero), a named pipe, a folder, or a file past MaxConfigSize.
+// A link to a regular file is read.
+func ReadConfigFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): binky reads only a plain binky.toml; replace it with one", path, fi.Mode().Type())
+	}
+	if fi.Size() > MaxConfigSize {
+		return nil, fmt.Errorf("%s is %d bytes, over binky's limit of %d: a binky.toml is a few KiB", path, fi.Size(), MaxConfigSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err == nil && len(b) > MaxConfigSize {
+		err = fmt.Errorf("%s grew past binky's limit of %d bytes while it was read", path, MaxConfigSize)
+	}
+	return b, err
+}
+
 // LoadConfig reads and validates the binky.toml in dir (or the file at path
 // if it names one). Structural errors (bad TOML, unknown keys, wrong types,
 // broken references) fail the load with a *ConfigError; warnings do not.
@@ -193,7 +225,7 @@ func LoadConfig(path string) (*Config, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, ConfigFile)
 	}
-	src, err := os.ReadFile(path)
+	src, err := ReadConfigFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w (create one, or run 'git binky init' to write one from docker-compose.yml)", path, ErrNoConfig)

@@ -197,7 +197,13 @@ func (s *EnvSnapshot) readInputs(config string) ([][]byte, bool) {
 	}
 	files := make([][]byte, len(paths))
 	for i, p := range paths {
-		b, err := os.ReadFile(p)
+		var b []byte
+		var err error
+		if i == 0 {
+			b, err = ReadConfigFile(p) // committed by a branch: bounded
+		} else {
+			b, err = os.ReadFile(p)
+		}
 		switch {
 		case err == nil:
 			files[i] = append([]byte{1}, b...)

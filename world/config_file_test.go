@@ -1,0 +1,63 @@
+//go:build unix
+
+package world
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A branch can commit binky.toml as a link to /dev/zero, or make it a pipe:
+// read as a file, either would exhaust the daemon's memory or hang the
+// hook and every prompt's env. Both are refused at once, as is a file far
+// past any real binky.toml; a link to a plain file is read.
+func TestOnlyAPlainBinkyTomlOfSaneSizeIsRead(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "real.toml")
+	if err := os.WriteFile(plain, []byte("[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.toml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	pipe := filepath.Join(dir, "pipe.toml")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.toml")
+	if err := os.WriteFile(huge, []byte("# "+strings.Repeat("x", MaxConfigSize)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "folder.toml")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(dir, "linked.toml")
+	if err := os.Symlink(plain, linked); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{zero: "not a regular file", pipe: "not a regular file", folder: "not a regular file", huge: "over binky's limit"} {
+		start := time.Now()
+		_, err := ReadConfigFile(path)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", filepath.Base(path), err, want)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: refused after %s", filepath.Base(path), took)
+		}
+	}
+	for _, path := range []string{zero, pipe, huge} {
+		if _, err := LoadConfig(path); err == nil {
+			t.Errorf("LoadConfig(%s) loaded it", filepath.Base(path))
+		}
+	}
+	cfg, err := LoadConfig(linked)
+	if err != nil || cfg.Project.Name != "acme" {
+		t.Fatalf("a link to a plain binky.toml: %+v, %v", cfg, err)
+	}
+}
