@@ -392,7 +392,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 		// Messages show the command as written: interpolated, it can hold
 		// the slice's password (${db.url}).
 		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + step.cmd})
-		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.Interpolate(step.cmd, lookup), step.cmd, logPath); err != nil {
+		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.InterpolateShell(step.cmd, lookup), step.cmd, logPath); err != nil {
 			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
 		}
 		if phase == "slice" {

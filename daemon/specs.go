@@ -65,7 +65,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		}
 		spec := supervisor.Spec{
 			Name:        name,
-			Cmd:         world.Interpolate(s.Cmd, lookup),
+			Cmd:         world.InterpolateShell(s.Cmd, lookup),
 			Shown:       s.Cmd,
 			Dir:         dir,
 			Env:         world.SortedEnv(env),
@@ -90,7 +90,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			case h.TCP:
 				spec.Health.TCP = addr
 			case h.Cmd != "":
-				spec.Health.Cmd = world.Interpolate(h.Cmd, lookup)
+				spec.Health.Cmd = world.InterpolateShell(h.Cmd, lookup)
 			default:
 				if port != 0 {
 					spec.Health.TCP = addr

@@ -51,7 +51,7 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 	}
 	lookup := w.Lookup(w.Coordinates(rec), "", env)
 	for _, raw := range w.Config.Agents.Verify {
-		c := Check{Cmd: world.Interpolate(raw, lookup)}
+		c := Check{Cmd: world.InterpolateShell(raw, lookup)}
 		cmd := procgroup.Command(ctx, c.Cmd)
 		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
 		tail := &tailBuffer{max: keep}

@@ -43,6 +43,13 @@ func FuzzInterpolate(f *testing.F) {
 		}
 		_ = Tokens(s)
 		_ = out
+		// A shell command's tokens: a value with quotes and escapes in any
+		// position of s, which never panics; plain values as Interpolate.
+		odd := func(ref string) (string, bool) { return `'"\$` + "`" + s, ref == "a.b" }
+		_ = InterpolateShell(s, odd)
+		if InterpolateShell(s, known) != out {
+			t.Fatalf("a plain value was quoted in %q", s)
+		}
 	})
 }
 
