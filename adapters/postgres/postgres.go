@@ -471,8 +471,8 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 	case rexists && !roleOurs:
 		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
 	case rexists:
-		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(s.Name)); err != nil {
-			return fmt.Errorf("drop role %s: %w%s", s.Name, err, dependents(err))
+		if err := dropRole(ctx, c, s.AdminURL, s.Name); err != nil {
+			return err
 		}
 	}
 	return errors.Join(errs...)

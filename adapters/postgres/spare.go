@@ -354,9 +354,7 @@ func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 		}
 	}
 	if roleOurs {
-		if _, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(spare)); err != nil {
-			return fmt.Errorf("drop role %s: %w", spare, err)
-		}
+		return dropRole(ctx, c, s.AdminURL, spare)
 	}
 	return nil
 }

@@ -309,3 +309,44 @@ func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing
 		}
 	}
 }
+
+// A world may grant on its own tables to any role it can name. Another
+// world's teardown must still drop that world's role (a grant left by
+// someone else made DROP ROLE fail, and the role stayed for good), and
+// take nothing of the granting world's with it.
+func TestAGrantFromAnotherWorldDoesNotKeepAWorldsRoleAlive(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	a, b := testSlice(t, admin, "grantor"), testSlice(t, admin, "grantee")
+	for _, s := range []adapters.Slice{a, b} {
+		if err := p.Provision(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, _ := p.Resolve(ctx, a)
+	c, err := pgx.Connect(ctx, addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, stmt := range []string{"CREATE TABLE t (id int)", "INSERT INTO t VALUES (1)",
+		"GRANT SELECT ON t TO " + ident(b.Name), "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO " + ident(b.Name)} {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := p.Teardown(ctx, b); err != nil {
+		t.Fatalf("teardown of the world granted to: %v", err)
+	}
+	if db, role := objects(t, adminConn(t, admin), b.Name); db || role {
+		t.Fatalf("after teardown: database %v, role %v left", db, role)
+	}
+	var n int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the granting world's table after the other's teardown: %d rows, %v", n, err)
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE u (id int)"); err != nil {
+		t.Fatalf("the granting world after the other's teardown: %v", err)
+	}
+}
