@@ -147,7 +147,13 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 		kind := adapters.Canonical(svc.Adapter)
 		existing := findSlice(rec, n)
-		name := adapters.SliceName(w.Project, w.Name, w.ID, 0)
+		if existing != nil && sharesSlice(rec, existing) {
+			// Made before slices of one kind took their service's name:
+			// this service has used another's slice. It gets its own now;
+			// the shared one stays the other service's.
+			existing = nil
+		}
+		name := sliceName(w, n, 0)
 		if existing != nil {
 			name = existing.Name
 		}
@@ -187,6 +193,33 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 	}
 	return rec, nil
+}
+
+// sliceName is the name of service n's slice: <project>_<worktree>, and
+// the service's name after it when the world has another slice of the
+// same kind. Marks name the world, not the service, so without it two
+// services (db and analytics, both postgres) would be one database.
+func sliceName(w *world.World, n string, salt int) string {
+	kind := adapters.Canonical(w.Config.Services[n].Adapter)
+	for _, other := range w.Config.ServiceNames() {
+		if a := w.Config.Services[other].Adapter; other != n && a != "" && adapters.Canonical(a) == kind {
+			return adapters.FoldName(w.Project+"_"+w.Name+"_"+n, w.ID+"\x00"+n, salt, 63)
+		}
+	}
+	return adapters.SliceName(w.Project, w.Name, w.ID, salt)
+}
+
+// sharesSlice reports whether sl, a service's recorded slice, is also
+// recorded for a service that sorts before it, of the same kind on the
+// same server: one slice for two services, as an older binky made them.
+func sharesSlice(rec *world.Record, sl *world.SliceRecord) bool {
+	server, _ := sl.Config["admin"].(string)
+	for _, o := range rec.Slices {
+		if other, _ := o.Config["admin"].(string); o.Service < sl.Service && o.Name == sl.Name && o.Adapter == sl.Adapter && other == server {
+			return true
+		}
+	}
+	return false
 }
 
 // options are the service's adapter options with their ${...} tokens
@@ -290,7 +323,7 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 	kind := adapters.Canonical(svc.Adapter)
 	for salt := 0; ; salt++ {
 		if salt > 0 {
-			s.Name = adapters.SliceName(w.Project, w.Name, w.ID, salt)
+			s.Name = sliceName(w, n, salt)
 		}
 		s.Password = adapters.Password(secret, kind, s.Name)
 		// Record the slice before it exists: a crash from here on leaves a

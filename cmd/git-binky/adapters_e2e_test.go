@@ -309,3 +309,89 @@ depends_on = ["db", "cache"]
 		t.Error("status prints the admin password")
 	}
 }
+
+// Two services of one kind in a world are two slices: marks name the
+// world, not the service, so they once shared one database (and one Redis
+// prefix) without anyone noticing. A world an older binky recorded that
+// way keeps the shared slice for the service that made it (the first by
+// name) and gets the other one a slice of its own on its next up.
+func TestTwoServicesOfOneKindGetASliceEach(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, `[project]
+name = "twok"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+[services.analytics]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+[services.cache]
+adapter = "redis"
+admin_url = "${env.BINKY_TEST_REDIS}"
+[services.queue]
+adapter = "redis"
+admin_url = "${env.BINKY_TEST_REDIS}"
+`)
+	f.mustBinky(f.repo, "up", "two")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "two", "--force") })
+	env := f.envOf("two")
+	if env["DB_NAME"] == env["ANALYTICS_NAME"] || env["DB_URL"] == env["ANALYTICS_URL"] {
+		t.Fatalf("db and analytics share a database: %s, %s", env["DB_NAME"], env["ANALYTICS_NAME"])
+	}
+	if env["CACHE_PREFIX"] == env["QUEUE_PREFIX"] {
+		t.Fatalf("cache and queue share a prefix: %s", env["CACHE_PREFIX"])
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, env["ANALYTICS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE kept (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(ctx)
+	if n := count(t, env["DB_URL"], "SELECT count(*) FROM pg_tables WHERE tablename = 'kept'"); n != 0 {
+		t.Fatal("a table made through ANALYTICS_URL shows through DB_URL")
+	}
+
+	// The record as an older binky wrote it: db on analytics's database.
+	shared := env["ANALYTICS_NAME"]
+	f.mustBinky(f.repo, "down", "two")
+	var st struct {
+		Worlds []struct{ ID string } `json:"worlds"`
+	}
+	if err := json.Unmarshal([]byte(f.mustBinky(f.repo, "status", "--json")), &st); err != nil || len(st.Worlds) == 0 {
+		t.Fatalf("status: %v", err)
+	}
+	recPath := filepath.Join(f.home, "worlds", st.Worlds[0].ID+".json")
+	var rec map[string]any
+	b, err := os.ReadFile(recPath)
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("record: %v", err)
+	}
+	slices, _ := rec["slices"].([]any)
+	for _, s := range slices {
+		if m := s.(map[string]any); m["service"] == "db" {
+			m["name"] = shared
+		}
+	}
+	b, _ = json.Marshal(rec)
+	if err := os.WriteFile(recPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "up", "two")
+	env = f.envOf("two")
+	if env["ANALYTICS_NAME"] != shared || env["DB_NAME"] == shared {
+		t.Fatalf("after the up: analytics on %s, db on %s; want analytics kept on %s and db on its own", env["ANALYTICS_NAME"], env["DB_NAME"], shared)
+	}
+	if n := count(t, env["ANALYTICS_URL"], "SELECT count(*) FROM pg_tables WHERE tablename = 'kept'"); n != 1 {
+		t.Fatal("the shared database lost its table when db got its own")
+	}
+	f.mustBinky(f.repo, "remove", "two", "--force")
+	left := databases(t, pg, "twok_%")
+	for _, name := range []string{env["DB_NAME"], env["ANALYTICS_NAME"]} {
+		if contains(left, name) {
+			t.Errorf("after remove: %s is left", name)
+		}
+	}
+}
