@@ -196,24 +196,43 @@ const MaxConfigSize = 1 << 20
 // device (/dev/zero), a named pipe, a folder, or a file past MaxConfigSize.
 // A link to a regular file is read.
 func ReadConfigFile(path string) ([]byte, error) {
+	b, err := readRegular(path, MaxConfigSize)
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("%w: binky reads only a plain binky.toml; replace it with one", err)
+	}
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("%w: a binky.toml is a few KiB", err)
+	}
+	return b, err
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("over binky's size limit")
+)
+
+// readRegular reads the regular file at path (links followed), of at most
+// max bytes. Anything else (a device, a pipe, a folder) is refused before
+// it is opened, so that a read can neither block nor run away.
+func readRegular(path string, max int64) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): binky reads only a plain binky.toml; replace it with one", path, fi.Mode().Type())
+		return nil, fmt.Errorf("%s is %w (%s)", path, errNotRegular, fi.Mode().Type())
 	}
-	if fi.Size() > MaxConfigSize {
-		return nil, fmt.Errorf("%s is %d bytes, over binky's limit of %d: a binky.toml is a few KiB", path, fi.Size(), MaxConfigSize)
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, %w of %d", path, fi.Size(), errTooLarge, max)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
-	if err == nil && len(b) > MaxConfigSize {
-		err = fmt.Errorf("%s grew past binky's limit of %d bytes while it was read", path, MaxConfigSize)
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s grew while it was read: %w of %d", path, errTooLarge, max)
 	}
 	return b, err
 }

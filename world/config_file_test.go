@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-binky/git-binky/gitx/gittest"
 )
 
 // A branch can commit binky.toml as a link to /dev/zero, or make it a pipe:
@@ -41,7 +43,7 @@ func TestOnlyAPlainBinkyTomlOfSaneSizeIsRead(t *testing.T) {
 	if err := os.Symlink(plain, linked); err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{zero: "not a regular file", pipe: "not a regular file", folder: "not a regular file", huge: "over binky's limit"} {
+	for path, want := range map[string]string{zero: "not a regular file", pipe: "not a regular file", folder: "not a regular file", huge: "over binky's size limit"} {
 		start := time.Now()
 		_, err := ReadConfigFile(path)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -59,5 +61,35 @@ func TestOnlyAPlainBinkyTomlOfSaneSizeIsRead(t *testing.T) {
 	cfg, err := LoadConfig(linked)
 	if err != nil || cfg.Project.Name != "acme" {
 		t.Fatalf("a link to a plain binky.toml: %+v, %v", cfg, err)
+	}
+}
+
+// A pipe where env's snapshot belongs (left by anyone who can write the
+// home) would block every env, and so every prompt, for good: it is not
+// read, and env prints from the full path.
+func TestAPipeForASnapshotIsNotWaitedOn(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	want := settle(t, home, repo, "")
+	matches, _ := filepath.Glob(filepath.Join(home.WorldsDir(), "*.env"))
+	if len(matches) != 1 {
+		t.Fatalf("snapshots: %v", matches)
+	}
+	os.Remove(matches[0])
+	if err := syscall.Mkfifo(matches[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if out, hit := envOnce(t, home, repo, ""); hit || out != want {
+			t.Errorf("env with a pipe for its snapshot: from it %v, output\n%s\nwant\n%s", hit, out, want)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("env waited on the pipe")
 	}
 }
