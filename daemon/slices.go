@@ -565,29 +565,32 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 // teardownSlices drops every slice of a world, each only if it is the
 // world's. A server that cannot be reached leaves its slice for gc. A slice
 // an older binky marked without the home is re-marked first (Provision
-// upgrades a mark of this world), since this home's record names it.
-func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
+// upgrades a mark of this world), since this home's record names it. It
+// returns what it left behind, a line each, for remove to say.
+func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) (left []string) {
 	ctx = d.withSteps(ctx)
 	homeID, err := d.home.ID()
 	if err != nil {
 		d.log.Error("teardown slices: home id", "err", err)
-		return
+		return []string{fmt.Sprintf("no slice was dropped: %v (git binky gc drops them later)", err)}
 	}
 	secret, err := d.home.Secret()
 	if err != nil {
 		d.log.Error("teardown slices: secret", "err", err)
-		return
+		return []string{fmt.Sprintf("no slice was dropped: %v (git binky gc drops them later)", err)}
 	}
 	for _, sl := range rec.Slices {
 		a, err := builtin.Lookup(sl.Adapter)
 		if err != nil {
 			d.log.Error("teardown slice", "slice", sl.Name, "err", err)
+			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err))
 			continue
 		}
 		ref, _ := sl.Config["admin"].(string)
 		admin, err := d.adminFromRef(ctx, ref, nil)
 		if err != nil {
 			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))
 			continue
 		}
 		options, _ := sl.Config["options"].(map[string]any)
@@ -602,16 +605,19 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) {
 		switch {
 		case errors.Is(err, adapters.ErrNotOurs):
 			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
+			left = append(left, fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err))
 		case err != nil:
 			d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))
 		default:
 			d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
 		}
 		if err := d.step("teardown.slice_dropped"); err != nil {
 			d.log.Error("teardown", "err", err)
-			return
+			return append(left, err.Error())
 		}
 	}
+	return left
 }
 
 // legacyOf reports whether the server holds an object of s marked by an

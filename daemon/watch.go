@@ -319,7 +319,7 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 	if err := d.stopLocked(ctx, r); err != nil {
 		d.log.Error("teardown: stop", "world", rec.Worktree, "err", err)
 	}
-	if err := d.forget(ctx, rec.ID); err != nil {
+	if _, err := d.forget(ctx, rec.ID); err != nil { // teardownSlices logged what it left
 		d.log.Error("teardown: forget", "world", rec.Worktree, "err", err)
 		return
 	}

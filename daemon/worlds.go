@@ -513,7 +513,8 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err
 	}
-	if err := d.forget(ctx, w.ID); err != nil {
+	left, err := d.forget(ctx, w.ID)
+	if err != nil {
 		return api.World{}, err
 	}
 	if !w.Worktree.Main {
@@ -524,7 +525,10 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	d.mu.Lock()
 	delete(d.worlds, w.ID)
 	d.mu.Unlock()
-	desc.State, desc.Message = world.StateRemoved, warning
+	if warning != "" {
+		left = append([]string{warning}, left...)
+	}
+	desc.State, desc.Message = world.StateRemoved, strings.Join(left, "; ")
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)
 	return desc, nil
 }
@@ -532,25 +536,25 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 // forget releases a world's ports and deletes its records. The leases go
 // first: a lease is stale once its record is gone, so the other order could
 // hand a port out twice for a moment.
-func (d *Daemon) forget(ctx context.Context, id string) error {
+func (d *Daemon) forget(ctx context.Context, id string) (left []string, err error) {
 	unlock, err := d.home.LockWorld(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	rec, err := d.home.LoadRecord(id)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Slices first: if the daemon dies here, the record still names them.
-	d.teardownSlices(ctx, rec)
+	left = d.teardownSlices(ctx, rec)
 	settings, _ := d.home.LoadSettings()
 	d.home.NewAllocator(settings).Release(rec)
 	defer d.routesChanged()
-	return d.home.DeleteRecord(rec)
+	return left, d.home.DeleteRecord(rec)
 }
 
 // Status describes every world on the machine (or the repository around

@@ -395,3 +395,38 @@ admin_url = "${env.BINKY_TEST_REDIS}"
 		}
 	}
 }
+
+// remove says what it could not drop, rather than "removed" alone: here a
+// database whose mark names another world, which binky leaves alone.
+func TestRemoveSaysWhatItLeftBehind(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, strings.Replace(sliceConfig, `name = "shop"`, `name = "leftb"`, 1))
+	f.mustBinky(f.repo, "up", "lb")
+	name := f.envOf("lb")["DB_NAME"]
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	t.Cleanup(func() {
+		c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		c.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	})
+	other := adapters.Mark(adapters.Owner{World: "someone-else", Home: "elsewhere"})
+	for _, what := range []string{"DATABASE", "ROLE"} {
+		if _, err := c.Exec(ctx, "COMMENT ON "+what+" "+pgx.Identifier{name}.Sanitize()+" IS '"+other+"'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, err := f.binky(f.repo, "remove", "lb", "--force")
+	if err != nil {
+		t.Fatalf("remove: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "removed: lb") || !strings.Contains(stderr, "warning: postgres slice "+name+" was left alone") {
+		t.Fatalf("remove printed\n%s\nand on stderr\n%s\nwant it to say the database was left alone", out, stderr)
+	}
+	if !contains(databases(t, pg, name), name) {
+		t.Fatal("the database marked as another world's was dropped")
+	}
+}
