@@ -454,7 +454,10 @@ func (d *Daemon) addSeen(reg world.Repo, wt *gitx.Worktree) {
 // registerRepo installs the hook and registers the repository of w for the
 // watcher, once; `up` does this so that a user who never ran install still
 // gets teardown on `git worktree remove`.
-func (d *Daemon) registerRepo(ctx context.Context, w *world.World) {
+//
+// Installing the hook runs git twice (~40 ms): it goes on beside the up,
+// which waits for it (the returned func) before it answers.
+func (d *Daemon) registerRepo(ctx context.Context, w *world.World) (wait func()) {
 	var seen []string
 	wts, _ := w.Repo.Worktrees()
 	for _, wt := range wts {
@@ -464,14 +467,19 @@ func (d *Daemon) registerRepo(ctx context.Context, w *world.World) {
 	}
 	added, err := d.home.RegisterRepo(w.Repo.CommonDir, seen)
 	if err != nil || !added {
-		return
-	}
-	if _, err := hooks.Install(ctx, w.Worktree.Path); err != nil {
-		d.log.Warn("could not install the post-checkout hook", "repo", w.Repo.CommonDir, "err", err)
+		return func() {}
 	}
 	if d.watch != nil {
 		d.watch.refresh()
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := hooks.Install(context.WithoutCancel(ctx), w.Worktree.Path); err != nil {
+			d.log.Warn("could not install the post-checkout hook", "repo", w.Repo.CommonDir, "err", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // running reports whether this daemon supervises services of the world.

@@ -164,7 +164,7 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {
 		return api.World{}, err
 	}
-	d.registerRepo(ctx, w)
+	defer d.registerRepo(ctx, w)()
 	env := req.Env
 	if len(env) == 0 {
 		env = d.env
