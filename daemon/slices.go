@@ -425,7 +425,11 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 		// Messages show the command as written: interpolated, it can hold
 		// the slice's password (${db.url}).
 		emit(api.Event{World: w.Name, Service: n, State: step.what, Message: step.what + ": " + step.cmd})
-		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.InterpolateShell(step.cmd, lookup), step.cmd, logPath); err != nil {
+		line, err := world.InterpolateShell(step.cmd, lookup)
+		if err != nil {
+			return fmt.Errorf("service %s: %s: %w", n, step.what, err)
+		}
+		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, step.cmd, logPath); err != nil {
 			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
 		}
 		if phase == "slice" {

@@ -63,9 +63,13 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		if s.Cwd != "" {
 			dir = filepath.Join(dir, world.Interpolate(s.Cwd, lookup))
 		}
+		cmdline, err := world.InterpolateShell(s.Cmd, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: cmd: %w", name, err)
+		}
 		spec := supervisor.Spec{
 			Name:        name,
-			Cmd:         world.InterpolateShell(s.Cmd, lookup),
+			Cmd:         cmdline,
 			Shown:       s.Cmd,
 			Dir:         dir,
 			Env:         world.SortedEnv(env),
@@ -90,7 +94,9 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			case h.TCP:
 				spec.Health.TCP = addr
 			case h.Cmd != "":
-				spec.Health.Cmd = world.InterpolateShell(h.Cmd, lookup)
+				if spec.Health.Cmd, err = world.InterpolateShell(h.Cmd, lookup); err != nil {
+					return nil, fmt.Errorf("service %s: health cmd: %w", name, err)
+				}
 			default:
 				if port != 0 {
 					spec.Health.TCP = addr

@@ -124,7 +124,11 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 	lookup := w.Lookup(w.Coordinates(&tmp), "", env)
 	emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate (on the clone, for this branch's migrations): " + svc.Migrate})
 	logPath := filepath.Join(world.LogDir(w.Worktree.AdminDir), n+".log")
-	if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), world.InterpolateShell(svc.Migrate, lookup), svc.Migrate, logPath); err != nil {
+	line, err := world.InterpolateShell(svc.Migrate, lookup)
+	if err != nil {
+		return fmt.Errorf("service %s: migrate: %w", n, err)
+	}
+	if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, svc.Migrate, logPath); err != nil {
 		return fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"time"
@@ -51,7 +52,17 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 	}
 	lookup := w.Lookup(w.Coordinates(rec), "", env)
 	for _, raw := range w.Config.Agents.Verify {
-		c := Check{Cmd: world.InterpolateShell(raw, lookup)}
+		line, err := world.InterpolateShell(raw, lookup)
+		if err != nil {
+			// Not run: a failed check that says why, as a command would.
+			res.Passed = false
+			res.Checks = append(res.Checks, Check{Cmd: raw, ExitCode: -1, Output: err.Error()})
+			if out != nil {
+				fmt.Fprintln(out, err)
+			}
+			continue
+		}
+		c := Check{Cmd: line}
 		cmd := procgroup.Command(ctx, c.Cmd)
 		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
 		tail := &tailBuffer{max: keep}
@@ -61,7 +72,7 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 		}
 		cmd.Stdout, cmd.Stderr = sink, sink
 		start := time.Now()
-		err := cmd.Run()
+		err = cmd.Run()
 		c.Seconds = time.Since(start).Seconds()
 		c.Output = tail.String()
 		var ee *exec.ExitError

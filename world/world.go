@@ -290,6 +290,7 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 			"BINKY_PROJECT":       w.Project,
 			"BINKY_WORKTREE":      w.Name,
 			"BINKY_WORKTREE_PATH": w.Worktree.Path,
+			"BINKY_BRANCH":        w.Worktree.Branch,
 		},
 	}
 	slices := map[string]SliceRecord{}
