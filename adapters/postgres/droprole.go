@@ -13,42 +13,59 @@ import (
 // or ALTER DEFAULT PRIVILEGES ... TO, any role it can name: another
 // world's, a template's, a spare's. Each such privilege lives in the
 // granting world's database and makes DROP ROLE fail (2BP01), which would
-// leave the role behind for good. So on that failure, in each database that
-// still holds something for the role, what it owns passes to the admin
-// (REASSIGN OWNED: nothing is dropped) and what was granted to it is taken
-// back (DROP OWNED, which then drops nothing), and the drop is tried again.
+// leave the role behind for good. So on that failure, in each database
+// that holds only privileges for the role, they are taken back (DROP
+// OWNED, which then drops nothing) and the drop is tried again. Objects the
+// role owns in another database (a world that could connect there, on a
+// server binky does not run; a clone a crash left half handed over) are
+// neither dropped nor given to the admin, who may be a superuser: the role
+// stays, and the error names the database.
 func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	_, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(role))
 	var pe *pgconn.PgError
 	if err == nil || !errors.As(err, &pe) || pe.Code != "2BP01" {
 		return dropRoleErr(role, err)
 	}
-	rows, err := c.Query(ctx, `SELECT DISTINCT d.datname FROM pg_shdepend s
+	rows, err := c.Query(ctx, `SELECT d.datname, bool_or(s.deptype = 'o') FROM pg_shdepend s
 		JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
-		WHERE s.refclassid = 'pg_authid'::regclass AND r.rolname = $1 AND d.datallowconn`, role)
+		WHERE s.refclassid = 'pg_authid'::regclass AND r.rolname = $1 AND d.datallowconn
+		GROUP BY d.datname ORDER BY d.datname`, role)
 	if err != nil {
 		return err
 	}
-	dbs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type holder struct {
+		DB   string
+		Owns bool
+	}
+	holders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[holder])
 	if err != nil {
 		return err
 	}
-	for _, db := range dbs {
-		if err := releaseIn(ctx, adminURL, db, role); err != nil {
-			return fmt.Errorf("drop role %s: take back what database %s holds for it: %w", role, db, err)
+	for _, h := range holders {
+		if h.Owns {
+			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are: "+
+				"drop them or give them an owner there (REASSIGN OWNED BY %s TO <role>), then run git binky gc", role, h.DB, ident(role))
+		}
+	}
+	for _, h := range holders {
+		if err := revokeIn(ctx, adminURL, h.DB, role); err != nil {
+			return fmt.Errorf("drop role %s: take back what database %s grants it: %w", role, h.DB, err)
 		}
 	}
 	_, err = c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(role))
 	return dropRoleErr(role, err)
 }
 
-func releaseIn(ctx context.Context, adminURL, db, role string) error {
+// revokeIn takes back, in db, every privilege and default privilege
+// granted to role, which owns nothing there. A world holding locks there
+// makes it wait 10 s at most, not for good.
+func revokeIn(ctx context.Context, adminURL, db, role string) error {
 	c, err := connect(ctx, adminURL, db)
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	return inTx(ctx, c, "REASSIGN OWNED BY "+ident(role)+" TO CURRENT_USER", "DROP OWNED BY "+ident(role))
+	return inTx(ctx, c, "SET LOCAL lock_timeout = '10s'", "DROP OWNED BY "+ident(role))
 }
 
 func dropRoleErr(role string, err error) error {

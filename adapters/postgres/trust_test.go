@@ -350,3 +350,39 @@ func TestAGrantFromAnotherWorldDoesNotKeepAWorldsRoleAlive(t *testing.T) {
 		t.Fatalf("the granting world after the other's teardown: %v", err)
 	}
 }
+
+// What a world's role owns in another database is neither dropped nor
+// handed to the admin (who may be a superuser, and the object a function
+// anyone may run): the role stays, and teardown says where.
+func TestAWorldsRoleThatOwnsSomethingElsewhereIsLeftWithIt(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	a, b := testSlice(t, admin, "host"), testSlice(t, admin, "owner")
+	for _, s := range []adapters.Slice{a, b} {
+		if err := p.Provision(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inA, err := connect(ctx, admin, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inA.Close(ctx)
+	for _, stmt := range []string{"CREATE TABLE planted (id int)", "ALTER TABLE planted OWNER TO " + ident(b.Name)} {
+		if _, err := inA.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	err = p.Teardown(ctx, b)
+	if err == nil || !strings.Contains(err.Error(), "owns objects in database "+a.Name) {
+		t.Fatalf("teardown: %v, want it to name the database where the role owns something", err)
+	}
+	var owner string
+	if err := inA.QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = 'planted'").Scan(&owner); err != nil || owner != b.Name {
+		t.Fatalf("the planted table: owner %q, %v; want it left as it was, %s's", owner, err, b.Name)
+	}
+	if _, err := inA.Exec(ctx, "DROP TABLE planted"); err != nil {
+		t.Fatal(err)
+	}
+}
