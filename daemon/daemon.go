@@ -139,6 +139,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	} else {
 		defer hw.dir.Close()
 		hw.servers = d.servers.Running()
+		d.servers.OnRunning = hw.note
 		every := d.homeEvery
 		if every <= 0 {
 			every = homeCheckEvery

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -57,55 +59,77 @@ func openHomeWatch(dir, lockPath string) (*homeWatch, error) {
 
 // fate says where the home is now. A folder that is still the one the
 // daemon opened, at its path, with the daemon's lock file in it, is here.
-// One with no links left was deleted (rm -rf, or deleted and made again at
-// the same path). Anything else — moved, or its lock file deleted or
-// replaced — is elsewhere.
+// One no longer at its path (gone, or another folder there) is deleted if
+// it has no links left, else elsewhere (moved); so is a lock file deleted
+// or replaced in a home still here. What cannot be read (an NFS timeout,
+// EACCES) says nothing: here, until it can be read.
 func (h *homeWatch) fate() homeFate {
-	if deleted(h.dir) {
-		return homeDeleted
+	now, err := os.Stat(h.dir.Name())
+	switch {
+	case err == nil && os.SameFile(now, h.dirInfo):
+		li, err := os.Stat(h.lockPath)
+		if err == nil && !os.SameFile(li, h.lockInfo) || errors.Is(err, fs.ErrNotExist) {
+			return homeElsewhere
+		}
+		return homeHere
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		if deleted(h.dir) {
+			return homeDeleted
+		}
+		return homeElsewhere
 	}
-	if now, err := os.Stat(h.dir.Name()); err == nil && os.SameFile(now, h.dirInfo) {
-		if li, err := os.Stat(h.lockPath); err == nil && os.SameFile(li, h.lockInfo) {
-			return homeHere
+	return homeHere
+}
+
+// note adds a running shared server to what a deleted home's daemon stops.
+func (h *homeWatch) note(p managed.Proc) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.servers {
+		if q.PID == p.PID {
+			return
 		}
 	}
-	return homeElsewhere
+	h.servers = append(h.servers, p)
 }
 
 // watchHome ends the daemon once its home is no longer where it started:
 // a daemon nobody can reach (its socket went with the folder), writing
 // records nobody reads, would otherwise run for good. While the home is
 // here it notes the shared servers running, so that a deleted home's can
-// still be stopped after their pid files went with it. A move must be
-// seen twice in a row: a folder renamed and back is not gone.
+// still be stopped after their pid files went with it. A fate must be seen
+// twice in a row: a folder renamed and back is not gone, and a filesystem
+// that reports a live folder without links (some FUSE ones) has it back at
+// its path on the next look.
 func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	elsewhere := 0
+	last := homeHere
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		switch h.fate() {
-		case homeHere:
-			elsewhere = 0
+		fate := h.fate()
+		if fate == homeHere {
+			last = homeHere
 			running := d.servers.Running()
 			h.mu.Lock()
 			h.servers = running
 			h.mu.Unlock()
 			continue
-		case homeElsewhere:
-			if elsewhere++; elsewhere < 2 {
-				continue
-			}
-			d.log.Warn("the daemon's home is no longer at its path (moved, or its daemon.lock replaced): stopping; services are left for the daemon of the home where it is now", "home", d.home.Dir)
-			d.gone.Store(int32(homeElsewhere))
-		case homeDeleted:
-			d.log.Warn("the daemon's home was deleted: stopping its worlds' services and its shared servers, then the daemon", "home", d.home.Dir)
-			d.gone.Store(int32(homeDeleted))
 		}
+		if fate != last {
+			last = fate
+			continue
+		}
+		if fate == homeDeleted {
+			d.log.Warn("the daemon's home was deleted: stopping its worlds' services and its shared servers, then the daemon", "home", d.home.Dir)
+		} else {
+			d.log.Warn("the daemon's home is no longer at its path (moved, or its daemon.lock replaced): stopping; services are left for the daemon of the home where it is now", "home", d.home.Dir)
+		}
+		d.gone.Store(int32(fate))
 		d.stop()
 		return
 	}
@@ -129,6 +153,12 @@ func (d *Daemon) endOrphans(h *homeWatch) {
 		go func() {
 			defer wg.Done()
 			if err := lockRun(ctx, r); err != nil {
+				// Held past the deadline (an up in a long start period):
+				// its services are stopped all the same.
+				if g := r.live.Load(); g != nil {
+					d.log.Error("stop a deleted home's world without its lock", "world", r.id, "err", err)
+					_ = g.Stop(context.Background())
+				}
 				return
 			}
 			defer r.mu.Unlock()

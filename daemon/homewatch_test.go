@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -102,7 +103,9 @@ func TestADaemonWhoseHomeIsDeletedStopsItsWorldsAndSharedServersThenExits(t *tes
 	homeDir := filepath.Join(scratch(t), "home")
 	d, pid, done := worldInHome(t, homeDir)
 	redis := 0
-	if adapters.FindServerBinary("redis-server") != "" {
+	if runtime.GOOS != "linux" {
+		t.Log("shared servers are found from /proc: on Linux only; only the world's service is checked")
+	} else if adapters.FindServerBinary("redis-server") != "" {
 		if _, err := d.servers.AdminURL(context.Background(), "redis"); err != nil {
 			t.Fatal(err)
 		}

@@ -380,6 +380,9 @@ func toStatus(name string, s *world.ServiceState) supervisor.Status {
 }
 
 func (d *Daemon) setState(id string, state world.State, msg string) {
+	if homeFate(d.gone.Load()) == homeDeleted {
+		return // saving would make the deleted home again
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {

@@ -58,7 +58,10 @@ func Kinds() []string {
 // Servers starts and finds the managed servers of one BINKY_HOME.
 type Servers struct {
 	Home world.Home
-	mu   sync.Mutex
+	// OnRunning, when set, hears of a server AdminURL found or started
+	// running (once its pid file names it).
+	OnRunning func(Proc)
+	mu        sync.Mutex
 	// kinds holds a lock per kind, not one for all: a starter may need
 	// another kind's server (FerretDB runs on the shared postgres).
 	kinds map[string]*sync.Mutex
@@ -95,7 +98,13 @@ func (m *Servers) AdminURL(ctx context.Context, kind string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("binky cannot run a %s server itself: set admin_url for it", kind)
 	}
-	return start(ctx, m, m.dir(kind))
+	u, err := start(ctx, m, m.dir(kind))
+	if err == nil && m.OnRunning != nil {
+		if p, ok, _ := m.running(kind); ok {
+			m.OnRunning(p)
+		}
+	}
+	return u, err
 }
 
 // Status describes every managed server that exists, as status and doctor
