@@ -147,10 +147,14 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 		kind := adapters.Canonical(svc.Adapter)
 		existing := findSlice(rec, n)
-		if existing != nil && sharesSlice(rec, existing) {
+		if other := sharesSlice(rec, existing); other != "" {
 			// Made before slices of one kind took their service's name:
 			// this service has used another's slice. It gets its own now;
 			// the shared one stays the other service's.
+			msg := fmt.Sprintf("service %s shared slice %s with service %s (an older binky made one for both): %s gets a slice of its own now, and %s keeps %s and its data",
+				n, existing.Name, other, n, other, existing.Name)
+			emit(api.Event{World: w.Name, Service: n, State: "slice", Message: msg})
+			d.log.Warn("shared slice split", "world", w.Name, "service", n, "slice", existing.Name, "kept_by", other)
 			existing = nil
 		}
 		name := sliceName(w, n, 0)
@@ -201,25 +205,39 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 // services (db and analytics, both postgres) would be one database.
 func sliceName(w *world.World, n string, salt int) string {
 	kind := adapters.Canonical(w.Config.Services[n].Adapter)
+	mine := adapters.FoldName(n, "", 0, 63)
+	shared, clash := false, false
 	for _, other := range w.Config.ServiceNames() {
 		if a := w.Config.Services[other].Adapter; other != n && a != "" && adapters.Canonical(a) == kind {
-			return adapters.FoldName(w.Project+"_"+w.Name+"_"+n, w.ID+"\x00"+n, salt, 63)
+			shared = true
+			// db_1 and db-1 fold alike: a hash of each keeps them apart.
+			clash = clash || adapters.FoldName(other, "", 0, 63) == mine
 		}
 	}
-	return adapters.SliceName(w.Project, w.Name, w.ID, salt)
+	if !shared {
+		return adapters.SliceName(w.Project, w.Name, w.ID, salt)
+	}
+	if clash {
+		salt++
+	}
+	return adapters.FoldName(w.Project+"_"+w.Name+"_"+n, w.ID+"\x00"+n, salt, 63)
 }
 
-// sharesSlice reports whether sl, a service's recorded slice, is also
-// recorded for a service that sorts before it, of the same kind on the
-// same server: one slice for two services, as an older binky made them.
-func sharesSlice(rec *world.Record, sl *world.SliceRecord) bool {
+// sharesSlice returns the service that sorts before sl's, of the same
+// kind on the same server (as its admin_url is written), whose recorded
+// slice is sl too: one slice for two services, as an older binky made
+// them. "" when there is none.
+func sharesSlice(rec *world.Record, sl *world.SliceRecord) string {
+	if sl == nil {
+		return ""
+	}
 	server, _ := sl.Config["admin"].(string)
 	for _, o := range rec.Slices {
 		if other, _ := o.Config["admin"].(string); o.Service < sl.Service && o.Name == sl.Name && o.Adapter == sl.Adapter && other == server {
-			return true
+			return o.Service
 		}
 	}
-	return false
+	return ""
 }
 
 // options are the service's adapter options with their ${...} tokens
