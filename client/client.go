@@ -353,7 +353,7 @@ func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
 	if err != nil {
 		return Trusted{}, err
 	}
-	src, err := os.ReadFile(file)
+	src, err := world.ReadConfigFile(file)
 	if err != nil {
 		return Trusted{}, fmt.Errorf("trust: %w", err)
 	}

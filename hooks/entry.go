@@ -46,7 +46,7 @@ func Setup(ctx context.Context, home world.Home, dir string, d Daemon) (Result, 
 	}
 	if wt != nil {
 		path := filepath.Join(wt.Path, world.ConfigFile)
-		if src, err := os.ReadFile(path); err == nil {
+		if src, err := world.ReadConfigFile(path); err == nil {
 			if err := home.Trust(src, path); err != nil {
 				return res, err
 			}

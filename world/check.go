@@ -418,7 +418,7 @@ func CheckPath(dir, path string, info AdapterInfo) (string, []Diagnostic, error)
 	if err != nil {
 		return file, nil, err
 	}
-	src, err := os.ReadFile(file)
+	src, err := ReadConfigFile(file)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return file, nil, fmt.Errorf("%s: %w", file, ErrNoConfig)

@@ -212,29 +212,41 @@ var (
 )
 
 // readRegular reads the regular file at path (links followed), of at most
-// max bytes. Anything else (a device, a pipe, a folder) is refused before
-// it is opened, so that a read can neither block nor run away.
+// max bytes. Anything else (a device, a pipe, a folder) is refused, so that
+// a read can neither block nor run away.
 func readRegular(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %w (%s)", path, errNotRegular, fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, %w of %d", path, fi.Size(), errTooLarge, max)
-	}
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, %w of %d", path, fi.Size(), errTooLarge, max)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err == nil && int64(len(b)) > max {
 		err = fmt.Errorf("%s grew while it was read: %w of %d", path, errTooLarge, max)
 	}
 	return b, err
+}
+
+// openRegular opens the regular file at path (links followed), or says
+// what else is there. It opens without blocking and then looks at what it
+// opened, so a pipe put there in between cannot make it wait.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is %w (%s)", path, errNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // LoadConfig reads and validates the binky.toml in dir (or the file at path

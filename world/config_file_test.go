@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/gitx/gittest"
 )
 
@@ -91,5 +92,25 @@ func TestAPipeForASnapshotIsNotWaitedOn(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("env waited on the pipe")
+	}
+}
+
+// golden_key's files are a branch's too: a link to /dev/zero among them
+// fails the key at once rather than being read for ever.
+func TestAGoldenKeyFileThatIsADeviceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "migrations"), 0o755)
+	os.WriteFile(filepath.Join(dir, "migrations", "001.sql"), []byte("CREATE TABLE a (id int);"), 0o644)
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "migrations", "002.sql")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := ParseConfig("binky.toml", []byte("[services.db]\nadapter = \"postgres\"\nclone_from = \"golden\"\ngolden_key = [\"migrations/**\"]\n"))
+	w := &World{Config: cfg, Worktree: &gitx.Worktree{Path: dir}}
+	start := time.Now()
+	if _, err := w.GoldenKeyHash("db"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("golden key over a link to /dev/zero: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("refused after %s", took)
 	}
 }
