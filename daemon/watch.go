@@ -475,7 +475,11 @@ func (d *Daemon) registerRepo(ctx context.Context, w *world.World) (wait func())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := hooks.Install(context.WithoutCancel(ctx), w.Worktree.Path); err != nil {
+		// Not cut off with its up's client, but bounded: a git stuck on a
+		// lock must not hold the up's answer for good.
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := hooks.Install(ictx, w.Worktree.Path); err != nil {
 			d.log.Warn("could not install the post-checkout hook", "repo", w.Repo.CommonDir, "err", err)
 		}
 	}()
