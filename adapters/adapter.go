@@ -187,6 +187,24 @@ func Password(secret []byte, kind, slice string) string {
 }
 
 // Redact hides the password of a URL, for messages and logs.
+// ParseURL is url.Parse without the URL in its error: url.Error quotes
+// the whole input, password and all, and parse errors reach the user and
+// the daemon's log.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	return u, URLError(err)
+}
+
+// URLError is err with any *url.Error's quoted URL left out, its reason
+// kept.
+func URLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {

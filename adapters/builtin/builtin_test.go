@@ -1,7 +1,10 @@
 package builtin
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/managed"
@@ -59,5 +62,30 @@ func TestUnknownNamesAreExternal(t *testing.T) {
 	}
 	if _, err := Lookup("no-such-adapter-xyz"); err == nil {
 		t.Error("an unknown adapter with no binky-adapter-<name> on PATH should be an error")
+	}
+}
+
+// A malformed admin_url (here a password with a bad %-escape) is reported
+// without the password: Go's url.Error quotes the whole URL, and adapter
+// errors reach the terminal and the daemon's log.
+func TestABadAdminURLsErrorNeverHoldsItsPassword(t *testing.T) {
+	for name, scheme := range map[string]string{"postgres": "postgres", "redis": "redis", "mysql": "mysql", "mongodb": "mongodb",
+		"s3": "s3", "rabbitmq": "amqp", "kafka": "kafka", "clickhouse": "clickhouse", "elasticsearch": "http", "qdrant": "http"} {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s := adapters.Slice{Name: "acme_main", World: "w1", Home: "h1", Password: "pw", AdminURL: scheme + "://admin:p%zzSECRET@127.0.0.1:1"}
+		for op, f := range map[string]func() error{
+			"provision": func() error { return a.Provision(ctx, s) },
+			"resolve":   func() error { _, err := a.Resolve(ctx, s); return err },
+			"teardown":  func() error { return a.Teardown(ctx, s) },
+		} {
+			if err := f(); err != nil && strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("%s %s: %v", name, op, err)
+			}
+		}
+		cancel()
 	}
 }

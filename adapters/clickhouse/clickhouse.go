@@ -80,7 +80,7 @@ const (
 // parseAdmin reads an admin_url: clickhouse://user:pw@host:8123 (plain
 // HTTP), clickhouses://... (HTTPS), or http(s)://user:pw@host:port.
 func parseAdmin(raw string) (url.URL, string, string, error) {
-	u, err := url.Parse(raw)
+	u, err := adapters.ParseURL(raw)
 	if err != nil {
 		return url.URL{}, "", "", fmt.Errorf("clickhouse admin_url %s: %w", adapters.Redact(raw), err)
 	}

@@ -86,7 +86,7 @@ type server struct {
 // opensearchs:// for HTTPS). ?insecure=true skips TLS verification (a
 // development cluster's self-signed certificate).
 func parseAdmin(raw string) (url.URL, string, string, bool, error) {
-	u, err := url.Parse(raw)
+	u, err := adapters.ParseURL(raw)
 	if err != nil {
 		return url.URL{}, "", "", false, fmt.Errorf("elasticsearch admin_url %s: %w", adapters.Redact(raw), err)
 	}

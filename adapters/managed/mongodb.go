@@ -41,7 +41,7 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the shared mongodb runs on the shared postgres: %w", err)
 	}
-	pu, err := url.Parse(pgAdmin)
+	pu, err := adapters.ParseURL(pgAdmin)
 	if err != nil {
 		return "", err
 	}

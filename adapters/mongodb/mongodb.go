@@ -373,7 +373,7 @@ func (srv *server) provision(ctx context.Context, s adapters.Slice) error {
 // --auth; FerretDB whose --postgresql-url carries usable credentials,
 // which it lends to every unauthenticated client).
 func (srv *server) authEnforced(ctx context.Context) error {
-	u, err := url.Parse(srv.driverURL)
+	u, err := adapters.ParseURL(srv.driverURL)
 	if err != nil {
 		return err
 	}

@@ -402,7 +402,7 @@ func (p *Postgres) PrepareTemplate(ctx context.Context, adminURL, name string) e
 
 // Resolve returns the world's URL: its own role, never the admin's.
 func (p *Postgres) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address, error) {
-	admin, err := url.Parse(s.AdminURL)
+	admin, err := adapters.ParseURL(s.AdminURL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres admin_url: %w", err)
 	}

@@ -84,7 +84,7 @@ type server struct {
 // qdrants://... (HTTPS), or http(s)://:API_KEY@host:port; the key may also
 // be given as ?api_key=. The user part is ignored.
 func parseAdmin(raw string) (url.URL, string, error) {
-	u, err := url.Parse(raw)
+	u, err := adapters.ParseURL(raw)
 	if err != nil {
 		return url.URL{}, "", fmt.Errorf("qdrant admin_url %s: %w", adapters.Redact(raw), err)
 	}

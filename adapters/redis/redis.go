@@ -69,7 +69,7 @@ var denied = []string{"-sort", "-sort_ro", "-pfselftest", "-pfdebug", "-wait", "
 func client(adminURL string) (*goredis.Client, error) {
 	opt, err := goredis.ParseURL(adminURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis admin_url %s: %w", adapters.Redact(adminURL), err)
+		return nil, fmt.Errorf("redis admin_url %s: %w", adapters.Redact(adminURL), adapters.URLError(err))
 	}
 	opt.DisableIdentity = true
 	opt.Protocol = 2
@@ -284,7 +284,7 @@ func userRules(ctx context.Context, c *goredis.Client, s adapters.Slice) ([]stri
 // Resolve returns the world's URL (its own user where there are ACLs) and
 // prefix.
 func (r *Redis) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address, error) {
-	admin, err := url.Parse(s.AdminURL)
+	admin, err := adapters.ParseURL(s.AdminURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis admin_url: %w", err)
 	}

@@ -56,7 +56,7 @@ type server struct {
 // loopback server speaks), or http(s)://KEY:SECRET@host:port; ?region=
 // names the region (default us-east-1).
 func dial(adminURL string) (*server, error) {
-	u, err := url.Parse(adminURL)
+	u, err := adapters.ParseURL(adminURL)
 	if err != nil {
 		return nil, fmt.Errorf("s3 admin_url %s: %w", adapters.Redact(adminURL), err)
 	}
