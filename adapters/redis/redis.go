@@ -71,6 +71,11 @@ func client(adminURL string) (*goredis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis admin_url %s: %w", adapters.Redact(adminURL), adapters.URLError(err))
 	}
+	if opt.DB != 0 {
+		// A world's user may not SELECT: its URL is database 0, where its
+		// keys, marker and teardown must all be.
+		return nil, fmt.Errorf("redis admin_url %s names database %d: binky carves worlds out of database 0 (a world's user may not SELECT another); drop the /%d", adapters.Redact(adminURL), opt.DB, opt.DB)
+	}
 	opt.DisableIdentity = true
 	opt.Protocol = 2
 	return goredis.NewClient(opt), nil
@@ -79,9 +84,26 @@ func client(adminURL string) (*goredis.Client, error) {
 // Prefix is the key prefix of a slice.
 func Prefix(name string) string { return name + ":" }
 
-func hasACL(ctx context.Context, c *goredis.Client) bool {
-	return c.Do(ctx, "ACL", "WHOAMI").Err() == nil
+// hasACL reports whether the server has ACLs (Redis 6+). Only the server
+// not knowing the command means it has none: any other failure (refused,
+// maxclients, a timeout, NOPERM) is an error, never a reason to give a
+// world the admin's password.
+func hasACL(ctx context.Context, c *goredis.Client) (bool, error) {
+	err := c.Do(ctx, "ACL", "WHOAMI").Err()
+	var re goredis.Error
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &re) && strings.Contains(strings.ToLower(re.Error()), "unknown command"):
+		return false, nil
+	}
+	return false, fmt.Errorf("ask the redis server whether it has ACLs: %w", err)
 }
+
+// reserved is the one slice name whose prefix would hold every marker
+// (binky:slice:<name>): a project "binky" with a worktree whose name
+// folds to nothing gets it, and is refused.
+const reserved = "binky"
 
 // seal is what makes a marker binky's: an HMAC of the slice and its mark
 // under the slice's password. The password is derived from the home's
@@ -194,7 +216,13 @@ func (r *Redis) Provision(ctx context.Context, s adapters.Slice) error {
 		return err
 	}
 	defer c.Close()
-	acl := hasACL(ctx, c)
+	if s.Name == reserved {
+		return fmt.Errorf("redis prefix %s would hold binky's markers: %w", Prefix(s.Name), adapters.ErrTaken)
+	}
+	acl, err := hasACL(ctx, c)
+	if err != nil {
+		return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+	}
 	key := markerPrefix + s.Name
 	v, err := c.Get(ctx, key).Result()
 	switch {
@@ -299,7 +327,11 @@ func (r *Redis) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 	defer c.Close()
 	u := url.URL{Scheme: admin.Scheme, Host: net.JoinHostPort(host, port), Path: "/0"}
 	addr := adapters.Address{"host": host, "port": port, "prefix": Prefix(s.Name), "name": s.Name}
-	if hasACL(ctx, c) {
+	acl, err := hasACL(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+	}
+	if acl {
 		u.User = url.UserPassword(s.Name, s.Password)
 		addr["user"], addr["password"] = s.Name, s.Password
 	} else if admin.User != nil {
@@ -319,6 +351,9 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 		return err
 	}
 	defer c.Close()
+	if s.Name == reserved {
+		return fmt.Errorf("redis prefix %s holds binky's markers: %w", Prefix(s.Name), adapters.ErrNotOurs)
+	}
 	key := markerPrefix + s.Name
 	v, err := c.Get(ctx, key).Result()
 	if errors.Is(err, goredis.Nil) {
@@ -330,7 +365,11 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	if !readMarker(v, &s).ours(s) {
 		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
-	if hasACL(ctx, c) {
+	acl, err := hasACL(ctx, c)
+	if err != nil {
+		return err
+	}
+	if acl {
 		if err := c.ACLDelUser(ctx, s.Name).Err(); err != nil {
 			return err
 		}

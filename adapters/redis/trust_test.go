@@ -43,7 +43,11 @@ func testSlice(t *testing.T, admin, tag string) adapters.Slice {
 }
 
 func requireACL(t *testing.T, admin string) {
-	if !hasACL(context.Background(), adminClient(t, admin)) {
+	acl, err := hasACL(context.Background(), adminClient(t, admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !acl {
 		t.Skip("this Redis has no ACLs")
 	}
 }
@@ -309,5 +313,40 @@ func failAt(step string) adapters.StepFunc {
 			return fmt.Errorf("cut off at %s", s)
 		}
 		return nil
+	}
+}
+
+// A server binky cannot ask (refused here: nothing listens) is an error
+// for Resolve, never a world URL with the admin's password in it.
+func TestAWorldNeverGetsTheAdminsPasswordWhenTheServerCannotBeAsked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s := adapters.Slice{Name: "acme_main", World: "w1", AdminURL: "redis://:ADMINPW@127.0.0.1:1/0", Password: "worldpw"}
+	addr, err := New().Resolve(ctx, s)
+	if err == nil || strings.Contains(addr["url"], "ADMINPW") {
+		t.Fatalf("resolve against a server that cannot be asked: %v, %v", addr, err)
+	}
+	if strings.Contains(err.Error(), "ADMINPW") {
+		t.Fatalf("the error holds the admin's password: %v", err)
+	}
+}
+
+// The slice name "binky" would own every marker; another database than 0
+// would split a world from its marker and teardown. Both are refused.
+func TestNamesAndDatabasesThatWouldBreakMarkersAreRefused(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	r := New()
+	if err := r.Provision(ctx, adapters.Slice{Name: "binky", World: "w", AdminURL: admin, Password: "pw"}); !errors.Is(err, adapters.ErrTaken) {
+		t.Errorf("provision of slice binky: %v, want ErrTaken", err)
+	}
+	if err := r.Teardown(ctx, adapters.Slice{Name: "binky", World: "w", AdminURL: admin, Password: "pw"}); !errors.Is(err, adapters.ErrNotOurs) {
+		t.Errorf("teardown of slice binky: %v, want ErrNotOurs", err)
+	}
+	u, _ := url.Parse(admin)
+	u.Path = "/3"
+	err := r.Provision(ctx, adapters.Slice{Name: "acme_db3", World: "w", AdminURL: u.String(), Password: "pw"})
+	if err == nil || !strings.Contains(err.Error(), "names database 3") {
+		t.Errorf("provision on database 3: %v", err)
 	}
 }
