@@ -186,7 +186,6 @@ func Password(secret []byte, kind, slice string) string {
 	return world.DerivePassword(secret, kind, slice)
 }
 
-// Redact hides the password of a URL, for messages and logs.
 // ParseURL is url.Parse without the URL in its error: url.Error quotes
 // the whole input, password and all, and parse errors reach the user and
 // the daemon's log.
@@ -205,10 +204,44 @@ func URLError(err error) error {
 	return err
 }
 
+// Redact hides what a URL holds of credentials, for messages and logs: the
+// password, parameters that name a key, token or password, and any
+// credentials of a URL in a parameter.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparseable URL)"
 	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k, vs := range q {
+			for i, v := range vs {
+				switch {
+				case secretParam(k):
+					vs[i] = "xxxxx"
+				case strings.Contains(v, "://"):
+					vs[i] = Redact(v) // a URL in a parameter (FerretDB's postgres=)
+				case strings.Contains(v, "@"):
+					vs[i] = "xxxxx" + v[strings.LastIndex(v, "@"):]
+				}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
+}
+
+// secretParam reports whether a URL parameter of this name holds a
+// credential (qdrant's api_key, a token, a password).
+func secretParam(name string) bool {
+	n := strings.ToLower(strings.ReplaceAll(name, "-", "_"))
+	if n == "auth" || n == "authorization" {
+		return true
+	}
+	for _, s := range []string{"key", "token", "secret", "password", "passwd", "pwd", "pass", "credential", "signature"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,9 @@
 package adapters
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestForImage(t *testing.T) {
 	for _, tc := range []struct{ image, kind string }{
@@ -63,6 +66,23 @@ func TestCanonical(t *testing.T) {
 	for in, want := range map[string]string{"valkey": "redis", "postgresql": "postgres", "mariadb": "mysql", "percona": "mysql", "filestore": "filestore", "opensearch": "elasticsearch"} {
 		if got := Canonical(in); got != want {
 			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Messages and logs show where a server is, never how to log in to it.
+func TestRedactHidesEveryCredentialAURLCarries(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres://binky:s3cret@127.0.0.1:5432/postgres?sslmode=disable":                               "postgres://binky:xxxxx@127.0.0.1:5432/postgres?sslmode=disable",
+		"qdrant://127.0.0.1:6333?api_key=s3cret":                                                        "qdrant://127.0.0.1:6333?api_key=xxxxx",
+		"mongodb://root:s3cret@127.0.0.1:27017/?authSource=admin&postgres=postgres://u:s3cret@h:5432/d": "mongodb://root:xxxxx@127.0.0.1:27017/?authSource=admin&postgres=postgres%3A%2F%2Fu%3Axxxxx%40h%3A5432%2Fd",
+		"http://127.0.0.1:9200?token=s3cret&x=1":                                                        "http://127.0.0.1:9200?token=xxxxx&x=1",
+		"kafka://u:s3cret@h:9092?mechanism=SCRAM-SHA-256":                                               "kafka://u:xxxxx@h:9092?mechanism=SCRAM-SHA-256",
+		"%zz://s3cret": "(unparseable URL)",
+	} {
+		got := Redact(raw)
+		if strings.Contains(got, "s3cret") || got != want {
+			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }

@@ -36,12 +36,15 @@ func (d *Daemon) adminURL(ctx context.Context, w *world.World, name string, env 
 	svc := w.Config.Services[name]
 	raw := world.Interpolate(svc.AdminURL, w.Lookup(world.Coordinates{}, "", env))
 	if raw != "" && !strings.Contains(raw, "${") {
-		if u, err := neturl.Parse(raw); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				return raw, svc.AdminURL, nil
+		// Kept as it is only when nothing in it can be a secret: no
+		// password, no parameters (qdrant's ?api_key=, FerretDB's
+		// ?postgres= with its own password), and it parses.
+		if u, err := neturl.Parse(raw); err == nil && u.RawQuery == "" {
+			if _, has := u.User.Password(); !has {
+				return raw, raw, nil
 			}
 		}
-		return raw, raw, nil
+		return raw, svc.AdminURL, nil
 	}
 	kind, ok := builtin.Managed(svc.Adapter)
 	if !ok && builtin.External(svc.Adapter) {
