@@ -312,9 +312,23 @@ func (srv *server) claim(ctx context.Context, s adapters.Slice) error {
 	return nil
 }
 
+// notReserved refuses a slice named like a database the server or binky
+// keeps for itself: a worktree name can fold to "config" or "admin", and
+// on a standalone mongod "config" may not exist yet to be seen as taken.
+func notReserved(name string) error {
+	switch name {
+	case "admin", "local", "config", markDB:
+		return fmt.Errorf("mongodb database %s is the server's (or binky's) own: %w", name, adapters.ErrTaken)
+	}
+	return nil
+}
+
 // Provision creates (or brings back) the world's database and user, each
 // marked as the world's first.
 func (m *MongoDB) Provision(ctx context.Context, s adapters.Slice) error {
+	if err := notReserved(s.Name); err != nil {
+		return err
+	}
 	srv, err := connect(ctx, s.AdminURL)
 	if err != nil {
 		return err
@@ -403,6 +417,9 @@ func (srv *server) authEnforced(ctx context.Context) error {
 // has no $out, so there the collections and indexes are created through
 // FerretDB and the documents copied in PostgreSQL (INSERT ... SELECT).
 func (m *MongoDB) Clone(ctx context.Context, template string, s adapters.Slice) error {
+	if err := notReserved(s.Name); err != nil {
+		return err
+	}
 	srv, err := connect(ctx, s.AdminURL)
 	if err != nil {
 		return err
