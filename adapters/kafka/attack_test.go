@@ -322,3 +322,31 @@ func TestTeardownDropsEverythingOfTheWorldAndNothingElse(t *testing.T) {
 		}
 	})
 }
+
+// The marks topic names its admin in an ACL of its own: on a broker that
+// lets everyone at a resource no ACL names (allow.everyone.if.no.acl.found),
+// that ACL is what keeps every world's user out of it.
+func TestTheMarksTopicCarriesTheAdminsACL(t *testing.T) {
+	eachBroker(t, func(t *testing.T, adminURL string) {
+		twoWorlds(t, adminURL)
+		ss, err := open(adminURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.close()
+		res, err := ss.adm.DescribeACLs(context.Background(), marksACL(ss.admin.User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			n += len(r.Described)
+		}
+		if n == 0 {
+			t.Fatalf("no ACL names %s on %s", Principal(ss.admin.User), MarksTopic)
+		}
+	})
+}

@@ -184,7 +184,11 @@ func (s *session) fail(what string, err error) error {
 }
 
 // ensureMarks creates the marks topic once: one partition (one order for
-// every mark), compacted (only the newest mark per slice is kept).
+// every mark), compacted (only the newest mark per slice is kept). It
+// carries an ACL of its own, the admin's: a broker that lets everyone at a
+// resource no ACL names (allow.everyone.if.no.acl.found=true, a common
+// dev setting) then denies every world's user there, so no world can
+// forge or tombstone another's mark.
 func (s *session) ensureMarks(ctx context.Context) error {
 	compact := "compact"
 	resp, err := s.adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, MarksTopic)
@@ -194,7 +198,24 @@ func (s *session) ensureMarks(ctx context.Context) error {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return s.fail("create the marks topic "+MarksTopic, err)
 	}
+	res, err := s.adm.CreateACLs(ctx, marksACL(s.admin.User))
+	if err == nil {
+		for _, r := range res {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		return s.fail("give the marks topic "+MarksTopic+" its ACL", err)
+	}
 	return nil
+}
+
+// marksACL lets the admin, alone by name, do everything on the marks topic.
+func marksACL(admin string) *kadm.ACLBuilder {
+	return kadm.NewACLs().Allow(Principal(admin)).AllowHosts("*").Topics(MarksTopic).
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpAll)
 }
 
 // marks reads every live mark: the newest record of each slice, tombstones
