@@ -110,7 +110,7 @@ var Kinds = []Kind{
 	{
 		Name: "redis", Aliases: []string{"valkey"},
 		Slice:  "a key prefix and an ACL user",
-		Fields: []string{"url", "host", "port", "user", "password", "prefix"},
+		Fields: []string{"url", "host", "port", "user", "password", "prefix", "isolation"},
 		Env:    []EnvName{{"REDIS_URL", "url"}},
 		Server: &Server{Binaries: []string{"redis-server"}, Install: "apt-get install redis-server"},
 		Images: []string{"redis", "bitnami/redis", "redis/redis-stack", "redis/redis-stack-server", "redislabs/redismod",
@@ -121,7 +121,7 @@ var Kinds = []Kind{
 	{
 		Name: "s3", Aliases: []string{"minio"},
 		Slice:  "a bucket and, on MinIO, a user (key pair) whose policy reaches only that bucket",
-		Fields: []string{"url", "host", "port", "bucket", "access_key", "secret_key", "user", "password", "region"},
+		Fields: []string{"url", "host", "port", "bucket", "access_key", "secret_key", "user", "password", "region", "isolation"},
 		Env: []EnvName{{"S3_ENDPOINT", "url"}, {"AWS_ENDPOINT_URL", "url"}, {"AWS_ENDPOINT_URL_S3", "url"}, {"S3_BUCKET", "bucket"},
 			{"AWS_ACCESS_KEY_ID", "access_key"}, {"AWS_SECRET_ACCESS_KEY", "secret_key"}, {"AWS_REGION", "region"}},
 		Server: &Server{Binaries: []string{"minio"}, Install: "GOBIN=$HOME/.local/bin go install github.com/minio/minio@latest (MinIO is AGPL-3.0; binky runs it, never links it)"},

@@ -334,8 +334,11 @@ func (r *Redis) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 	if acl {
 		u.User = url.UserPassword(s.Name, s.Password)
 		addr["user"], addr["password"] = s.Name, s.Password
-	} else if admin.User != nil {
-		u.User = admin.User // no ACLs: the server has one password
+	} else {
+		// No ACLs (before Redis 6): the server has one password, every
+		// world's; the prefix is a convention, which status says.
+		u.User = admin.User
+		addr["isolation"] = adapters.IsolationNone
 	}
 	addr["url"] = u.String()
 	return addr, nil

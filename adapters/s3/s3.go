@@ -287,10 +287,16 @@ func (a *S3) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address, e
 			port = "80"
 		}
 	}
-	return adapters.Address{
+	addr := adapters.Address{
 		"url": v.endpoint.String(), "host": host, "port": port, "region": v.region,
 		"bucket": Bucket(s.Name), "access_key": key, "secret_key": secret, "user": key, "password": secret,
-	}, nil
+	}
+	if !withAdmin {
+		// The options' keys, shared by every world: a convention, which
+		// status and the world's env say.
+		addr["isolation"] = adapters.IsolationNone
+	}
+	return addr, nil
 }
 
 // Teardown drops the world's user and policy, every object and version in
