@@ -45,6 +45,19 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.waiters = append(c.waiters, fakeWaiter{c.now.Add(d), ch})
 	return ch
 }
+// awaitWaiter returns once something waits on the clock.
+func (c *fakeClock) awaitWaiter() {
+	for {
+		c.mu.Lock()
+		n := len(c.waiters)
+		c.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,6 +141,9 @@ func TestAdmissionWaitsForRAMAndSaysWhy(t *testing.T) {
 		t.Fatalf("reason %q", q.Reason)
 	}
 	m.setAvail(10 * gibi)
+	// Acquire tells the queue before it sets its recheck: advancing the
+	// clock before then would wake nothing (a hang under load, seen in CI).
+	c.awaitWaiter()
 	c.Advance(time.Second) // the periodic recheck sees the RAM come back
 	if err := <-done; err != nil {
 		t.Fatal(err)
