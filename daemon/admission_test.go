@@ -45,6 +45,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.waiters = append(c.waiters, fakeWaiter{c.now.Add(d), ch})
 	return ch
 }
+
 // awaitWaiter returns once something waits on the clock.
 func (c *fakeClock) awaitWaiter() {
 	for {
