@@ -67,19 +67,20 @@ func InterpolateShell(s string, lookup Lookup) (string, error) {
 			tainted = append(tainted, v)
 		}
 	}
-	if len(tainted) > 0 {
-		for _, ref := range Tokens(s) {
-			v, ok := lookup(ref)
-			if !ok {
-				continue
-			}
-			name, isEnv := strings.CutPrefix(ref, "env.")
-			if !isEnv && !inert(v) && strings.HasPrefix(ref, "worktree.") {
-				name = shellVariables[ref]
-			} else if !isEnv || !carries(v, tainted) {
-				continue
-			}
-			return "", &UnsafeTokenError{Token: ref, Value: v, Variable: name}
+	for _, ref := range Tokens(s) {
+		if len(tainted) == 0 {
+			break
+		}
+		v, ok := lookup(ref)
+		if !ok {
+			continue
+		}
+		variable, unsafe := shellVariables[ref], !inert(v)
+		if name, isEnv := strings.CutPrefix(ref, "env."); isEnv {
+			variable, unsafe = name, carries(v, tainted)
+		}
+		if variable != "" && unsafe {
+			return "", &UnsafeTokenError{Token: ref, Value: v, Variable: variable}
 		}
 	}
 	return Interpolate(s, lookup), nil
@@ -112,7 +113,7 @@ func inert(v string) bool {
 
 func firstUnsafe(v string) string {
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; c != ' ' && c < 0x80 && !plain(v[i:i+1]) {
+		if c := v[i]; c != ' ' && c < 0x80 && !plainByte(c) {
 			return v[i : i+1]
 		}
 	}
@@ -129,19 +130,10 @@ func carries(v string, names []string) bool {
 	return false
 }
 
-// plain reports whether v means the same to a shell in every position:
-// no character a shell treats specially.
-func plain(v string) bool {
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("_./:@%+=,-", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
+// plainByte reports whether c means the same to a shell in every
+// position: no character a shell treats specially.
+func plainByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_./:@%+=,-", c) >= 0
 }
 
 // Tokens returns the refs of every ${...} token in s, in order, skipping
