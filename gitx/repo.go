@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-binky/git-binky/smallfile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,10 +113,19 @@ func isGitDir(d string) bool {
 	return err == nil
 }
 
+// Bounds on what binky reads of git's files (read with smallfile, so that
+// a pipe or a device at one of their paths cannot block or exhaust a
+// reader): HEAD, config, refs and the like are lines; packed-refs lists
+// every ref of a repository, tens of MiB in the largest.
+const (
+	maxGitFile    = 16 << 20
+	maxPackedRefs = 1 << 30
+)
+
 // readGitFile reads a ".git" file ("gitdir: <path>") as linked worktrees and
 // submodules have.
 func readGitFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, maxGitFile)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
@@ -142,7 +152,7 @@ func resolve(p string) string {
 // commonDirOf follows a git dir's "commondir" file, present in linked
 // worktrees' admin folders.
 func commonDirOf(gitDir string) string {
-	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	b, err := smallfile.Read(filepath.Join(gitDir, "commondir"), maxGitFile)
 	if err != nil {
 		return gitDir
 	}
@@ -185,7 +195,7 @@ func openCommon(gitDir string) (*Repo, error) {
 // escaped, # and ; start comments. (go-git's decoder did this; linking it
 // cost every `git binky env` the start-up of gcfg and encoding/gob.)
 func coreConfig(common string) (bare, worktree string, err error) {
-	b, err := os.ReadFile(filepath.Join(common, "config"))
+	b, err := smallfile.Read(filepath.Join(common, "config"), maxGitFile)
 	if err != nil {
 		return "", "", fmt.Errorf("open repository %s: %w", common, err)
 	}
@@ -281,7 +291,7 @@ func (r *Repo) mainWorktree() (*Worktree, error) {
 
 func (r *Repo) linkedWorktree(name string) (*Worktree, error) {
 	admin := filepath.Join(r.CommonDir, "worktrees", name)
-	b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	b, err := smallfile.Read(filepath.Join(admin, "gitdir"), maxGitFile)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("worktree %q: %w", name, ErrNoSuchWorktree)
@@ -313,7 +323,7 @@ func (r *Repo) linkedWorktree(name string) (*Worktree, error) {
 // readHead returns the branch and commit of the HEAD in gitDir. go-git
 // resolves the reference (loose or packed) from the common dir.
 func readHead(gitDir, common string) (branch, hash string) {
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	b, err := smallfile.Read(filepath.Join(gitDir, "HEAD"), maxGitFile)
 	if err != nil {
 		return "", ""
 	}
@@ -335,7 +345,7 @@ func resolveRef(common, ref string) string {
 		if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
 			return ""
 		}
-		b, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref)))
+		b, err := smallfile.Read(filepath.Join(common, filepath.FromSlash(ref)), maxGitFile)
 		if err != nil {
 			return packedRef(common, ref)
 		}
@@ -353,7 +363,7 @@ func resolveRef(common, ref string) string {
 }
 
 func packedRef(common, ref string) string {
-	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	b, err := smallfile.Read(filepath.Join(common, "packed-refs"), maxPackedRefs)
 	if err != nil {
 		return ""
 	}

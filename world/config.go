@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/git-binky/git-binky/smallfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -207,27 +207,15 @@ func ReadConfigFile(path string) ([]byte, error) {
 }
 
 var (
-	errNotRegular = errors.New("not a regular file")
-	errTooLarge   = errors.New("over binky's size limit")
+	errNotRegular = smallfile.ErrNotRegular
+	errTooLarge   = smallfile.ErrTooLarge
 )
 
 // readRegular reads the regular file at path (links followed), of at most
 // max bytes. Anything else (a device, a pipe, a folder) is refused, so that
 // a read can neither block nor run away.
 func readRegular(path string, max int64) ([]byte, error) {
-	f, fi, err := openRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, %w of %d", path, fi.Size(), errTooLarge, max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s grew while it was read: %w of %d", path, errTooLarge, max)
-	}
-	return b, err
+	return smallfile.Read(path, max)
 }
 
 // openRegular opens the regular file at path (links followed), or says

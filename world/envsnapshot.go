@@ -35,8 +35,9 @@ import (
 
 const envSnapshotMagic = "binky env snapshot 1\n"
 
-// maxSnapshotSize bounds a snapshot read: a world's env in four forms is a
-// few KiB.
+// maxSnapshotSize bounds a snapshot read (a world's env in four forms is a
+// few KiB), and the read of each other input: one over it, or anything
+// but a regular file, sends env down the full path.
 const maxSnapshotSize = 4 << 20
 
 // EnvSnapshot is env's output for one world as last printed, checked
@@ -206,7 +207,7 @@ func (s *EnvSnapshot) readInputs(config string) ([][]byte, bool) {
 		if i == 0 {
 			b, err = ReadConfigFile(p) // committed by a branch: bounded
 		} else {
-			b, err = os.ReadFile(p)
+			b, err = readRegular(p, maxSnapshotSize)
 		}
 		switch {
 		case err == nil:
@@ -235,7 +236,7 @@ func (s *EnvSnapshot) sum(files [][]byte, ports []int) [32]byte {
 		b, ok := s.leases[p]
 		if !ok {
 			var err error
-			if b, err = os.ReadFile(filepath.Join(s.home.PortsDir(), strconv.Itoa(p))); err != nil {
+			if b, err = readRegular(filepath.Join(s.home.PortsDir(), strconv.Itoa(p)), maxSnapshotSize); err != nil {
 				b = nil // gone: no lease is an input too
 			} else {
 				b = append([]byte{1}, b...)
