@@ -45,3 +45,30 @@ adapter = "redis"
 		t.Errorf("salts 1 and 2 give one name: %s", a)
 	}
 }
+
+// A slice an older binky gave two services is seen as shared when their
+// admin_url references differ as written but name one server, and only
+// then.
+func TestASharedSliceIsSeenWhateverNamesItsServer(t *testing.T) {
+	slice := func(service, admin string) world.SliceRecord {
+		return world.SliceRecord{Service: service, Adapter: "postgres", Name: "acme_w", Config: map[string]any{"admin": admin}}
+	}
+	urls := map[string]string{"${env.A}": "postgres://binky@127.0.0.1:5432", "${env.B}": "postgres://binky@127.0.0.1:5432", "${env.C}": "postgres://binky@127.0.0.1:6543"}
+	same := func(a, b string) bool { return urls[a] != "" && urls[a] == urls[b] }
+	for _, tc := range []struct {
+		analytics, db string
+		want          string
+	}{
+		{"${env.A}", "${env.A}", "analytics"},
+		{"${env.A}", "${env.B}", "analytics"}, // written apart, one server
+		{"${env.A}", "${env.C}", ""},          // one name on two servers: two slices
+	} {
+		rec := &world.Record{Slices: []world.SliceRecord{slice("analytics", tc.analytics), slice("db", tc.db)}}
+		if got := sharesSlice(rec, &rec.Slices[1], same); got != tc.want {
+			t.Errorf("analytics on %s, db on %s: db shares with %q, want %q", tc.analytics, tc.db, got, tc.want)
+		}
+		if got := sharesSlice(rec, &rec.Slices[0], same); got != "" {
+			t.Errorf("analytics sorts first: it shares with %q, want none", got)
+		}
+	}
+}

@@ -150,7 +150,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 		kind := adapters.Canonical(svc.Adapter)
 		existing := findSlice(rec, n)
-		if other := sharesSlice(rec, existing); other != "" {
+		if other := sharesSlice(rec, existing, func(a, b string) bool { return d.sameAdmin(ctx, a, b, callerEnv) }); other != "" {
 			// Made before slices of one kind took their service's name:
 			// this service has used another's slice. It gets its own now;
 			// the shared one stays the other service's.
@@ -227,20 +227,35 @@ func sliceName(w *world.World, n string, salt int) string {
 }
 
 // sharesSlice returns the service that sorts before sl's, of the same
-// kind on the same server (as its admin_url is written), whose recorded
-// slice is sl too: one slice for two services, as an older binky made
-// them. "" when there is none.
-func sharesSlice(rec *world.Record, sl *world.SliceRecord) string {
+// kind on the same server, whose recorded slice is sl too: one slice for
+// two services, as an older binky made them. "" when there is none.
+// sameServer tells whether two recorded admin_url references name one
+// server: ${env.A} and ${env.B} may be the same URL.
+func sharesSlice(rec *world.Record, sl *world.SliceRecord, sameServer func(a, b string) bool) string {
 	if sl == nil {
 		return ""
 	}
 	server, _ := sl.Config["admin"].(string)
 	for _, o := range rec.Slices {
-		if other, _ := o.Config["admin"].(string); o.Service < sl.Service && o.Name == sl.Name && o.Adapter == sl.Adapter && other == server {
+		if o.Service >= sl.Service || o.Name != sl.Name || o.Adapter != sl.Adapter {
+			continue
+		}
+		if other, _ := o.Config["admin"].(string); other == server || sameServer(other, server) {
 			return o.Service
 		}
 	}
 	return ""
+}
+
+// sameAdmin reports whether two admin_url references resolve to the same
+// admin URL now (in the daemon's environment and env).
+func (d *Daemon) sameAdmin(ctx context.Context, a, b string, env []string) bool {
+	ua, err := d.adminFromRef(ctx, a, env)
+	if err != nil {
+		return false
+	}
+	ub, err := d.adminFromRef(ctx, b, env)
+	return err == nil && ua == ub
 }
 
 // options are the service's adapter options with their ${...} tokens
