@@ -9,9 +9,14 @@ package rabbitmq
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -196,6 +201,33 @@ func (v vhost) mark() (adapters.Owner, bool) {
 type user struct {
 	Name string          `json:"name"`
 	Tags json.RawMessage `json:"tags"` // a list in 3.9+, a comma-separated string before
+	// PasswordHash is base64 of a 4-byte salt and the hash of the salt and
+	// the password, by HashingAlgorithm.
+	PasswordHash     string `json:"password_hash"`
+	HashingAlgorithm string `json:"hashing_algorithm"`
+}
+
+// hasPassword reports whether the user's stored hash is of password. A
+// world's password derives from the home's secret, so a user that has it
+// was made by this home's binky: a user of the same name that someone
+// else made (or gave another password) does not.
+func (u user) hasPassword(password string) bool {
+	raw, err := base64.StdEncoding.DecodeString(u.PasswordHash)
+	if err != nil || len(raw) <= 4 || password == "" {
+		return false
+	}
+	var h hash.Hash
+	switch u.HashingAlgorithm {
+	case "rabbit_password_hashing_sha256", "": // the default since 3.6
+		h = sha256.New()
+	case "rabbit_password_hashing_sha512":
+		h = sha512.New()
+	default: // MD5 (before 3.6) or a plugin's: unproven
+		return false
+	}
+	h.Write(raw[:4])
+	h.Write([]byte(password))
+	return subtle.ConstantTimeCompare(h.Sum(nil), raw[4:]) == 1
 }
 
 type permission struct {
@@ -281,8 +313,9 @@ func (r *RabbitMQ) Resolve(ctx context.Context, s adapters.Slice) (adapters.Addr
 // Teardown deletes the user and then the vhost (its queues and exchanges
 // with it, and its connections closed), only when the vhost's mark names
 // s.World and s.Home. The mark goes last, so a teardown cut short is found
-// again by gc. A user that has rights on any other vhost is not binky's
-// alone and is left.
+// again by gc. A user is deleted only when it is provably the one binky
+// made: it has rights on this vhost alone and the password binky gives
+// the world (s.Password). Any other user of the name is left.
 func (r *RabbitMQ) Teardown(ctx context.Context, s adapters.Slice) error {
 	a, err := r.open(s.AdminURL)
 	if err != nil {
@@ -305,8 +338,16 @@ func (r *RabbitMQ) Teardown(ctx context.Context, s adapters.Slice) error {
 	case err != nil:
 		return err
 	case onlyOn(perms, s.Name):
-		if err := a.do(ctx, http.MethodDelete, nil, nil, "users", s.Name); err != nil && !errors.Is(err, errNotFound) {
-			return fmt.Errorf("delete rabbitmq user %s: %w", s.Name, err)
+		var u user
+		err := a.do(ctx, http.MethodGet, &u, nil, "users", s.Name)
+		switch {
+		case errors.Is(err, errNotFound):
+		case err != nil:
+			return err
+		case u.hasPassword(s.Password):
+			if err := a.do(ctx, http.MethodDelete, nil, nil, "users", s.Name); err != nil && !errors.Is(err, errNotFound) {
+				return fmt.Errorf("delete rabbitmq user %s: %w", s.Name, err)
+			}
 		}
 	}
 	if err := a.do(ctx, http.MethodDelete, nil, nil, "vhosts", s.Name); err != nil && !errors.Is(err, errNotFound) {

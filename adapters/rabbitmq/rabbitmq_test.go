@@ -2,6 +2,9 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -180,4 +183,74 @@ func TestAUserMadeByHandIsNeitherTakenNorChanged(t *testing.T) {
 
 func amqpURL(a Admin, user, pw, vhost string) string {
 	return fmt.Sprintf("amqp://%s:%s@%s:%s/%s", user, pw, a.Host, a.Port, strings.ReplaceAll(vhost, "/", "%2F"))
+}
+
+// Teardown deletes the user binky made, and leaves a user of the same name
+// that someone else made: one with another password, though its only
+// rights are on the world's vhost.
+func TestTeardownDeletesOnlyTheUserBinkyMade(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	a := admin(t, u)
+	r := New()
+	run := time.Now().UnixNano()
+	gone := func(name string) bool {
+		err := a.do(ctx, http.MethodGet, nil, nil, "users", name)
+		if err != nil && !errors.Is(err, errNotFound) {
+			t.Fatal(err)
+		}
+		return errors.Is(err, errNotFound)
+	}
+
+	ours := adapters.Slice{Name: fmt.Sprintf("td_ours_%d", run), World: "w", Home: "h", AdminURL: u, Password: "binkys"}
+	if err := r.Provision(ctx, ours); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Teardown(ctx, ours); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(ours.Name) {
+		t.Error("teardown left the user binky made")
+	}
+
+	theirs := adapters.Slice{Name: fmt.Sprintf("td_theirs_%d", run), World: "w", Home: "h", AdminURL: u, Password: "binkys"}
+	if err := r.Provision(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.do(context.Background(), http.MethodDelete, nil, nil, "users", theirs.Name) })
+	// An administrator makes the user again by hand; its rights stay on
+	// the world's vhost alone.
+	if err := a.do(ctx, http.MethodPut, nil, map[string]any{"password": "someone elses", "tags": ""}, "users", theirs.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Teardown(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	if gone(theirs.Name) {
+		t.Fatal("teardown deleted a user binky did not make")
+	}
+	if _, ok, _ := a.vhost(ctx, theirs.Name); ok {
+		t.Error("teardown left the vhost binky made")
+	}
+}
+
+// The stored hash is checked as RabbitMQ makes it: a 4-byte salt, then the
+// hash of the salt and the password.
+func TestHasPasswordReadsRabbitMQsHashes(t *testing.T) {
+	salt := []byte{1, 2, 3, 4}
+	for _, tc := range []struct {
+		algo string
+		sum  func([]byte) []byte
+	}{
+		{"rabbit_password_hashing_sha256", func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }},
+		{"rabbit_password_hashing_sha512", func(b []byte) []byte { s := sha512.Sum512(b); return s[:] }},
+	} {
+		u := user{HashingAlgorithm: tc.algo, PasswordHash: base64.StdEncoding.EncodeToString(append(salt, tc.sum(append(salt, "pw"...))...))}
+		if !u.hasPassword("pw") || u.hasPassword("other") || u.hasPassword("") {
+			t.Errorf("%s: the right password must match and no other", tc.algo)
+		}
+	}
+	if (user{HashingAlgorithm: "rabbit_password_hashing_md5", PasswordHash: "AQIDBA=="}).hasPassword("pw") {
+		t.Error("an MD5 hash (or one too short) must not count as proof")
+	}
 }
