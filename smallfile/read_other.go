@@ -4,6 +4,7 @@ package smallfile
 
 import (
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -17,7 +18,9 @@ func read(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	// Windows reports files behind reparse points Go does not know
+	// (cloud placeholders) as irregular: those read as files do.
+	if t := fi.Mode().Type(); t&^fs.ModeIrregular != 0 {
 		return nil, notRegular(path, fi.Mode())
 	}
 	if fi.Size() > max {

@@ -13,6 +13,18 @@ func read(path string, max int64) ([]byte, error) {
 	fd, err := retry(func() (int, error) {
 		return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	})
+	if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK {
+		// Another process holds a lease on the file (Samba's oplocks,
+		// nfsd's delegations) and is being asked to give it up: a
+		// non-blocking open is refused where a plain one waits. Wait, as
+		// os.ReadFile would, for what is a regular file.
+		var st syscall.Stat_t
+		if syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+			fd, err = retry(func() (int, error) {
+				return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			})
+		}
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -36,6 +48,13 @@ func read(path string, max int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // it grew since the fstat
 		}
 		n, err := retry(func() (int, error) { return syscall.Read(fd, b[len(b):cap(b)]) })
+		if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK {
+			// A filesystem (FUSE) that honours O_NONBLOCK on a regular
+			// file: read it blocking, as os.ReadFile does.
+			if err = syscall.SetNonblock(fd, false); err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}

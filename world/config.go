@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -223,6 +224,13 @@ func readRegular(path string, max int64) ([]byte, error) {
 // opened, so a pipe put there in between cannot make it wait.
 func openRegular(path string) (*os.File, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0)
+	if errors.Is(err, syscall.EAGAIN) {
+		// Another process's lease on the file is being broken (Samba,
+		// nfsd): a plain open waits for it, for what is a regular file.
+		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() {
+			f, err = os.Open(path)
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
