@@ -9,6 +9,7 @@ package rabbitmq
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
@@ -218,11 +219,13 @@ func (u user) hasPassword(password string) bool {
 	}
 	var h hash.Hash
 	switch u.HashingAlgorithm {
-	case "rabbit_password_hashing_sha256", "": // the default since 3.6
+	case "rabbit_password_hashing_sha256": // the default since 3.6
 		h = sha256.New()
 	case "rabbit_password_hashing_sha512":
 		h = sha512.New()
-	default: // MD5 (before 3.6) or a plugin's: unproven
+	case "rabbit_password_hashing_md5", "": // configured so, or a node before 3.6 (no field)
+		h = md5.New()
+	default: // a plugin's: unproven
 		return false
 	}
 	h.Write(raw[:4])
