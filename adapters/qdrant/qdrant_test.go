@@ -246,6 +246,14 @@ func TestResolveIssuesATokenForTheCollectionsUnderThePrefix(t *testing.T) {
 	if !strings.Contains(claimsOf(t, probe.Key), `{"access":"r","collection":"binky_marks"}`) {
 		t.Errorf("probe token claims %s", claimsOf(t, probe.Key))
 	}
+	// A refused probe hands the world the admin's key, so the probe must
+	// outlive a server clock that runs an hour ahead of this one.
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if err := json.Unmarshal([]byte(claimsOf(t, probe.Key)), &claims); err != nil || claims.Exp < now.Add(time.Hour).Unix() {
+		t.Errorf("probe token expires at %d (%v), want more than an hour after %d", claims.Exp, err, now.Unix())
+	}
 }
 
 func TestResolveWithoutJWTAccessControlSaysIsolationIsNone(t *testing.T) {
