@@ -7,8 +7,8 @@
 // epoll_ctl that fails for a regular file, and the first open creates the
 // poller itself. `git binky env` runs on every shell prompt and reads about
 // twenty small files (git's HEAD and config, binky.toml, the world's record
-// and env snapshot, its port leases); reading them this way took ~0.5 ms
-// (6%) off each run (docs/performance.md, round 11).
+// and env snapshot, its port leases); reading them this way took 0.35-0.45
+// ms (~4%) off each run (docs/performance.md, round 11).
 package smallfile
 
 import (
