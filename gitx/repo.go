@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/git-binky/git-binky/smallfile"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // ErrNotRepository is returned when a directory is not inside a git repository.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/git-binky/git-binky/smallfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // ConfigFile is the name of the committed config at a worktree's root.
