@@ -8,21 +8,22 @@ import (
 	"os"
 )
 
-func read(path string, max int64) ([]byte, error) {
+func open(path string) (*os.File, fs.FileInfo, error) {
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Windows reports files behind reparse points Go does not know
+	// (cloud placeholders) as irregular: those read as files do.
+	return checked(f, path, func(m fs.FileMode) bool { return m.Type()&^fs.ModeIrregular == 0 })
+}
+
+func read(path string, max int64) ([]byte, error) {
+	f, fi, err := open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	// Windows reports files behind reparse points Go does not know
-	// (cloud placeholders) as irregular: those read as files do.
-	if t := fi.Mode().Type(); t&^fs.ModeIrregular != 0 {
-		return nil, notRegular(path, fi.Mode())
-	}
 	if fi.Size() > max {
 		return nil, tooLarge(path, fi.Size(), max)
 	}

@@ -4,12 +4,14 @@ package smallfile
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 )
 
-func read(path string, max int64) ([]byte, error) {
+// openFD opens path for reading without waiting on a named pipe's writer.
+func openFD(path string) (int, error) {
 	// O_NONBLOCK: a named pipe opens without waiting for a writer, and is
-	// then refused by the check below.
+	// then refused by the caller's check of what it opened.
 	fd, err := retry(func() (int, error) {
 		return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	})
@@ -26,7 +28,29 @@ func read(path string, max int64) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+func open(path string) (*os.File, fs.FileInfo, error) {
+	fd, err := openFD(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Blocking again: a FUSE file system may honour O_NONBLOCK on a
+	// regular file, and the caller reads with the os package.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return checked(os.NewFile(uintptr(fd), path), path, fs.FileMode.IsRegular)
+}
+
+func read(path string, max int64) ([]byte, error) {
+	fd, err := openFD(path)
+	if err != nil {
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t

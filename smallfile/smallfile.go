@@ -1,6 +1,7 @@
-// Package smallfile reads small files whole: only regular files, and only
-// up to a bound, so that a pipe, a device or /dev/zero left at a path can
-// neither block a reader nor run it out of memory.
+// Package smallfile reads small files whole (Read), or opens a larger one
+// to stream (Open): only regular files, and Read only up to a bound, so
+// that a pipe, a device or /dev/zero left at a path can neither block a
+// reader nor run it out of memory.
 //
 // On Unix it reads with plain system calls. os.Open registers every file
 // with Go's network poller: on Linux that is four fcntl calls and an
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 )
 
 var (
@@ -31,6 +33,28 @@ var (
 // satisfying errors.Is(err, fs.ErrNotExist), as os.ReadFile's does.
 func Read(path string, max int64) ([]byte, error) {
 	return read(path, max)
+}
+
+// Open opens the regular file at path (links followed) for reading, and
+// returns what it opened: for a file too large to read whole (it is
+// streamed). It opens as Read does, so that a named pipe put at the path
+// cannot make it wait, and refuses what Read refuses but the size.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	return open(path)
+}
+
+// checked returns f and what it is when readable says a file of its mode
+// may be read; otherwise it closes f and says what is there.
+func checked(f *os.File, path string, readable func(fs.FileMode) bool) (*os.File, fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err == nil && !readable(fi.Mode()) {
+		err = notRegular(path, fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 func notRegular(path string, mode fs.FileMode) error {

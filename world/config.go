@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -218,32 +217,6 @@ var (
 // a read can neither block nor run away.
 func readRegular(path string, max int64) ([]byte, error) {
 	return smallfile.Read(path, max)
-}
-
-// openRegular opens the regular file at path (links followed), or says
-// what else is there. It opens without blocking and then looks at what it
-// opened, so a pipe put there in between cannot make it wait.
-func openRegular(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0)
-	if errors.Is(err, syscall.EAGAIN) {
-		// Another process's lease on the file is being broken (Samba,
-		// nfsd): a plain open waits for it, for what is a regular file.
-		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() {
-			f, err = os.Open(path)
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s is %w (%s)", path, errNotRegular, fi.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
 }
 
 // LoadConfig reads and validates the binky.toml in dir (or the file at path

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // GoldenKeyHash hashes the files the service's golden_key globs match in
@@ -113,7 +115,7 @@ func globProblem(g string) string {
 // hashFile writes name, the size of the regular file at path and its
 // bytes into h.
 func hashFile(h io.Writer, name, path string) error {
-	file, fi, err := openRegular(path)
+	file, fi, err := smallfile.Open(path)
 	if err != nil {
 		return err
 	}
