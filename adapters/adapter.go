@@ -98,7 +98,23 @@ type Lister interface {
 var (
 	ErrTaken   = errors.New("a slice of that name exists and belongs to another world")
 	ErrNotOurs = errors.New("not marked as this world's: left alone")
+	// ErrKept is what a Teardown returns (through Kept) when it dropped
+	// the slice but kept an object beside it that binky cannot prove it
+	// made: a user of the slice's name with another password, say. The
+	// error says what was kept and how to drop it by hand.
+	ErrKept = errors.New("dropped, with an object beside it kept")
 )
+
+// Kept returns an error that is ErrKept and reads as the message alone,
+// which names what was dropped, what was kept, why, and what to do.
+func Kept(format string, args ...any) error {
+	return keptError(fmt.Sprintf(format, args...))
+}
+
+type keptError string
+
+func (e keptError) Error() string        { return string(e) }
+func (e keptError) Is(target error) bool { return target == ErrKept }
 
 // Owner is who an ownership mark names: a world of one home. A mark written
 // before homes were recorded has an empty Home (Legacy).

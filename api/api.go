@@ -64,7 +64,8 @@ type Orphan struct {
 	Dropped bool   `json:"dropped"`
 	Error   string `json:"error,omitempty"`
 	// Note says why an orphan was left alone (a mark written by an older
-	// binky, which names no home: it may be another home's).
+	// binky, which names no home: it may be another home's), or, when it
+	// was dropped, what was kept beside it (adapters.ErrKept).
 	Note string `json:"note,omitempty"`
 }
 

@@ -151,7 +151,9 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 	}
 	defer unlock()
 	gs := adapters.Slice{Name: found.Name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, found.Adapter, found.Name)}
-	if err := a.Teardown(ctx, gs); err != nil {
+	if err := a.Teardown(ctx, gs); errors.Is(err, adapters.ErrKept) {
+		d.log.Warn("golden template dropped, something beside it kept", "name", found.Name, "err", err)
+	} else if err != nil {
 		if errors.Is(err, adapters.ErrNotOurs) {
 			return nil, fmt.Errorf("golden template %s is not marked as this home's: left alone: %w", found.Name, err)
 		}

@@ -643,6 +643,9 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) (left []
 			}
 		}
 		switch {
+		case errors.Is(err, adapters.ErrKept):
+			d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
+			left = append(left, err.Error())
 		case errors.Is(err, adapters.ErrNotOurs):
 			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
 			left = append(left, fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err))
@@ -824,9 +827,12 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			if !out.DryRun {
 				err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner.World, Home: owner.Home, AdminURL: u,
 					Password: adapters.Password(secret, servers[u], name)})
-				if err != nil {
+				switch {
+				case errors.Is(err, adapters.ErrKept):
+					o.Dropped, o.Note = true, err.Error()
+				case err != nil:
 					o.Error = err.Error()
-				} else {
+				default:
 					o.Dropped = true
 					d.log.Info("gc dropped an orphaned slice", "slice", name, "adapter", servers[u], "world", owner.World)
 				}

@@ -335,6 +335,7 @@ func (r *RabbitMQ) Teardown(ctx context.Context, s adapters.Slice) error {
 		return fmt.Errorf("rabbitmq vhost %s: %w", s.Name, adapters.ErrNotOurs)
 	}
 	var perms []permission
+	var kept error
 	err = a.do(ctx, http.MethodGet, &perms, nil, "users", s.Name, "permissions")
 	switch {
 	case errors.Is(err, errNotFound):
@@ -351,12 +352,18 @@ func (r *RabbitMQ) Teardown(ctx context.Context, s adapters.Slice) error {
 			if err := a.do(ctx, http.MethodDelete, nil, nil, "users", s.Name); err != nil && !errors.Is(err, errNotFound) {
 				return fmt.Errorf("delete rabbitmq user %s: %w", s.Name, err)
 			}
+		default:
+			// Said, not kept silently: once the vhost is gone nothing
+			// lists the user again (gc looks beside marked vhosts).
+			kept = adapters.Kept("rabbitmq vhost %s dropped; user %s kept: its password is not the one binky gives this world "+
+				"(someone made or changed it by hand, or the server hashes with %q, which binky cannot check); "+
+				"if it is binky's, delete it with 'rabbitmqctl delete_user %s'", s.Name, s.Name, u.HashingAlgorithm, s.Name)
 		}
 	}
 	if err := a.do(ctx, http.MethodDelete, nil, nil, "vhosts", s.Name); err != nil && !errors.Is(err, errNotFound) {
 		return fmt.Errorf("delete rabbitmq vhost %s: %w", s.Name, err)
 	}
-	return nil
+	return kept
 }
 
 func onlyOn(perms []permission, vhost string) bool {

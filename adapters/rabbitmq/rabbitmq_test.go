@@ -224,8 +224,10 @@ func TestTeardownDeletesOnlyTheUserBinkyMade(t *testing.T) {
 	if err := a.do(ctx, http.MethodPut, nil, map[string]any{"password": "someone elses", "tags": ""}, "users", theirs.Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Teardown(ctx, theirs); err != nil {
-		t.Fatal(err)
+	err := r.Teardown(ctx, theirs)
+	if !errors.Is(err, adapters.ErrKept) || !strings.Contains(err.Error(), "user "+theirs.Name+" kept") ||
+		!strings.Contains(err.Error(), "rabbitmqctl delete_user "+theirs.Name) {
+		t.Fatalf("teardown must say it kept the user and how to delete it: %v", err)
 	}
 	if gone(theirs.Name) {
 		t.Fatal("teardown deleted a user binky did not make")

@@ -39,10 +39,12 @@ touched; golden templates are kept.`,
 			}
 			for _, o := range res.Orphans {
 				switch {
-				case o.Note != "":
+				case o.Note != "" && !o.Dropped:
 					fmt.Fprintf(app.Out, "left alone %s %s on %s: %s\n", o.Adapter, o.Name, o.Server, o.Note)
 				case res.DryRun:
 					fmt.Fprintf(app.Out, "would drop %s %s (world %s is gone) on %s\n", o.Adapter, o.Name, o.World, o.Server)
+				case o.Dropped && o.Note != "":
+					fmt.Fprintf(app.Out, "dropped %s %s (world %s was gone), but: %s\n", o.Adapter, o.Name, o.World, o.Note)
 				case o.Dropped:
 					fmt.Fprintf(app.Out, "dropped %s %s (world %s was gone)\n", o.Adapter, o.Name, o.World)
 				default:
