@@ -516,14 +516,18 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err
 	}
+	// The worktree goes before the world's data: git may refuse (a locked
+	// worktree, one with submodules), and then nothing is lost. A crash
+	// between the two leaves a record whose worktree is gone, which the
+	// watcher tears down.
+	if !w.Worktree.Main {
+		if err := w.Repo.RemoveWorktree(ctx, w.Worktree, req.Force); err != nil {
+			return api.World{}, fmt.Errorf("worktree %s was not removed, so its world was kept (its services are stopped: 'git binky up' starts them again): %w", w.Worktree.Path, err)
+		}
+	}
 	left, err := d.forget(ctx, w.ID)
 	if err != nil {
 		return api.World{}, err
-	}
-	if !w.Worktree.Main {
-		if err := w.Repo.RemoveWorktree(ctx, w.Worktree, req.Force); err != nil {
-			return api.World{}, fmt.Errorf("world removed, but the worktree was not: %w", err)
-		}
 	}
 	d.mu.Lock()
 	delete(d.worlds, w.ID)

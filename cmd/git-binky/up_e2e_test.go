@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -343,6 +344,38 @@ func TestRemoveRefusesADirtyWorktreeAndDeletesAClean(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(f.home, "ports", strconv.Itoa(p))); !os.IsNotExist(err) {
 			t.Errorf("port %d still leased", p)
 		}
+	}
+}
+
+// git refuses to remove a locked worktree (even with one --force): the
+// world must then be kept whole, its ports and record with it, not dropped
+// before git said no. (An attack found the data dropped first.)
+func TestRemoveOfALockedWorktreeKeepsItsWorld(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up", "feat")
+	wt := filepath.Join(f.tmp, "feat")
+	ports := f.world("feat").Ports
+	f.mustGit(f.repo, "worktree", "lock", "--reason", "on a stick", wt)
+	_, stderr, err := f.binky(f.repo, "remove", "feat", "--force")
+	if err == nil || !strings.Contains(stderr, "was not removed, so its world was kept") || !strings.Contains(stderr, "locked") {
+		t.Fatalf("remove of a locked worktree: err=%v stderr=%s", err, stderr)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("the locked worktree is gone: %v", err)
+	}
+	for _, p := range ports {
+		if _, err := os.Stat(filepath.Join(f.home, "ports", strconv.Itoa(p))); err != nil {
+			t.Errorf("port %d no longer leased to the kept world: %v", p, err)
+		}
+	}
+	f.mustBinky(wt, "up")
+	if got := f.world("feat"); service(got, "api").State != "healthy" || !maps.Equal(got.Ports, ports) {
+		t.Errorf("the kept world did not come back on its ports: %+v", got)
+	}
+	f.mustGit(f.repo, "worktree", "unlock", wt)
+	f.mustBinky(f.repo, "remove", "feat")
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("worktree still there after unlock and remove: %v", err)
 	}
 }
 
