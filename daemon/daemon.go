@@ -72,12 +72,18 @@ type Daemon struct {
 	// how often it looks (homeCheckEvery unless a test says).
 	gone      atomic.Int32
 	homeEvery time.Duration
+
+	// repoMissing is when each watched repository was first seen missing
+	// (under mu); its worlds are torn down only once it has been missing
+	// for repoGoneAfter (repoGoneGrace unless a test says).
+	repoMissing   map[string]*missingRepo
+	repoGoneAfter time.Duration
 }
 
 // New returns a daemon for home. log receives its decisions as JSON.
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
-		adopted: make(chan struct{})}
+		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

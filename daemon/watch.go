@@ -191,12 +191,13 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 	repo, err := gitx.Open(common)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || !exists(common) {
-			d.log.Warn("watched repository is gone; tearing its worlds down", "repo", common)
-			d.teardownRepo(ctx, common)
-			_ = d.home.UnregisterRepo(common)
+			d.repoGone(ctx, common)
 		}
 		return nil, nil
 	}
+	d.mu.Lock()
+	delete(d.repoMissing, common)
+	d.mu.Unlock()
 	wts, err := repo.Worktrees()
 	if err != nil {
 		d.log.Error("list worktrees", "repo", common, "err", err)
@@ -329,13 +330,67 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 	d.log.Info("world torn down", "world", rec.Worktree, "project", rec.Project, "why", why)
 }
 
-func (d *Daemon) teardownRepo(ctx context.Context, common string) {
-	recs, _ := d.home.Records()
-	for _, rec := range recs {
-		if rec.CommonDir == common {
-			d.teardown(ctx, rec, "its repository is gone")
-		}
+// repoGoneGrace is how long a watched repository must stay missing before
+// its worlds are torn down: a folder renamed and back, a disk unmounted
+// for a while, a repository moved (its linked worktrees then wait for
+// `git worktree repair`) must not cost any world its data.
+const repoGoneGrace = 10 * time.Minute
+
+// repoGone acts on a look that found the repository common missing. The
+// first look only notes it; once it has been missing on every look for
+// repoGoneAfter, the worlds whose worktree folder is gone too are torn
+// down. A world whose folder is still there (a linked worktree outside a
+// moved repository) is kept: its data waits for the repository to come
+// back, and `git binky remove` or gc drops it if it never does.
+func (d *Daemon) repoGone(ctx context.Context, common string) {
+	d.mu.Lock()
+	m, seen := d.repoMissing[common]
+	if !seen {
+		m = &missingRepo{since: time.Now()}
+		d.repoMissing[common] = m
 	}
+	due := time.Since(m.since) >= d.repoGoneAfter
+	d.mu.Unlock()
+	if !seen {
+		d.log.Warn("watched repository is missing; its worlds are kept for now", "repo", common, "torn_down_if_still_missing_after", d.repoGoneAfter.String())
+	}
+	if !seen || !due {
+		return
+	}
+	recs, _ := d.home.Records()
+	kept := 0
+	for _, rec := range recs {
+		if rec.CommonDir != common {
+			continue
+		}
+		if rec.Path != "" && exists(rec.Path) {
+			kept++
+			continue
+		}
+		d.teardown(ctx, rec, "its repository and its worktree are gone")
+	}
+	if kept > 0 {
+		d.mu.Lock()
+		said := m.saidKept
+		m.saidKept = true
+		d.mu.Unlock()
+		if !said {
+			d.log.Warn("repository gone, but worktrees of it are still there; their worlds are kept", "repo", common, "kept", kept)
+		}
+		return
+	}
+	d.log.Warn("watched repository is gone; its worlds were torn down", "repo", common)
+	_ = d.home.UnregisterRepo(common)
+	d.mu.Lock()
+	delete(d.repoMissing, common)
+	d.mu.Unlock()
+}
+
+// missingRepo is a watched repository seen missing: since when, and
+// whether the worlds kept for worktrees still there were reported.
+type missingRepo struct {
+	since    time.Time
+	saidKept bool
 }
 
 // follow moves a world's record to its worktree's new path (`git worktree

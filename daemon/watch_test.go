@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx/gittest"
@@ -69,5 +71,66 @@ func TestTheWatcherLeavesAnUninstalledRepositoryAlone(t *testing.T) {
 	}
 	if _, ok := d.repoRecord(common); ok {
 		t.Error("the watcher registered an uninstalled repository again")
+	}
+}
+
+// A repository folder renamed away and back, or moved, must cost no world
+// its data: the watcher waits until it has been missing for a while, and
+// even then keeps a world whose worktree folder is still there (a linked
+// worktree outside the moved repository). Only a world whose folder is
+// gone with the repository is torn down. (An attack found every world
+// dropped on one look.)
+func TestAMissingRepositoryCostsNoWorldWhoseWorktreeIsStillThere(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	ctx := context.Background()
+	linked := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
+	var ids []string
+	for _, dir := range []string{repo, linked} {
+		w, err := world.Open(home, dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	mainID, linkedID := ids[0], ids[1]
+	away := repo + ".away"
+
+	d.repoGoneAfter = time.Hour
+	if err := os.Rename(repo, away); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcileRecords(ctx, common)
+	d.reconcileRecords(ctx, common)
+	if !home.HasRecord(mainID) || !home.HasRecord(linkedID) {
+		t.Fatal("a repository missing for a moment cost a world")
+	}
+	if err := os.Rename(away, repo); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcileRecords(ctx, common)
+	if _, ok := d.repoMissing[common]; ok {
+		t.Error("a repository that came back is still counted missing")
+	}
+
+	d.repoGoneAfter = 0
+	if err := os.Rename(repo, away); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcileRecords(ctx, common)
+	if !home.HasRecord(mainID) {
+		t.Fatal("one look at a missing repository tore its world down")
+	}
+	d.reconcileRecords(ctx, common)
+	if home.HasRecord(mainID) {
+		t.Error("the world whose worktree went with the repository was kept")
+	}
+	if !home.HasRecord(linkedID) {
+		t.Error("the world of a linked worktree still on disk was torn down")
+	}
+	if _, ok := d.repoRecord(common); !ok {
+		t.Error("the repository was unregistered while a world of it is kept")
 	}
 }
