@@ -376,8 +376,9 @@ func (p *Proxy) exchange(c net.Conn, br *bufio.Reader, bw *bufio.Writer, head []
 			_, err = u.br.Peek(1)
 		}
 		if retryable {
-			if err != nil && reused && attempt == 0 {
+			if err != nil && reused && attempt < maxRetries {
 				u.close() // the service closed it while it sat idle
+				p.pool.drop(rt.Port)
 				continue
 			}
 			// Until now head stayed in br, unconsumed, for a retry or a

@@ -32,6 +32,11 @@ const (
 	maxIdlePerPort = 64
 	// idleTimeout drops a kept connection nobody used for this long.
 	idleTimeout = 90 * time.Second
+	// maxRetries bounds how often a request that can be sent again is,
+	// after a kept connection turned out closed: the kept ones are dropped
+	// then, so the next try is on a new connection unless another request
+	// has kept one meanwhile.
+	maxRetries = 3
 )
 
 // upstream is one keep-alive connection to a service.
@@ -67,6 +72,18 @@ func (p *pool) get(port int, check bool) *upstream {
 		if u == nil || !check || u.alive() {
 			return u
 		}
+		u.close()
+	}
+}
+
+// drop closes every kept connection to port: one found closed by the
+// service means it restarted, and the others it had are closed too.
+func (p *pool) drop(port int) {
+	p.mu.Lock()
+	list := p.idle[port]
+	delete(p.idle, port)
+	p.mu.Unlock()
+	for _, u := range list {
 		u.close()
 	}
 }
@@ -184,8 +201,11 @@ var skipRequest = map[string]bool{
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	// The handler reads the body at once, so the server has already
 	// told the client to continue; the service need not.
-	"Expect":    true,
-	"Forwarded": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"Expect": true,
+	// roundTrip frames the body itself: a second Content-Length makes
+	// strict parsers (Node's) answer 400.
+	"Content-Length": true,
+	"Forwarded":      true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
 }
 
 var skipResponse = map[string]bool{
@@ -240,7 +260,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, errBeforeResponse) && retryable && attempt == 0 {
+		if errors.Is(err, errBeforeResponse) && retryable && attempt < maxRetries {
+			p.pool.drop(rt.Port)
 			continue
 		}
 		p.fail(w, r, rt, err)

@@ -444,3 +444,89 @@ func TestKeptConnectionsOfAPortNoRouteUsesAreClosed(t *testing.T) {
 		t.Errorf("%d connections to a port no route uses are still kept", n)
 	}
 }
+
+// A service that restarts closes every connection the proxy kept to it,
+// not only the last: no request that can be sent again may fail for it,
+// however many dead ones are kept. (An attack got two 502s in a row after
+// four kept connections.)
+func TestEveryKeptConnectionOfARestartedServiceIsDropped(t *testing.T) {
+	backendSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(200 * time.Millisecond)
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(backendSrv.Close)
+	port := backendSrv.Listener.Addr().(*net.TCPAddr).Port
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	for name, srv := range map[string]*httptest.Server{"fast path": serve(t, p), "handler": httptest.NewServer(p)} {
+		done := make(chan struct{})
+		for i := 0; i < 4; i++ { // four requests at once: four kept connections
+			go func() {
+				defer func() { done <- struct{}{} }()
+				get(t, srv.URL, "api.w.acme.localhost", "/slow")
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			<-done
+		}
+		backendSrv.CloseClientConnections()
+		time.Sleep(50 * time.Millisecond) // the closes reach the proxy's side
+		for i := 0; i < 4; i++ {
+			if code, body := get(t, srv.URL, "api.w.acme.localhost", "/"); code != 200 || body != "ok" {
+				t.Errorf("%s, GET %d after the restart: %d %q", name, i, code, body)
+			}
+		}
+	}
+}
+
+// A body's length reaches the service once: two Content-Length headers
+// make strict parsers (Node's) answer 400. net/http serves the requests
+// the fast path hands over (Expect: 100-continue, curl's for any upload
+// past 1 MB), and copied the client's header beside its own.
+func TestABodysLengthReachesTheServiceOnce(t *testing.T) {
+	heads := make(chan string, 1)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		var head strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			head.WriteString(line)
+			if line == "\r\n" {
+				break
+			}
+		}
+		heads <- head.String()
+		io.CopyN(io.Discard, br, 5)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	}()
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: l.Addr().(*net.TCPAddr).Port, Up: true}})
+	srv := serve(t, p)
+	req, _ := http.NewRequest("POST", srv.URL+"/upload", strings.NewReader("hello"))
+	req.Host = "api.w.acme.localhost"
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Second}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	head := <-heads
+	if n := strings.Count(strings.ToLower(head), "\ncontent-length:"); n != 1 || resp.StatusCode != 200 {
+		t.Errorf("the service got %d Content-Length headers (status %d):\n%s", n, resp.StatusCode, head)
+	}
+}
