@@ -9,33 +9,62 @@ import (
 // Hidden is what a redacted credential reads as.
 const Hidden = "xxxxx"
 
-// secretName reports a variable or field whose value is a credential.
+// secretName reports a variable or field whose value is a credential:
+// *_PASSWORD, *_SECRET, *_TOKEN, *_SECRET_KEY, an API key (Qdrant's
+// api_key: without jwt_rbac, the admin's), a private key.
 func secretName(k string) bool {
-	k = strings.ToUpper(k)
-	for _, s := range []string{"PASSWORD", "SECRET", "TOKEN"} {
-		if strings.HasSuffix(k, s) || strings.HasSuffix(k, "_"+s) {
+	k = strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
+	for _, s := range []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "SECRET_KEY", "API_KEY", "APIKEY", "PRIVATE_KEY"} {
+		if strings.HasSuffix(k, s) {
 			return true
 		}
 	}
-	return strings.HasSuffix(k, "SECRET_KEY")
+	return k == "PASS" || strings.HasSuffix(k, "_PASS")
 }
 
 // secrets collects the credentials in an environment: the values of
-// *_PASSWORD-like variables and the passwords inside URLs.
+// *_PASSWORD-like variables, the passwords inside URLs (decoded and as
+// written, which may escape them differently than Go would) and URL
+// parameters that name a credential (?password=, ?api_key=).
 func secrets(env map[string]string) []string {
 	seen := map[string]bool{}
+	add := func(v string) {
+		if v == "" {
+			return
+		}
+		seen[v] = true
+		for _, esc := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+			seen[esc] = true
+		}
+	}
 	for k, v := range env {
 		if v == "" {
 			continue
 		}
 		if secretName(k) {
-			seen[v] = true
+			add(v)
 		}
-		if u, err := url.Parse(v); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && pw != "" {
-				seen[pw] = true
-				if esc := url.QueryEscape(pw); esc != pw {
-					seen[esc] = true
+		u, err := url.Parse(v)
+		if err != nil {
+			continue
+		}
+		if u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				add(pw)
+			}
+			add(rawPassword(v))
+		}
+		if u.RawQuery != "" {
+			for name, vals := range u.Query() {
+				if secretName(name) {
+					for _, val := range vals {
+						add(val)
+					}
+				}
+			}
+			for _, kv := range strings.Split(u.RawQuery, "&") {
+				if name, val, ok := strings.Cut(kv, "="); ok && secretName(name) {
+					add(val) // as written
 				}
 			}
 		}
@@ -47,6 +76,28 @@ func secrets(env map[string]string) []string {
 	// Longest first, so a secret that contains another is hidden whole.
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// rawPassword is the password of a URL as its text writes it, escapes and
+// all: between the authority's first ':' and its last '@'.
+func rawPassword(v string) string {
+	i := strings.Index(v, "://")
+	if i < 0 {
+		return ""
+	}
+	auth := v[i+3:]
+	if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+		auth = auth[:end]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return ""
+	}
+	_, pw, ok := strings.Cut(auth[:at], ":")
+	if !ok {
+		return ""
+	}
+	return pw
 }
 
 func hide(v string, secrets []string) string {

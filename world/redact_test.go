@@ -41,3 +41,40 @@ func TestCoordinatesRedactedHidesFieldsToo(t *testing.T) {
 		t.Error("Redacted changed its receiver")
 	}
 }
+
+// What an attack saw in env without reveal: a password the URL escapes
+// otherwise than Go does, a password as a URL parameter, an API key.
+func TestRedactEnvHidesEscapedPasswordsParametersAndKeys(t *testing.T) {
+	env := map[string]string{
+		"VEC_URL":      "postgres://u:pa%20ss%2Fword@h:5999/db?password=querysecret1&sslmode=disable",
+		"VEC_PASSWORD": "pa ss/word",
+		"VEC_API_KEY":  "ADMINAPIKEY-123456",
+		"QDRANT_URL":   "http://127.0.0.1:6333/?api_key=ADMINAPIKEY-123456",
+		"DB_PASS":      "hunter2hunter2",
+		"OTHER_URL":    "redis://:pl%41in-pw-9@127.0.0.1:6379/0",
+	}
+	got := RedactEnv(env)
+	for k, v := range got {
+		for _, secret := range []string{"pa%20ss%2Fword", "pa ss/word", "querysecret1", "ADMINAPIKEY-123456", "hunter2hunter2", "pl%41in-pw-9", "plAin-pw-9"} {
+			if strings.Contains(v, secret) {
+				t.Errorf("%s still shows %q: %s", k, secret, v)
+			}
+		}
+	}
+	if !strings.Contains(got["VEC_URL"], "sslmode=disable") || !strings.HasPrefix(got["VEC_URL"], "postgres://u:xxxxx@h:5999/db") {
+		t.Errorf("redacted too much: %s", got["VEC_URL"])
+	}
+}
+
+func TestSecretNamesAreCredentialsAndOnlyThose(t *testing.T) {
+	for _, k := range []string{"DB_PASSWORD", "password", "S3_SECRET_KEY", "VEC_API_KEY", "api_key", "apikey", "GH_TOKEN", "TLS_PRIVATE_KEY", "DB_PASS", "db-passwd"} {
+		if !secretName(k) {
+			t.Errorf("%s is a credential", k)
+		}
+	}
+	for _, k := range []string{"DB_URL", "DB_USER", "S3_ACCESS_KEY", "CACHE_PREFIX", "PWD", "COMPASS", "DB_PORT", "BYPASS_CACHE"} {
+		if secretName(k) {
+			t.Errorf("%s is not a credential", k)
+		}
+	}
+}
