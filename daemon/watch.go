@@ -208,6 +208,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		byAdmin[wt.AdminDir] = wt
 	}
 	recs, _ := d.home.Records()
+	var reborn []string
 	for _, rec := range recs {
 		if rec.CommonDir != common {
 			continue
@@ -216,6 +217,10 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		switch {
 		case !ok:
 			d.teardown(ctx, rec, "its worktree was removed")
+		case d.retireReplaced(ctx, rec):
+			// Removed and made again under its name while nobody
+			// looked: the new worktree is born, with a world of its own.
+			reborn = append(reborn, wt.Name)
 		case wt.Path != rec.Path && !wt.Missing:
 			d.follow(ctx, rec, repo, wt)
 		}
@@ -234,7 +239,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 			continue
 		}
 		names = append(names, wt.Name)
-		if !slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
+		if (slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
 			born = append(born, wt)
 		}
 	}
@@ -307,6 +312,19 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 
 func untrustedReason(w *world.World) string {
 	return fmt.Sprintf("%s is not approved on this machine: 'git binky up' in the worktree approves it and starts the world", w.Config.Path)
+}
+
+// retireReplaced tears down rec's world when its admin folder now belongs
+// to another worktree (world.AdminFolderReplaced), and reports whether it
+// did. Without it a new worktree that git gave a removed one's name would
+// be handed the old world, its ports and its data.
+func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
+	replaced, err := d.home.AdminFolderReplaced(ctx, rec.ID)
+	if err != nil || !replaced {
+		return false
+	}
+	d.teardown(ctx, rec, "its worktree was removed; a new worktree took its name")
+	return true
 }
 
 // teardown destroys a world whose worktree git already removed: the machine
@@ -438,6 +456,14 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 	case api.EventBorn, api.EventTrusted:
 		if wt.Main && req.Event == api.EventBorn {
 			return
+		}
+		// A removed worktree's name given to this one: the old world is
+		// not this worktree's.
+		if rec, err := d.home.LoadRecord(world.WorldID(repo.CommonDir, wt.AdminDir)); err == nil && !wt.Main {
+			func() {
+				defer d.repoLock(repo.CommonDir)()
+				d.retireReplaced(ctx, rec)
+			}()
 		}
 		// Seen is updated under the repository's lock; starting the world
 		// happens outside it, so a slow start holds up no removal.

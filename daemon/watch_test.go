@@ -134,3 +134,47 @@ func TestAMissingRepositoryCostsNoWorldWhoseWorktreeIsStillThere(t *testing.T) {
 		t.Error("the repository was unregistered while a world of it is kept")
 	}
 }
+
+// git gives a new worktree the name of one removed before it: when the
+// removal went unseen (the daemon down, or both within one look), the new
+// worktree must not be handed the old world, its ports and its data. (An
+// attack found the old world "followed" to the new worktree.)
+func TestANewWorktreeWithARemovedOnesNameGetsAWorldOfItsOwn(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	ctx := context.Background()
+	old := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
+	w, err := world.Open(home, old, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
+		t.Fatalf("born %+v: the world's worktree is not new", born)
+	}
+	gittest.Git(t, repo, "worktree", "remove", old)
+	fresh := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "unrelated")
+	nw, err := world.Open(home, fresh, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nw.ID != w.ID {
+		t.Skipf("git did not reuse the name (admin folder %s)", nw.Worktree.AdminDir)
+	}
+	_, born := d.reconcileRecords(ctx, common)
+	if home.HasRecord(w.ID) {
+		t.Fatal("the removed worktree's world was kept for the new one")
+	}
+	if len(born) != 1 || born[0].Path != fresh {
+		t.Errorf("born %+v, want the new worktree", born)
+	}
+	// A world that is its worktree's own is left alone, look after look.
+	if _, err := nw.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcileRecords(ctx, common)
+	if !home.HasRecord(nw.ID) {
+		t.Error("the new worktree's own world was torn down")
+	}
+}

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -174,4 +175,35 @@ func (h Home) ApprovedConfig(hash, path string) (*Config, error) {
 		return nil, &ConfigError{Diagnostics: diags}
 	}
 	return cfg, nil
+}
+
+// AdminFolderReplaced reports whether the admin folder the world id's
+// record names is no longer the one the world was made in: git removed
+// that worktree and a new one took its name (git reuses a removed
+// worktree's name), so the folder is there but holds no copy of the
+// record, which every save writes while the folder exists. The new
+// worktree must get a world of its own, not this one's data. It looks
+// under the world's lock, so a first save between its two writes is not
+// taken for a replacement.
+func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) {
+	unlock, err := h.LockWorld(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	rec, err := h.LoadRecord(id)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	if rec.Main || rec.AdminDir == "" {
+		return false, nil
+	}
+	if fi, err := os.Stat(rec.AdminDir); err != nil || !fi.IsDir() {
+		return false, nil
+	}
+	_, err = os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json"))
+	return errors.Is(err, os.ErrNotExist), nil
 }
