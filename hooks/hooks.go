@@ -36,6 +36,11 @@ const (
 // world: the hook does nothing, not even start git-binky.
 const Line = `if [ -n "$GIT_BINKY_ADDING" ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
 
+// createdLine follows the shebang of a hook file binky created, so that
+// uninstall deletes only such a file: a user's own stub ("#!/bin/sh" and
+// nothing else) is kept.
+const createdLine = "# this file was created by 'git binky install'; 'git binky uninstall' deletes it"
+
 func block() string {
 	return beginMarker + " managed by 'git binky install'; 'git binky uninstall' removes it\n" + Line + "\n" + endMarker + "\n"
 }
@@ -72,7 +77,7 @@ func Install(ctx context.Context, dir string) (Result, error) {
 			return res, fmt.Errorf("create hooks folder: %w", err)
 		}
 		res.Changed = true
-		return res, writeHook(path, []byte("#!/bin/sh\n"+block()), 0o755)
+		return res, writeHook(path, []byte("#!/bin/sh\n"+createdLine+"\n"+block()), 0o755)
 	case err != nil:
 		return res, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -140,7 +145,7 @@ func Uninstall(ctx context.Context, dir string) (Result, error) {
 		return res, nil
 	}
 	res.Changed = true
-	if strings.TrimSpace(string(out)) == "#!/bin/sh" {
+	if strings.TrimSpace(string(out)) == "#!/bin/sh\n"+createdLine {
 		err := os.Remove(path) // only what binky wrote was there
 		if errors.Is(err, os.ErrNotExist) {
 			err = nil
@@ -246,6 +251,11 @@ func isShell(b []byte) bool {
 }
 
 func writeHook(path string, b []byte, mode os.FileMode) error {
+	// A hook that is a link (to a script the repository tracks, say) stays
+	// one: the file it names is what changes.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
 	tmp := path + ".binky-tmp"
 	if err := os.WriteFile(tmp, b, mode); err != nil {
 		return fmt.Errorf("write hook: %w", err)

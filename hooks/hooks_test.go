@@ -83,6 +83,66 @@ func TestInstallCreatesTheHookAndUninstallDeletesIt(t *testing.T) {
 	}
 }
 
+// A user's own stub hook, a shebang and nothing else, is theirs: uninstall
+// leaves it, byte for byte. (An attack found it deleted.)
+func TestUninstallKeepsAUsersStubHook(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(hook); err != nil || string(b) != "#!/bin/sh\n" {
+		t.Errorf("the user's stub after uninstall: %q, %v", b, err)
+	}
+}
+
+// A hook that is a link to a script the repository keeps stays a link:
+// install and uninstall change the script it names, and later edits to the
+// script still run. (An attack found it turned into a copy.)
+func TestInstallAndUninstallKeepAHookThatIsALink(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	ctx := context.Background()
+	script := filepath.Join(repo, "tools", "post-checkout")
+	original := "#!/bin/sh\necho v1\n"
+	os.MkdirAll(filepath.Dir(script), 0o755)
+	if err := os.WriteFile(script, []byte(original), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	if err := os.Symlink("../../tools/post-checkout", hook); err != nil {
+		t.Fatal(err)
+	}
+	isLink := func(when string) {
+		t.Helper()
+		if fi, err := os.Lstat(hook); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("after %s the hook is no longer a link: %v %v", when, fi, err)
+		}
+	}
+	if _, err := Install(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	isLink("install")
+	if b, _ := os.ReadFile(script); !strings.Contains(string(b), beginMarker) || !strings.Contains(string(b), "echo v1") {
+		t.Fatalf("the script after install:\n%s", b)
+	}
+	if _, err := Uninstall(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	isLink("uninstall")
+	if b, _ := os.ReadFile(script); string(b) != original {
+		t.Errorf("the script after uninstall: %q, want %q", b, original)
+	}
+}
+
 func TestInstallHonoursCoreHooksPath(t *testing.T) {
 	t.Setenv("BINKY_HOOKS", "file")
 	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
