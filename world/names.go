@@ -60,12 +60,14 @@ func ShortHash(s string) string {
 
 // chooseLabel gives rec its URL label the first time: the worktree name
 // folded to a DNS label, with a short hash of the world's id when another
-// world of the repository already has that label (Foo_Bar and foo-bar both
-// fold to foo-bar). The record is saved under a lock per repository, so two
-// first ups at once choose in turn.
+// world of the project already has that label (Foo_Bar and foo-bar both
+// fold to foo-bar; two clones of a repository both have a worktree "main").
+// Hosts are <service>.<label>.<project>.localhost, so the project is what
+// must not repeat a label, in any repository. The record is saved under a
+// lock per project, so two first ups at once choose in turn.
 func (w *World) chooseLabel(ctx context.Context, rec *Record) error {
 	base := DNSLabel(w.Worktree.Name)
-	unlock, err := Lock(ctx, filepath.Join(w.Home.WorldsDir(), "labels-"+ShortHash(w.Repo.CommonDir)+".lock"))
+	unlock, err := Lock(ctx, filepath.Join(w.Home.WorldsDir(), "labels-"+ShortHash(w.Project)+".lock"))
 	if err != nil {
 		return err
 	}
@@ -76,7 +78,7 @@ func (w *World) chooseLabel(ctx context.Context, rec *Record) error {
 	}
 	rec.Label = base
 	for _, r := range recs {
-		if r.ID == w.ID || r.CommonDir != w.Repo.CommonDir {
+		if r.ID == w.ID || r.Project != w.Project {
 			continue
 		}
 		// A record from before labels were kept used the folded name.

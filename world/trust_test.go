@@ -52,6 +52,32 @@ func TestWorldsWhoseNamesFoldAlikeGetDistinctKeptLabels(t *testing.T) {
 	}
 }
 
+// Two clones of one project (two repositories, one [project] name) both
+// have a worktree named main: their hosts are <svc>.<label>.<project>, so
+// the second must get another label, or the proxy routes neither. (An
+// attack found both advertising one URL.)
+func TestTwoClonesOfAProjectGetDistinctLabels(t *testing.T) {
+	tmp := t.TempDir()
+	one := gittest.NewRepo(t, filepath.Join(tmp, "one"), "shop", map[string]string{"binky.toml": webConfig})
+	two := gittest.NewRepo(t, filepath.Join(tmp, "two"), "shop", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	ctx := context.Background()
+	var urls []string
+	for _, repo := range []string{one, two} {
+		c, err := OpenCoordinates(ctx, home, repo, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, c.Env["WEB_URL"])
+	}
+	if urls[0] == urls[1] {
+		t.Fatalf("both clones advertise %s", urls[0])
+	}
+	if !strings.HasPrefix(urls[0], "http://web.shop.acme.") || !strings.HasPrefix(urls[1], "http://web.shop-") {
+		t.Errorf("the first keeps the folded label, the second gets a hash: %s, %s", urls[0], urls[1])
+	}
+}
+
 func TestASecondHomeDoesNotTakeAWorldAnotherHomeHolds(t *testing.T) {
 	tmp := t.TempDir()
 	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
