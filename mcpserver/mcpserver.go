@@ -43,21 +43,34 @@ const Instructions = `git-binky gives each git worktree of a repository its own 
 
 Start with "up" (name = the worktree or branch you work on; a name with no worktree creates one), then read ports and URLs from its result or from "env". Work in the worktree folder the result names; start nothing by hand on a fixed port. Reach services through their URL (API_URL) or API_DIRECT_URL. Run "verify" before reporting success, "logs" when something fails, "restart" for one service, "down" to pause (ports and data are kept) and "remove" to destroy a world and its worktree. "status" lists every world and says which BINKY_HOME answered. "env" hides passwords unless called with reveal = true.`
 
+// workers is how many tool calls run at once: enough that a status or an
+// env is never queued behind an agent's long ups and verifies (mcp-go's
+// default is 5).
+const workers = 32
+
 // Serve runs the MCP protocol on in/out until ctx is done or in closes.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	f := newCancelFilter(out)
-	return server.NewStdioServer(s.MCP()).Listen(ctx, f.watch(in), f)
+	stdio := server.NewStdioServer(s.mcp(f))
+	server.WithWorkerPoolSize(workers)(stdio)
+	return stdio.Listen(ctx, f.watch(in), f)
 }
 
 // MCP builds the mcp-go server with binky's tools and resources.
-func (s *Server) MCP() *server.MCPServer {
+func (s *Server) MCP() *server.MCPServer { return s.mcp(newCancelFilter(io.Discard)) }
+
+func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
+	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(noteRequestID)
 	m := server.NewMCPServer("git-binky", s.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithInstructions(Instructions),
 		server.WithInputSchemaValidation(),
 		server.WithStrictInputSchemaDefault(),
+		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(objectArguments),
+		server.WithToolHandlerMiddleware(f.skipCancelled),
 		server.WithRecovery())
 	for _, t := range s.tools() {
 		m.AddTool(t.Tool, t.Handler)

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/world"
@@ -329,5 +332,56 @@ func TestCancelledRequestsGetNoResponse(t *testing.T) {
 	got := out.String()
 	if strings.Count(got, `"id":7`) != 1 || !strings.Contains(got, `"id":8`) || !strings.Contains(got, "notifications/progress") {
 		t.Errorf("after cancelling 7, the output is:\n%s\nwant the first response to 7 dropped and everything else kept", got)
+	}
+}
+
+// A call the client cancels before it starts (queued behind others, or
+// overtaken by its cancel) must not run: mcp-go only cancels a call that
+// has started, and an agent's cancelled down or remove would still happen.
+// An id written 9.0 by the client is the id 9. (Both found by an attack.)
+func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
+	s, _ := repo(t, "[project]\nname = \"acme\"\n")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	f := newCancelFilter(outW)
+	m := s.mcp(f)
+	ran := make(chan string, 4)
+	m.AddTool(mcp.NewTool("probe", mcp.WithString("tag")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran <- req.GetString("tag", "")
+		return mcp.NewToolResultText("ran"), nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = server.NewStdioServer(m).Listen(ctx, f.watch(inR), f); outW.Close() }()
+	t.Cleanup(func() { cancel(); inW.Close() })
+	c := &session{t: t, in: inW, out: bufio.NewReader(outR), lines: make(chan string, 100)}
+	go func() {
+		for {
+			line, err := c.out.ReadString('\n')
+			if err != nil {
+				close(c.lines)
+				return
+			}
+			c.lines <- line
+		}
+	}()
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9.0}}`)
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"probe","arguments":{"tag":"cancelled"}}}`)
+	c.id = 9
+	if r := c.tool("probe", `{"tag":"next"}`); text(r) != "ran" {
+		t.Fatalf("the call after the cancelled one: %v", r)
+	}
+	// The two calls ran side by side: give the first time to show up.
+	time.Sleep(300 * time.Millisecond)
+	for {
+		select {
+		case tag := <-ran:
+			if tag == "cancelled" {
+				t.Error("the call cancelled before it started ran")
+			}
+		default:
+			return
+		}
 	}
 }

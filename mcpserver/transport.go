@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
@@ -62,8 +63,66 @@ func (f *cancelFilter) note(line []byte) {
 	}
 	if json.Unmarshal(line, &n) == nil && n.Method == string(mcp.MethodNotificationCancelled) && len(n.Params.RequestID) > 0 {
 		f.mu.Lock()
-		f.cancelled[string(n.Params.RequestID)] = true
+		f.cancelled[idKey(n.Params.RequestID)] = true
 		f.mu.Unlock()
+	}
+}
+
+// idKey is a request id as one text however the client wrote it (3 and
+// 3.0 are one id): mcp-go decodes ids to float64 or string, and writes
+// responses with them so.
+func idKey(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	return idKeyOf(v)
+}
+
+func idKeyOf(id any) string {
+	b, err := json.Marshal(id)
+	if err != nil {
+		return fmt.Sprint(id)
+	}
+	return string(b)
+}
+
+// isCancelled reports whether the client cancelled the request with id
+// (as idKeyOf writes it).
+func (f *cancelFilter) isCancelled(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cancelled[key]
+}
+
+// requestIDField carries a tool call's JSON-RPC id from the beforeCallTool
+// hook to the tool's middleware, in the call's _meta.
+const requestIDField = "git-binky/request-id"
+
+// noteRequestID is a beforeCallTool hook: it runs once mcp-go can cancel
+// the call, and leaves its id where skipCancelled finds it.
+func noteRequestID(_ context.Context, id any, req *mcp.CallToolRequest) {
+	if req.Params.Meta == nil {
+		req.Params.Meta = &mcp.Meta{}
+	}
+	if req.Params.Meta.AdditionalFields == nil {
+		req.Params.Meta.AdditionalFields = map[string]any{}
+	}
+	req.Params.Meta.AdditionalFields[requestIDField] = idKeyOf(id)
+}
+
+// skipCancelled does not run a call the client cancelled before it
+// started: mcp-go only cancels a call that has started, and one queued
+// behind others (or a cancel that overtook it) would otherwise still run,
+// a down or a remove included. Its response is dropped like any other.
+func (f *cancelFilter) skipCancelled(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.Meta != nil {
+			if key, ok := req.Params.Meta.AdditionalFields[requestIDField].(string); ok && f.isCancelled(key) {
+				return mcp.NewToolResultError("cancelled by the client before it started"), nil
+			}
+		}
+		return next(ctx, req)
 	}
 }
 
@@ -99,8 +158,8 @@ func (f *cancelFilter) dropLocked(line []byte) bool {
 	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || m.Method != "" {
 		return false // not a response
 	}
-	if f.cancelled[string(m.ID)] {
-		delete(f.cancelled, string(m.ID))
+	if key := idKey(m.ID); f.cancelled[key] {
+		delete(f.cancelled, key)
 		return true
 	}
 	return false
