@@ -38,7 +38,12 @@ func start(t *testing.T, s *Server) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = s.Serve(ctx, inR, outW); outW.Close() }()
 	t.Cleanup(func() { cancel(); inW.Close() })
-	c := &session{t: t, in: inW, out: bufio.NewReader(outR), lines: make(chan string, 100)}
+	return open(t, inW, outR)
+}
+
+// open initializes a session with a server reading in and writing out.
+func open(t *testing.T, in *io.PipeWriter, out io.Reader) *session {
+	c := &session{t: t, in: in, out: bufio.NewReader(out), lines: make(chan string, 100)}
 	go func() {
 		for {
 			line, err := c.out.ReadString('\n')
@@ -353,19 +358,7 @@ func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = server.NewStdioServer(m).Listen(ctx, f.watch(inR), f); outW.Close() }()
 	t.Cleanup(func() { cancel(); inW.Close() })
-	c := &session{t: t, in: inW, out: bufio.NewReader(outR), lines: make(chan string, 100)}
-	go func() {
-		for {
-			line, err := c.out.ReadString('\n')
-			if err != nil {
-				close(c.lines)
-				return
-			}
-			c.lines <- line
-		}
-	}()
-	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := open(t, inW, outR)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9.0}}`)
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"probe","arguments":{"tag":"cancelled"}}}`)
 	c.id = 9
