@@ -159,13 +159,24 @@ func (w *watcher) schedule(ctx context.Context, common string) {
 	})
 }
 
+// reconcileAll reconciles every registered repository, and every other
+// one a world record names: a repository uninstalled (or never
+// registered: a world only `env` made) still has its worlds torn down when
+// their worktrees go, though nothing new is born of it.
 func (w *watcher) reconcileAll(ctx context.Context) {
-	repos, err := w.d.home.Repos()
-	if err != nil {
-		return
-	}
+	var commons []string
+	repos, _ := w.d.home.Repos()
 	for _, r := range repos {
-		w.d.reconcileRepo(ctx, r.CommonDir)
+		commons = append(commons, r.CommonDir)
+	}
+	recs, _ := w.d.home.Records()
+	for _, rec := range recs {
+		if rec.CommonDir != "" && !slices.Contains(commons, rec.CommonDir) {
+			commons = append(commons, rec.CommonDir)
+		}
+	}
+	for _, common := range commons {
+		w.d.reconcileRepo(ctx, common)
 	}
 	w.refresh()
 }

@@ -178,3 +178,39 @@ func TestANewWorktreeWithARemovedOnesNameGetsAWorldOfItsOwn(t *testing.T) {
 		t.Error("the new worktree's own world was torn down")
 	}
 }
+
+// A repository that is not registered (uninstalled, or a world only env
+// made) still has a world torn down when git removes its worktree, on the
+// watcher's periodic look: otherwise the world ran on in a deleted folder,
+// and remove and down could not name it. (Found by an attack.)
+func TestAWorldOfAnUnregisteredRepositoryIsTornDownWhenItsWorktreeGoes(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	ctx := context.Background()
+	if err := home.UnregisterRepo(common); err != nil {
+		t.Fatal(err)
+	}
+	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
+	w, err := world.Open(home, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.newWatcher(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.watch.fs.Close() })
+	d.watch.reconcileAll(ctx)
+	if !home.HasRecord(w.ID) {
+		t.Fatal("a live world was torn down")
+	}
+	gittest.Git(t, repo, "worktree", "remove", wt)
+	d.watch.reconcileAll(ctx)
+	if home.HasRecord(w.ID) {
+		t.Error("the world of a removed worktree of an unregistered repository was kept")
+	}
+	if _, ok := d.repoRecord(common); ok {
+		t.Error("the repository was registered behind the user's back")
+	}
+}
