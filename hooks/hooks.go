@@ -36,6 +36,13 @@ const (
 // world: the hook does nothing, not even start git-binky.
 const Line = `if [ -n "$GIT_BINKY_ADDING" ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
 
+// callsBinky reports whether a hook without binky's block calls it anyway:
+// one in another language, where the user added the call by hand
+// (subprocess.call(["git-binky", "hook", "post-checkout", ...]), say).
+func callsBinky(hook []byte) bool {
+	return bytes.Contains(hook, []byte("git-binky")) && bytes.Contains(hook, []byte("post-checkout"))
+}
+
 // createdLine follows the shebang of a hook file binky created, so that
 // uninstall deletes only such a file: a user's own stub ("#!/bin/sh" and
 // nothing else) is kept.
@@ -84,8 +91,14 @@ func Install(ctx context.Context, dir string) (Result, error) {
 	if bytes.Contains(old, []byte(beginMarker)) {
 		return upgrade(path, old, res)
 	}
+	if callsBinky(old) {
+		// Someone added the call by hand (as the error below asks, for a
+		// hook in another language): that is binky installed.
+		res.Method = "by hand"
+		return res, nil
+	}
 	if !isShell(old) {
-		return res, fmt.Errorf("%s: %w, so binky leaves it alone: add this line to it by hand:\n  git-binky hook post-checkout \"$@\" || true", path, ErrNotShell)
+		return res, fmt.Errorf("%s: %w, so binky leaves it alone: make it run git-binky by hand, with the hook's arguments, ignoring its exit status (in sh:\n  git-binky hook post-checkout \"$@\" || true\n), then install again", path, ErrNotShell)
 	}
 	// The block goes right after the shebang, so that an `exit` further
 	// down the existing hook cannot skip it; the existing lines follow
@@ -203,7 +216,7 @@ func Installed(ctx context.Context, dir string) (bool, string) {
 	}
 	path := filepath.Join(hooksDir, "post-checkout")
 	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(beginMarker)), path
+	return err == nil && (bytes.Contains(b, []byte(beginMarker)) || callsBinky(b)), path
 }
 
 func removeBlock(b []byte) ([]byte, bool) {

@@ -171,6 +171,28 @@ func TestInstallRefusesAHookThatIsNotAShellScript(t *testing.T) {
 	}
 }
 
+// Following install's advice for a hook in another language (adding the
+// call by hand) makes install and doctor content: install again succeeds,
+// changes nothing, and Installed says so. (An attack found install
+// failing with the same advice for good.)
+func TestAHookThatCallsBinkyByHandIsInstalled(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	original := "#!/usr/bin/env python3\nimport subprocess, sys\nsubprocess.call([\"git-binky\", \"hook\", \"post-checkout\"] + sys.argv[1:])\n"
+	os.WriteFile(hook, []byte(original), 0o755)
+	res, err := Install(context.Background(), repo)
+	if err != nil || res.Changed {
+		t.Fatalf("install over a hook that calls binky by hand: %+v, %v", res, err)
+	}
+	if ok, _ := Installed(context.Background(), repo); !ok {
+		t.Error("Installed = false for a hook that calls binky")
+	}
+	if b, _ := os.ReadFile(hook); string(b) != original {
+		t.Error("the hand-made hook was rewritten")
+	}
+}
+
 func TestIsNullRef(t *testing.T) {
 	for ref, want := range map[string]bool{
 		strings.Repeat("0", 40): true, strings.Repeat("0", 64): true,
