@@ -51,9 +51,15 @@ const workers = 32
 // Serve runs the MCP protocol on in/out until ctx is done or in closes.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	f := newCancelFilter(out)
-	stdio := server.NewStdioServer(s.mcp(f))
-	server.WithWorkerPoolSize(workers)(stdio)
-	return stdio.Listen(ctx, f.watch(in), f)
+	return stdio(s.mcp(f), f).Listen(ctx, f.watch(in), f)
+}
+
+// stdio is the stdio transport of m, writing through f.
+func stdio(m *server.MCPServer, f *cancelFilter) *server.StdioServer {
+	srv := server.NewStdioServer(m)
+	server.WithWorkerPoolSize(workers)(srv)
+	srv.SetContextFunc(func(ctx context.Context) context.Context { return context.WithValue(ctx, filterKey{}, f) })
+	return srv
 }
 
 // MCP builds the mcp-go server with binky's tools and resources.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/world"
@@ -356,7 +356,7 @@ func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 		return mcp.NewToolResultText("ran"), nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = server.NewStdioServer(m).Listen(ctx, f.watch(inR), f); outW.Close() }()
+	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
 	t.Cleanup(func() { cancel(); inW.Close() })
 	c := open(t, inW, outR)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9.0}}`)
@@ -375,6 +375,42 @@ func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 			}
 		default:
 			return
+		}
+	}
+}
+
+// Progress a call reports comes before its response, every time: mcp-go
+// queues notifications and writes them on another goroutine, which could
+// overtake the response. (An attack saw 9 of 50 come after it.)
+func TestProgressComesBeforeTheResponse(t *testing.T) {
+	s, _ := repo(t, "[project]\nname = \"acme\"\n")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	f := newCancelFilter(outW)
+	m := s.mcp(f)
+	m.AddTool(mcp.NewTool("busy"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p := s.newProgress(ctx, req)
+		defer p.done()
+		for i := 0; i < 3; i++ {
+			p.event(api.Event{World: "w", Message: fmt.Sprint("step ", i)})
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
+	t.Cleanup(func() { cancel(); inW.Close() })
+	c := open(t, inW, outR)
+	for i := 0; i < 30; i++ {
+		c.id++
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"busy","arguments":{},"_meta":{"progressToken":"t%d"}}}`, c.id, c.id))
+		notes := 0
+		r := c.response(c.id, func(n map[string]any) {
+			if params, _ := n["params"].(map[string]any); fmt.Sprint(params["progressToken"]) == fmt.Sprintf("t%d", c.id) {
+				notes++
+			}
+		})
+		if text(r) != "done" || notes != 3 {
+			t.Fatalf("call %d: %d of 3 progress notifications before its response %v", i, notes, r)
 		}
 	}
 }

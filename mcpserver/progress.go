@@ -20,19 +20,27 @@ import (
 const DefaultHeartbeat = 10 * time.Second
 
 // progress sends notifications/progress for one tool call whose request
-// carried a progressToken; without one it does nothing.
+// carried a progressToken; without one it does nothing. Over stdio they
+// are written at once, in order, through the output filter, and none after
+// done: the protocol says a request's progress stops with its response,
+// and mcp-go's own notification queue could overtake the response.
 type progress struct {
 	ctx   context.Context
 	srv   *server.MCPServer
+	out   *cancelFilter // nil: through mcp-go's queue (not over stdio)
 	token mcp.ProgressToken
 
 	mu    sync.Mutex
 	n     int
 	last  string
+	ended bool
 	start time.Time
 	every time.Duration
 	stop  chan struct{}
 }
+
+// filterKey carries the stdio output filter in a call's context.
+type filterKey struct{}
 
 func (s *Server) newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
 	p := &progress{ctx: ctx, start: time.Now(), every: s.Heartbeat}
@@ -43,13 +51,22 @@ func (s *Server) newProgress(ctx context.Context, req mcp.CallToolRequest) *prog
 		return p
 	}
 	p.srv, p.token = server.ServerFromContext(ctx), req.Params.Meta.ProgressToken
-	if p.srv == nil {
+	p.out, _ = ctx.Value(filterKey{}).(*cancelFilter)
+	if p.srv == nil && p.out == nil {
 		return p
 	}
 	p.stop = make(chan struct{})
 	go p.beat()
 	context.AfterFunc(ctx, func() { close(p.stop) })
 	return p
+}
+
+// done ends the progress of a call about to return its response: nothing
+// is sent after it.
+func (p *progress) done() {
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
 }
 
 // beat repeats the last message every heartbeat until the call ends.
@@ -73,16 +90,22 @@ func (p *progress) beat() {
 }
 
 func (p *progress) send(msg string) {
-	if p.srv == nil || p.ctx.Err() != nil {
+	if (p.srv == nil && p.out == nil) || p.ctx.Err() != nil {
 		return
 	}
+	// Under the lock, so that done waits for a notification being written.
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
 	p.n++
-	n := p.n
-	p.mu.Unlock()
-	_ = p.srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), map[string]any{
-		"progressToken": p.token, "progress": n, "message": msg,
-	})
+	params := map[string]any{"progressToken": p.token, "progress": p.n, "message": msg}
+	if p.out != nil {
+		_ = p.out.notify(string(mcp.MethodNotificationProgress), params)
+		return
+	}
+	_ = p.srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), params)
 }
 
 // event reports a daemon event of up or reload: a service starting, a
@@ -113,7 +136,7 @@ func (p *progress) event(e api.Event) {
 // lines returns a writer that reports each line written to it (verify's
 // output), or nil when there is no one to report to.
 func (p *progress) lines() io.Writer {
-	if p.srv == nil {
+	if p.srv == nil && p.out == nil {
 		return nil
 	}
 	return &lineReporter{p: p}

@@ -156,11 +156,13 @@ func result(v any, err error) (*mcp.CallToolResult, error) {
 
 func (s *Server) up(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := s.newProgress(ctx, req)
+	defer p.done()
 	return result(s.Client.Up(ctx, s.dir(req), req.GetString(argName, ""), req.GetString("group", ""), p.event))
 }
 
 func (s *Server) reload(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := s.newProgress(ctx, req)
+	defer p.done()
 	return result(s.Client.Reload(ctx, s.dir(req), req.GetString(argName, ""), req.GetString("group", ""), p.event))
 }
 
@@ -202,6 +204,7 @@ func (s *Server) env(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 
 func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := s.newProgress(ctx, req)
+	defer p.done()
 	res, err := verify.RunWorld(ctx, s.Home, s.dir(req), req.GetString(argName, ""), s.Env, p.lines())
 	if err != nil {
 		return result(nil, err)

@@ -126,6 +126,19 @@ func (f *cancelFilter) skipCancelled(next server.ToolHandlerFunc) server.ToolHan
 	}
 }
 
+// notify writes a notification as one line of its own, at once: a line of
+// mcp-go's that is not finished yet stays pending, so the two never mix.
+func (f *cancelFilter) notify(method string, params any) error {
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, err = f.out.Write(append(b, '\n'))
+	return err
+}
+
 // Write passes whole lines on, except responses to cancelled requests.
 func (f *cancelFilter) Write(p []byte) (int, error) {
 	f.mu.Lock()
