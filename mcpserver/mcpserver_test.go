@@ -414,3 +414,16 @@ func TestProgressComesBeforeTheResponse(t *testing.T) {
 		}
 	}
 }
+
+// A world's env resource is named by its worktree in the URI, escaped as a
+// URI escapes spaces and accents. (An attack found "wé x" not found.)
+func TestTheEnvResourceNamesAWorktreeEscaped(t *testing.T) {
+	s, dir := repo(t, "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\nurl = \"api\"\n")
+	gittest.AddWorktree(t, dir, filepath.Join(filepath.Dir(dir), "wé x"), "feat/wé")
+	c := start(t, s)
+	r := c.call("resources/read", `{"uri":"binky://worlds/w%C3%A9%20x/env"}`)
+	b, _ := json.Marshal(r)
+	if _, failed := r["protocolError"]; failed || !strings.Contains(string(b), `BINKY_WORKTREE`) || !strings.Contains(string(b), `w\u00e9 x`) && !strings.Contains(string(b), "wé x") {
+		t.Errorf("the env of worktree \"wé x\": %s", b)
+	}
+}

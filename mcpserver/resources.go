@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -49,6 +50,10 @@ func (s *Server) envResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	name, ok2 := strings.CutSuffix(name, "/env")
 	if !ok || !ok2 || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("resource %q: want %s", req.Params.URI, envTemplate)
+	}
+	// A URI escapes what a worktree name may hold (spaces, accents).
+	if n, err := url.PathUnescape(name); err == nil {
+		name = n
 	}
 	c, err := world.OpenCoordinates(ctx, s.Home, s.Dir, name)
 	if err != nil {
