@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +214,20 @@ func TestAWorldOfAnUnregisteredRepositoryIsTornDownWhenItsWorktreeGoes(t *testin
 	}
 	if _, ok := d.repoRecord(common); ok {
 		t.Error("the repository was registered behind the user's back")
+	}
+}
+
+// A name that begins with '-' would reach git as an option (git worktree
+// add -b <name> runs git branch <name>): it is refused before git runs.
+// (An attack made git run `git branch --edit-description`.)
+func TestAnUpOfANameThatLooksLikeAnOptionIsRefused(t *testing.T) {
+	d, _, repo, _ := registeredRepo(t)
+	_, err := d.openWorld(context.Background(), api.Request{Dir: repo, Name: "--edit-description"}, true, func(api.Event) {})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeUsage || !strings.Contains(ae.Message, "cannot begin with '-'") {
+		t.Fatalf("err = %v", err)
+	}
+	if out := gittest.Git(t, repo, "branch", "--list"); strings.Contains(out, "edit") {
+		t.Errorf("a branch was made: %s", out)
 	}
 }

@@ -91,6 +91,11 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	if err == nil || !create || req.Name == "" || !errors.Is(err, gitx.ErrNoSuchWorktree) {
 		return w, classify(err)
 	}
+	if strings.HasPrefix(req.Name, "-") {
+		// git would take it for an option (git worktree add -b <name>
+		// runs git branch <name>).
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: a worktree or branch name cannot begin with '-'", req.Name)}
+	}
 	repo, _, derr := gitx.Discover(req.Dir)
 	if repo == nil {
 		return nil, classify(derr)

@@ -516,6 +516,9 @@ const AddingEnv = "GIT_BINKY_ADDING"
 // when there is one, a new branch from HEAD otherwise. go-git cannot create
 // linked worktrees, so this runs `git worktree add`.
 func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree, error) {
+	if strings.HasPrefix(branch, "-") || strings.HasPrefix(path, "-") {
+		return nil, fmt.Errorf("add worktree %q on branch %q: a name beginning with '-' would be read as an option", path, branch)
+	}
 	dir := r.CommonDir
 	args := []string{"worktree", "add"}
 	if r.BranchExists(branch) {
