@@ -190,7 +190,9 @@ func readHead(c net.Conn, br *bufio.Reader) ([]byte, bool) {
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
 			return buf[:i+4], true
 		}
-		if br.Buffered() >= br.Size() {
+		// A head whose lines end in a bare LF (which HTTP/1.1 lets a
+		// server accept) is net/http's at once, not after the timeout.
+		if bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\n\r\n")) || br.Buffered() >= br.Size() {
 			return nil, false
 		}
 		// Most heads arrive in one segment; only a slow one needs a timer.

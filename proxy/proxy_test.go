@@ -530,3 +530,27 @@ func TestABodysLengthReachesTheServiceOnce(t *testing.T) {
 		t.Errorf("the service got %d Content-Length headers (status %d):\n%s", n, resp.StatusCode, head)
 	}
 }
+
+// A head whose lines end in a bare LF is answered at once (net/http reads
+// it), not after the fast path's 10 s head timeout. (Found by an attack.)
+func TestAHeadWithBareLineFeedsIsAnsweredAtOnce(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	srv := serve(t, p)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	io.WriteString(c, "GET /lf HTTP/1.1\nHost: api.w.acme.localhost\nConnection: close\n\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer within 3 s: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "GET /lf " {
+		t.Errorf("%d %q", resp.StatusCode, b)
+	}
+}
