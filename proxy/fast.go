@@ -206,6 +206,22 @@ func readHead(c net.Conn, br *bufio.Reader) ([]byte, bool) {
 	}
 }
 
+// parseLength reads a Content-Length value: decimal digits only (RFC 9110),
+// so "-0", "+5" or " 5" are not lengths and go to net/http, which refuses
+// them rather than forward them.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	for _, b := range v {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
 // parseRequest fills r from head, or returns false for anything the fast
 // path leaves to net/http.
 func parseRequest(head []byte, r *fastRequest) bool {
@@ -248,8 +264,8 @@ func parseRequest(head []byte, r *fastRequest) bool {
 			}
 			r.host = value
 		case fold(name, "content-length"):
-			n, err := strconv.ParseInt(string(value), 10, 64)
-			if sawLength || err != nil || n < 0 || value[0] == '+' {
+			n, ok := parseLength(value)
+			if sawLength || !ok {
 				return false
 			}
 			sawLength, r.contentLength = true, n
@@ -652,8 +668,8 @@ func relayPlain(bw *bufio.Writer, br *bufio.Reader, isHead, closeAfter bool) (ou
 		value = bytes.Trim(value, " \t")
 		switch {
 		case fold(name, "content-length"):
-			n, err := strconv.ParseInt(string(value), 10, 64)
-			if length >= 0 || err != nil || n < 0 {
+			n, ok := parseLength(value)
+			if length >= 0 || !ok {
 				return 0, false, false
 			}
 			length = n

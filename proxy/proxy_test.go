@@ -554,3 +554,21 @@ func TestAHeadWithBareLineFeedsIsAnsweredAtOnce(t *testing.T) {
 		t.Errorf("%d %q", resp.StatusCode, b)
 	}
 }
+
+// A Content-Length is decimal digits: "-0" or "+5" is no length, and the
+// request is left to net/http, which refuses it rather than forward it.
+// (The fast path forwarded "-0" as it came: found by an attack.)
+func TestALengthThatIsNotDigitsIsNotForwarded(t *testing.T) {
+	for _, v := range []string{"-0", "+5", "0x5", "5 5", ""} {
+		if n, ok := parseLength([]byte(v)); ok {
+			t.Errorf("parseLength(%q) = %d, want no length", v, n)
+		}
+	}
+	if n, ok := parseLength([]byte("0042")); !ok || n != 42 {
+		t.Errorf("parseLength(0042) = %d, %v", n, ok)
+	}
+	var r fastRequest
+	if parseRequest([]byte("POST /x HTTP/1.1\r\nHost: a.localhost\r\nContent-Length: -0\r\n\r\n"), &r) {
+		t.Error("the fast path took a request whose length is -0")
+	}
+}
