@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/git-binky/git-binky/smallfile"
 )
@@ -24,6 +25,11 @@ var ErrNotWorktree = errors.New("not inside a git worktree")
 // ErrNoSuchWorktree is returned when a worktree name matches none of the
 // repository's worktrees.
 var ErrNoSuchWorktree = errors.New("no such worktree")
+
+// ErrDubiousOwnership is returned for a worktree another user owns, which
+// git itself refuses (safe.directory): binky would otherwise run commands
+// from a stranger's binky.toml, and write into their repository, as you.
+var ErrDubiousOwnership = errors.New("repository owned by someone else")
 
 // Repo is a repository, identified by its common directory: the one that
 // holds objects, refs and the worktrees/ admin folders shared by every worktree.
@@ -69,6 +75,9 @@ func Discover(dir string) (*Repo, *Worktree, error) {
 	for d := abs; ; d = filepath.Dir(d) {
 		dotgit := filepath.Join(d, ".git")
 		if fi, err := os.Stat(dotgit); err == nil {
+			if err := checkOwner(d, fi); err != nil {
+				return nil, nil, err
+			}
 			gitDir := dotgit
 			if !fi.IsDir() {
 				if gitDir, err = readGitFile(dotgit); err != nil {
@@ -98,6 +107,28 @@ func Discover(dir string) (*Repo, *Worktree, error) {
 			return nil, nil, fmt.Errorf("%s: %w", abs, ErrNotRepository)
 		}
 	}
+}
+
+// checkOwner refuses the worktree at top (whose .git is dotgit) when
+// another user owns it and git refuses it too: git decides, since it knows
+// safe.directory and sudo. Asking it costs a process, so only an owner
+// other than this process's is asked about.
+func checkOwner(top string, dotgit os.FileInfo) error {
+	other := ownedByOther(dotgit)
+	if !other {
+		if fi, err := os.Stat(top); err == nil {
+			other = ownedByOther(fi)
+		}
+	}
+	if !other {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := Git(ctx, top, "rev-parse", "--git-dir"); err != nil && strings.Contains(err.Error(), "dubious ownership") {
+		return fmt.Errorf("%s: %w, and git refuses it too: if you trust it, add it with 'git config --global --add safe.directory %s'", top, ErrDubiousOwnership, top)
+	}
+	return nil
 }
 
 // Open returns the repository whose common dir (or any git dir) is gitDir.

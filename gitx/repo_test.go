@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-binky/git-binky/gitx"
@@ -194,5 +195,34 @@ func TestHeadAndBranchesResolveFromPackedRefs(t *testing.T) {
 	}
 	if !repo.BranchExists("feat") || repo.BranchExists("nope") || repo.BranchExists("../../HEAD") {
 		t.Errorf("BranchExists: feat %v, nope %v, ../../HEAD %v", repo.BranchExists("feat"), repo.BranchExists("nope"), repo.BranchExists("../../HEAD"))
+	}
+}
+
+// A worktree another user owns is refused as git refuses it (dubious
+// ownership), unless safe.directory lets it in: binky would otherwise run a
+// stranger's binky.toml and write into their repository. (An agent's MCP
+// up ran such a config as root: found by an attack session.)
+func TestAWorktreeAnotherUserOwnsIsRefusedAsGitRefusesIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a repository to another user (not root: euid != 0)")
+	}
+	repo := gittest.NewRepo(t, t.TempDir(), "theirs", nil)
+	if err := filepath.Walk(repo, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 12345, 12345)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := gitx.Discover(repo)
+	if !errors.Is(err, gitx.ErrDubiousOwnership) || !strings.Contains(err.Error(), "safe.directory "+repo) {
+		t.Fatalf("Discover of another user's repository: %v", err)
+	}
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	os.WriteFile(global, []byte("[safe]\n\tdirectory = "+repo+"\n"), 0o644)
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	if _, wt, err := gitx.Discover(repo); err != nil || wt == nil {
+		t.Errorf("Discover of a repository safe.directory lets in: %v", err)
 	}
 }
