@@ -78,12 +78,20 @@ type Daemon struct {
 	// for repoGoneAfter (repoGoneGrace unless a test says).
 	repoMissing   map[string]*missingRepo
 	repoGoneAfter time.Duration
+
+	// unchecked is when the watcher first saw each new worktree with no
+	// files checked out (by admin folder, under mu): git may still be
+	// checking them out. It is taken for --no-checkout after
+	// noCheckoutAfter (noCheckoutWait unless a test says).
+	unchecked       map[string]time.Time
+	noCheckoutAfter time.Duration
 }
 
 // New returns a daemon for home. log receives its decisions as JSON.
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
-		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace}
+		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
+		unchecked: map[string]time.Time{}, noCheckoutAfter: noCheckoutWait}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

@@ -249,6 +249,9 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		if wt.Main {
 			continue
 		}
+		if wt.NoCheckout && !slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) && d.stillCheckingOut(ctx, common, wt) {
+			continue // not seen yet: looked at again in a moment
+		}
 		names = append(names, wt.Name)
 		if (slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
 			born = append(born, wt)
@@ -264,6 +267,43 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// noCheckoutWait is how long a new worktree without an index may be git
+// about to check its files out before the watcher takes it for `git
+// worktree add --no-checkout`, which only provisions its world; while git
+// holds the worktree's index.lock (checking out a large tree), it waits
+// on, up to checkoutLockWait.
+const (
+	noCheckoutWait   = 3 * time.Second
+	checkoutLockWait = 10 * time.Minute
+)
+
+// stillCheckingOut reports whether wt, new and with no files checked out
+// yet, may still be getting them: then the watcher looks at the repository
+// again in a second rather than decide (an index written after the add's
+// first events can go unseen, and the world would never start).
+func (d *Daemon) stillCheckingOut(ctx context.Context, common string, wt gitx.Worktree) bool {
+	d.mu.Lock()
+	first, ok := d.unchecked[wt.AdminDir]
+	if !ok {
+		first = time.Now()
+		d.unchecked[wt.AdminDir] = first
+	}
+	age := time.Since(first)
+	waiting := age < d.noCheckoutAfter || (age < checkoutLockWait && exists(filepath.Join(wt.AdminDir, "index.lock")))
+	if !waiting {
+		delete(d.unchecked, wt.AdminDir)
+	}
+	d.mu.Unlock()
+	if waiting {
+		time.AfterFunc(time.Second, func() {
+			if ctx.Err() == nil {
+				d.reconcileRepo(ctx, common)
+			}
+		})
+	}
+	return waiting
+}
 
 // repoRecord is the registry's record of a repository, and whether it is
 // registered (if not, a new record to register it with).

@@ -231,3 +231,32 @@ func TestAnUpOfANameThatLooksLikeAnOptionIsRefused(t *testing.T) {
 		t.Errorf("a branch was made: %s", out)
 	}
 }
+
+// A new worktree whose files are not checked out yet may be a large
+// `git worktree add` still at work, or one whose hook did not run: the
+// watcher waits before it takes it for --no-checkout (which only
+// provisions), and one checked out meanwhile is born as any other. (An
+// attack found such worktrees provisioned and never started.)
+func TestTheWatcherWaitsForAWorktreeStillCheckingOut(t *testing.T) {
+	d, _, repo, common := registeredRepo(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wt := filepath.Join(t.TempDir(), "feat")
+	gittest.Git(t, repo, "worktree", "add", "-q", "--no-checkout", "-b", "feat", wt)
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
+		t.Fatalf("born at once without its files: %+v", born)
+	}
+	gittest.Git(t, wt, "checkout", "-q", "feat")
+	_, born := d.reconcileRecords(ctx, common)
+	if len(born) != 1 || born[0].NoCheckout {
+		t.Fatalf("born %+v, want the worktree, checked out", born)
+	}
+
+	// One that stays without files is --no-checkout after the wait.
+	d.noCheckoutAfter = 0
+	bare := filepath.Join(t.TempDir(), "empty")
+	gittest.Git(t, repo, "worktree", "add", "-q", "--no-checkout", "-b", "empty", bare)
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 1 || !born[0].NoCheckout {
+		t.Errorf("born %+v, want the worktree without files", born)
+	}
+}
