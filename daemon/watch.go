@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -37,6 +38,8 @@ type watcher struct {
 	mu      sync.Mutex
 	pending map[string]*time.Timer // common dir → debounce timer
 	watched map[string]bool
+
+	sweeping atomic.Bool // a reconcileAll of the loop's is at work
 }
 
 // newWatcher makes the watcher; it is set on the daemon before any request
@@ -119,9 +122,9 @@ func (w *watcher) loop(ctx context.Context) {
 			}
 			// An overflow means lost events: look at everything.
 			w.d.log.Warn("watcher error; reconciling all", "err", err)
-			w.reconcileAll(ctx)
+			w.reconcileAllAside(ctx)
 		case <-tick.C:
-			w.reconcileAll(ctx)
+			w.reconcileAllAside(ctx)
 		}
 	}
 }
@@ -157,6 +160,20 @@ func (w *watcher) schedule(ctx context.Context, common string) {
 		w.d.reconcileRepo(ctx, common)
 		w.refresh()
 	})
+}
+
+// reconcileAllAside runs reconcileAll beside the event loop, one at a
+// time: a world it starts can wait in the admission queue or build a
+// golden template for minutes, and the loop must go on turning removals
+// into teardowns meanwhile.
+func (w *watcher) reconcileAllAside(ctx context.Context) {
+	if !w.sweeping.CompareAndSwap(false, true) {
+		return // the last sweep is still at work; the next tick will do
+	}
+	go func() {
+		defer w.sweeping.Store(false)
+		w.reconcileAll(ctx)
+	}()
 }
 
 // reconcileAll reconciles every registered repository, and every other
