@@ -488,12 +488,27 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 	}
 	running := r.group != nil
 	env := r.env
+	w, err := world.FromWorktree(d.home, repo, &wt)
+	if running && err == nil && !d.home.Trusted(world.TrustHash(w.Config.Source)) {
+		// The moved worktree's binky.toml is not the approved one: a
+		// restart would refuse it and leave the world stopped. The
+		// services keep running (their folder moved with them) on the
+		// approved config, as after a checkout.
+		_, err = w.Update(ctx, func(*world.Record) error { return nil })
+		r.mu.Unlock()
+		if err != nil {
+			d.log.Error("move: update record", "world", rec.Worktree, "err", err)
+			return
+		}
+		d.setState(w.ID, world.StateUntrusted, fmt.Sprintf("moved to %s; %s is not approved, so the services keep running as they were ('git binky up' approves it, then 'git binky reload' restarts them there)", wt.Path, w.Config.Path))
+		d.log.Info("world followed its worktree", "world", rec.Worktree, "from", rec.Path, "to", wt.Path, "restart", false, "untrusted", true)
+		return
+	}
 	if running {
 		if err := d.stopLocked(ctx, r); err != nil {
 			d.log.Error("move: stop", "world", rec.Worktree, "err", err)
 		}
 	}
-	w, err := world.FromWorktree(d.home, repo, &wt)
 	if err == nil {
 		_, err = w.Update(ctx, func(*world.Record) error { return nil })
 	}

@@ -224,3 +224,34 @@ func TestLockedWorktreeWhosePathIsMissingIsKept(t *testing.T) {
 	f.mustGit(f.repo, "worktree", "prune")
 	f.waitGone(w)
 }
+
+// A worktree moved while its binky.toml differs from the approved one
+// (a local edit, a branch that changed it) keeps its services running: a
+// restart would refuse the file and leave the world stopped. (An attack
+// found the world stopped and not started again.)
+func TestAMovedWorktreeWithAnUnapprovedConfigKeepsRunning(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	before := f.waitHealthy("feat")
+	cfg := filepath.Join(f.tmp, "feat", "binky.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfg, append(b, []byte("# a local edit, not approved\n")...), 0o644)
+	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	moved := filepath.Join(f.tmp, "moved")
+	var after api.World
+	f.eventually("record follows the move", func() bool {
+		var ok bool
+		after, ok = f.find("feat")
+		return ok && after.Path == moved
+	})
+	if len(after.Services) == 0 || after.Services[0].PID != before.Services[0].PID || after.Services[0].State != "healthy" {
+		t.Errorf("services after the move: %+v, want the same healthy process", after.Services)
+	}
+	if after.State != "untrusted" || !strings.Contains(after.Message, "not approved") {
+		t.Errorf("state %q %q, want untrusted saying why", after.State, after.Message)
+	}
+}
