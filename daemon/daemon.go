@@ -85,6 +85,10 @@ type Daemon struct {
 	// noCheckoutAfter (noCheckoutWait unless a test says).
 	unchecked       map[string]time.Time
 	noCheckoutAfter time.Duration
+
+	// refs are admin URLs that admin_url references with ${env.X}
+	// resolved to, by repository and reference (rememberRef).
+	refs sync.Map
 }
 
 // New returns a daemon for home. log receives its decisions as JSON.

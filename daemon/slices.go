@@ -98,6 +98,37 @@ func (d *Daemon) adminFromRef(ctx context.Context, ref string, env []string) (st
 	return u, nil
 }
 
+// envList is env as KEY=VALUE pairs, for adminFromRef.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// rememberRef keeps, for this daemon's life, the admin URL an admin_url
+// reference with ${env.X} resolved to for a repository's world: a teardown
+// after the worktree (and the env file that named the server) is gone
+// still finds the server. Nothing is written to disk: it holds a password.
+func (d *Daemon) rememberRef(common, ref, admin string) {
+	if strings.Contains(ref, "${") && admin != "" {
+		d.refs.Store(common+"\x00"+ref, admin)
+	}
+}
+
+// adminFor is adminFromRef for a record of repository common, falling
+// back on what rememberRef kept when the environment no longer says.
+func (d *Daemon) adminFor(ctx context.Context, common, ref string, env []string) (string, error) {
+	u, err := d.adminFromRef(ctx, ref, env)
+	if err != nil {
+		if kept, ok := d.refs.Load(common + "\x00" + ref); ok {
+			return kept.(string), nil
+		}
+	}
+	return u, err
+}
+
 // hardener is an adapter that can close what a server binky runs itself
 // leaves open to every role (Postgres: CONNECT on the postgres database).
 type hardener interface {
@@ -133,6 +164,10 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 	if err != nil {
 		return rec, err
 	}
+	// What ${env.X} in a recorded admin_url is read from: the same
+	// variables adminURL used, env files included (a slice on a server
+	// named in .env must be known as on that server again).
+	refEnv := envList(env)
 	for _, n := range names {
 		svc := w.Config.Services[n]
 		a, err := builtin.Lookup(svc.Adapter)
@@ -143,6 +178,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if err != nil {
 			return rec, err
 		}
+		d.rememberRef(w.Repo.CommonDir, ref, admin)
 		if h, ok := a.(hardener); ok && strings.HasPrefix(ref, "managed:") {
 			if err := h.Harden(ctx, admin); err != nil {
 				return rec, fmt.Errorf("service %s: %w", n, err)
@@ -150,7 +186,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 		kind := adapters.Canonical(svc.Adapter)
 		existing := findSlice(rec, n)
-		if other := sharesSlice(rec, existing, func(a, b string) bool { return d.sameAdmin(ctx, a, b, callerEnv) }); other != "" {
+		if other := sharesSlice(rec, existing, func(a, b string) bool { return d.sameAdmin(ctx, a, b, refEnv) }); other != "" {
 			// Made before slices of one kind took their service's name:
 			// this service has used another's slice. It gets its own now;
 			// the shared one stays the other service's.
@@ -165,7 +201,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			name = existing.Name
 		}
 		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: options(w, n, env)}
-		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, admin, callerEnv)
+		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, admin, refEnv)
 		sl := world.SliceRecord{Service: n, Adapter: kind, Config: sliceConfig(ref, svc.Options), Ready: true}
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost
@@ -180,7 +216,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			if existing != nil && !existing.Ready {
 				// Never reused: a slice not complete may be an empty
 				// database a failed up provisioned, or half a clone.
-				d.dropIncomplete(ctx, *existing, w.ID, homeID, secret, callerEnv)
+				d.dropIncomplete(ctx, *existing, w.ID, homeID, secret, refEnv)
 			}
 			start := time.Now()
 			var made, tmpl string
@@ -607,7 +643,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 // an older binky marked without the home is re-marked first (Provision
 // upgrades a mark of this world), since this home's record names it. It
 // returns what it left behind, a line each, for remove to say.
-func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) (left []string) {
+func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []string) (left []string) {
 	ctx = d.withSteps(ctx)
 	homeID, err := d.home.ID()
 	if err != nil {
@@ -627,7 +663,7 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record) (left []
 			continue
 		}
 		ref, _ := sl.Config["admin"].(string)
-		admin, err := d.adminFromRef(ctx, ref, nil)
+		admin, err := d.adminFor(ctx, rec.CommonDir, ref, env)
 		if err != nil {
 			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
 			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))

@@ -406,7 +406,7 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 	if err := d.stopLocked(ctx, r); err != nil {
 		d.log.Error("teardown: stop", "world", rec.Worktree, "err", err)
 	}
-	if _, err := d.forget(ctx, rec.ID); err != nil { // teardownSlices logged what it left
+	if _, err := d.forget(ctx, rec.ID, nil); err != nil { // teardownSlices logged what it left
 		d.log.Error("teardown: forget", "world", rec.Worktree, "err", err)
 		return
 	}

@@ -521,6 +521,14 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err
 	}
+	// What names the slices' servers (${env.X} from the worktree's env
+	// files), read while the worktree is still there.
+	env := append([]string{}, req.Env...)
+	if rec, err := d.home.LoadRecord(w.ID); err == nil && w.Config != nil {
+		if pe, err := w.ProcessEnv(rec, req.Env, ""); err == nil {
+			env = envList(pe)
+		}
+	}
 	// The worktree goes before the world's data: git may refuse (a locked
 	// worktree, one with submodules), and then nothing is lost. A crash
 	// between the two leaves a record whose worktree is gone, which the
@@ -530,7 +538,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 			return api.World{}, fmt.Errorf("worktree %s was not removed, so its world was kept (its services are stopped: 'git binky up' starts them again): %w", w.Worktree.Path, err)
 		}
 	}
-	left, err := d.forget(ctx, w.ID)
+	left, err := d.forget(ctx, w.ID, env)
 	if err != nil {
 		return api.World{}, err
 	}
@@ -548,7 +556,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 // forget releases a world's ports and deletes its records. The leases go
 // first: a lease is stale once its record is gone, so the other order could
 // hand a port out twice for a moment.
-func (d *Daemon) forget(ctx context.Context, id string) (left []string, err error) {
+func (d *Daemon) forget(ctx context.Context, id string, env []string) (left []string, err error) {
 	unlock, err := d.home.LockWorld(ctx, id)
 	if err != nil {
 		return nil, err
@@ -562,7 +570,7 @@ func (d *Daemon) forget(ctx context.Context, id string) (left []string, err erro
 		return nil, err
 	}
 	// Slices first: if the daemon dies here, the record still names them.
-	left = d.teardownSlices(ctx, rec)
+	left = d.teardownSlices(ctx, rec, env)
 	settings, _ := d.home.LoadSettings()
 	d.home.NewAllocator(settings).Release(rec)
 	defer d.routesChanged()

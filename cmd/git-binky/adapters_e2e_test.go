@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -428,5 +429,59 @@ func TestRemoveSaysWhatItLeftBehind(t *testing.T) {
 	}
 	if !contains(databases(t, pg, name), name) {
 		t.Fatal("the database marked as another world's was dropped")
+	}
+}
+
+// An admin_url named in the project's env_file (not in any environment) is
+// the same server on every up: the world's slice is kept and its seed not
+// run again, and remove (after the worktree, and its .env, are gone) still
+// drops it. (An attack saw every up make the slice again, the next one
+// drop a live world's data, and remove leave the database.)
+func TestAnAdminURLFromTheEnvFileKeepsTheWorldsSlice(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, `[project]
+name = "envfile"
+env_file = ".env"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.PG_IN_ENV_FILE}"
+seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE seeded (id int PRIMARY KEY)' -c 'INSERT INTO seeded VALUES (1)'"
+`)
+	os.WriteFile(filepath.Join(f.repo, ".env"), []byte("PG_IN_ENV_FILE="+pg+"\n"), 0o600)
+	f.mustGit(f.repo, "add", ".env")
+	f.mustGit(f.repo, "commit", "-qm", "env file")
+	f.mustBinky(f.repo, "up", "ef")
+	name := f.envOf("ef")["DB_NAME"]
+	ctx := context.Background()
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	c, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO seeded VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(ctx)
+	f.mustBinky(f.repo, "down", "ef")
+	f.mustBinky(f.repo, "up", "ef") // the seed, run again, would fail
+	if c, err = pgx.Connect(ctx, u.String()); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = c.QueryRow(ctx, "SELECT count(*) FROM seeded WHERE id = 42").Scan(&n)
+	c.Close(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("the world's row after down and up: %d, %v", n, err)
+	}
+	out, stderr, err := f.binky(f.repo, "remove", "ef", "--force")
+	if err != nil || strings.Contains(stderr, "not dropped") {
+		t.Fatalf("remove: %v\n%s%s", err, out, stderr)
+	}
+	if got := databases(t, pg, name); len(got) != 0 {
+		t.Errorf("remove left the world's database: %v", got)
 	}
 }
