@@ -372,17 +372,49 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 // reaches only its own database). It changes the whole server, so the
 // daemon calls it only for its managed server, never for an admin_url
 // server it did not create.
+//
+// Every up of a world on the managed server calls it, many at once: it
+// changes nothing once done (a read), one at a time in this process, and
+// a REVOKE another process raced ("tuple concurrently updated") is tried
+// again, so that no up fails for it.
 func (p *Postgres) Harden(ctx context.Context, adminURL string) error {
 	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if _, err := c.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC"); err != nil {
+	const open = `SELECT EXISTS (SELECT 1 FROM pg_database d, aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+		WHERE d.datname IN ('postgres', 'template1') AND a.grantee = 0 AND a.privilege_type IN ('CONNECT', 'TEMPORARY'))`
+	hardening.Lock()
+	defer hardening.Unlock()
+	for attempt := 1; ; attempt++ {
+		var public bool
+		if err := c.QueryRow(ctx, open).Scan(&public); err != nil {
+			return fmt.Errorf("postgres at %s: read who may connect to postgres and template1: %w", adapters.Redact(adminURL), err)
+		}
+		if !public {
+			return nil
+		}
+		_, err := c.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
+		if err == nil {
+			return nil
+		}
+		var pe *pgconn.PgError
+		if attempt < 5 && errors.As(err, &pe) && strings.Contains(pe.Message, "concurrently updated") {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+			}
+			continue
+		}
 		return fmt.Errorf("postgres at %s: revoke CONNECT on postgres and template1: %w", adapters.Redact(adminURL), err)
 	}
-	return nil
 }
+
+// hardening orders this process's Harden calls: two REVOKEs of one
+// database's privileges at once make one fail.
+var hardening sync.Mutex
 
 // PrepareTemplate makes a built golden database ready to be copied: it
 // must not belong to its own role, or handing that role's objects to each

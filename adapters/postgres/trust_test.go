@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -384,5 +385,48 @@ func TestAWorldsRoleThatOwnsSomethingElsewhereIsLeftWithIt(t *testing.T) {
 	}
 	if _, err := inA.Exec(ctx, "DROP TABLE planted"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every up of a world on the managed server hardens it, many at once and
+// from more than one process: none may fail for another's REVOKE ("tuple
+// concurrently updated"). (An attack saw one of twelve parallel ups fail.)
+func TestHardenFromManyUpsAtOnceNeverFails(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	c := adminConn(t, admin)
+	for round := 0; round < 5; round++ {
+		if _, err := c.Exec(ctx, "GRANT CONNECT, TEMPORARY ON DATABASE postgres, template1 TO PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- p.Harden(ctx, admin) }()
+		}
+		for i := 0; i < 2; i++ { // another process's REVOKE, racing
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if other, err := pgx.Connect(ctx, admin); err == nil {
+					other.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
+					other.Close(ctx)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	var public bool
+	c.QueryRow(ctx, `SELECT has_database_privilege('public', 'postgres', 'CONNECT')`).Scan(&public)
+	if public {
+		t.Error("the postgres database is still open to every role")
 	}
 }
