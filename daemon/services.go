@@ -16,8 +16,8 @@ func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error
 	if err != nil {
 		return api.World{}, classify(err)
 	}
-	r := d.run(w.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, w.ID)
+	if err != nil {
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()

@@ -398,8 +398,8 @@ func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
 // teardown destroys a world whose worktree git already removed: the machine
 // record says what to stop and release.
 func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
-	r := d.run(rec.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, rec.ID)
+	if err != nil {
 		return
 	}
 	defer r.mu.Unlock()
@@ -410,9 +410,7 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 		d.log.Error("teardown: forget", "world", rec.Worktree, "err", err)
 		return
 	}
-	d.mu.Lock()
-	delete(d.worlds, rec.ID)
-	d.mu.Unlock()
+	d.retire(r)
 	d.log.Info("world torn down", "world", rec.Worktree, "project", rec.Project, "why", why)
 }
 
@@ -482,8 +480,8 @@ type missingRepo struct {
 // follow moves a world's record to its worktree's new path (`git worktree
 // move`) and restarts its running services there.
 func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo, wt gitx.Worktree) {
-	r := d.run(rec.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, rec.ID)
+	if err != nil {
 		return
 	}
 	running := r.group != nil
@@ -571,8 +569,10 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		if !w.Config.Project.ReloadOnCheckout {
 			return
 		}
-		r := d.run(w.ID)
-		r.mu.Lock()
+		r, err := d.lockRunOf(ctx, w.ID)
+		if err != nil {
+			return
+		}
 		running := r.group != nil
 		env := r.env
 		if running {

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
@@ -47,4 +49,37 @@ func TestAWorldsGroupIsReadWhileAnUpReplacesIt(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+}
+
+// An up that waits for a world's lock while a remove holds it must not go
+// on with the run the remove retired: the services it started there would
+// belong to no run, and a down could not stop them. It takes the world's
+// new run. (An attack saw a service survive down after remove and up
+// raced.)
+func TestARequestThatWaitedForARemovedWorldTakesItsNewRun(t *testing.T) {
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	old, err := d.lockRunOf(context.Background(), "w1") // the remove
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *worldRun)
+	go func() { // the up, waiting
+		r, err := d.lockRunOf(context.Background(), "w1")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+		r.mu.Unlock()
+	}()
+	time.Sleep(50 * time.Millisecond)
+	d.retire(old)
+	old.mu.Unlock()
+	r := <-got
+	if r == old || r.gone {
+		t.Fatal("the waiting request took the removed world's retired run")
+	}
+	if d.run("w1") != r {
+		t.Error("the run the request took is not the world's current one")
+	}
 }

@@ -31,6 +31,35 @@ type worldRun struct {
 	// holds it for seconds (status, signals, shutdown). setGroup keeps the
 	// two equal.
 	live atomic.Pointer[supervisor.Group]
+	// gone is set (mu held) when a remove or teardown retired this run:
+	// a request that waited on mu meanwhile must take the world's new run,
+	// or it would start services nobody can stop (lockRunOf).
+	gone bool
+}
+
+// lockRunOf returns world id's current run, locked: a run retired while
+// this waited for its lock is left for the one that replaced it.
+func (d *Daemon) lockRunOf(ctx context.Context, id string) (*worldRun, error) {
+	for {
+		r := d.run(id)
+		if err := lockRun(ctx, r); err != nil {
+			return nil, err
+		}
+		if !r.gone {
+			return r, nil
+		}
+		r.mu.Unlock()
+	}
+}
+
+// retire forgets r, whose world was removed or torn down; r.mu held.
+func (d *Daemon) retire(r *worldRun) {
+	r.gone = true
+	d.mu.Lock()
+	if d.worlds[r.id] == r {
+		delete(d.worlds, r.id)
+	}
+	d.mu.Unlock()
 }
 
 // setGroup replaces the world's group and the services it runs; mu held.
@@ -197,8 +226,8 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if err := unsetEnv(w, names, env); err != nil {
 		return api.World{}, err
 	}
-	r := d.run(w.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, w.ID)
+	if err != nil {
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
@@ -411,8 +440,8 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	if err != nil {
 		return api.World{}, err
 	}
-	r := d.run(w.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, w.ID)
+	if err != nil {
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
@@ -512,8 +541,8 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 				"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", w.Worktree.Path)}
 		}
 	}
-	r := d.run(w.ID)
-	if err := lockRun(ctx, r); err != nil {
+	r, err := d.lockRunOf(ctx, w.ID)
+	if err != nil {
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
@@ -542,9 +571,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err != nil {
 		return api.World{}, err
 	}
-	d.mu.Lock()
-	delete(d.worlds, w.ID)
-	d.mu.Unlock()
+	d.retire(r)
 	if warning != "" {
 		left = append([]string{warning}, left...)
 	}
