@@ -215,6 +215,16 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 // reconcileRecords tears down and moves worlds to match git, under the
 // repository's lock, and returns the worktrees born since the last look.
 func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Repo, []gitx.Worktree) {
+	// Worlds whose worktree was removed are torn down once the lock is
+	// let go (defers run last first): a teardown waits for the world's
+	// own lock, and an up that holds it must not hold up every other
+	// worktree of the repository.
+	var removed []*world.Record
+	defer func() {
+		for _, rec := range removed {
+			d.teardown(ctx, rec, "its worktree was removed")
+		}
+	}()
 	defer d.repoLock(common)()
 	repo, err := gitx.Open(common)
 	if err != nil {
@@ -244,7 +254,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		wt, ok := byAdmin[rec.AdminDir]
 		switch {
 		case !ok:
-			d.teardown(ctx, rec, "its worktree was removed")
+			removed = append(removed, rec)
 		case d.retireReplaced(ctx, rec):
 			// Removed and made again under its name while nobody
 			// looked: the new worktree is born, with a world of its own.
@@ -398,6 +408,9 @@ func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
 // teardown destroys a world whose worktree git already removed: the machine
 // record says what to stop and release.
 func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
+	if end := d.run(rec.ID).queued.Load(); end != nil {
+		(*end)() // an up of it waiting for its turn: it never gets one
+	}
 	r, err := d.lockRunOf(ctx, rec.ID)
 	if err != nil {
 		return

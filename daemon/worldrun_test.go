@@ -83,3 +83,37 @@ func TestARequestThatWaitedForARemovedWorldTakesItsNewRun(t *testing.T) {
 		t.Error("the run the request took is not the world's current one")
 	}
 }
+
+// A world torn down (its worktree removed) while an up of it waits for its
+// turn in the admission queue, holding the world's lock: the teardown ends
+// that wait rather than wait behind it for as long as the queue lasts.
+// (An attack saw a teardown, and the repository's other worktrees behind
+// it, wait on such an up.)
+func TestATeardownEndsTheWaitOfAQueuedUp(t *testing.T) {
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := d.lockRunOf(context.Background(), "w1") // the queued up
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, endWait := context.WithCancel(context.Background())
+	r.queued.Store(&endWait)
+	ended := make(chan struct{})
+	go func() {
+		<-qctx.Done() // admission.Acquire, until its turn or its end
+		r.queued.Store(nil)
+		r.mu.Unlock()
+		close(ended)
+	}()
+	done := make(chan struct{})
+	go func() {
+		d.teardown(context.Background(), &world.Record{ID: "w1", Worktree: "w1"}, "its worktree was removed")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the teardown waited behind the queued up")
+	}
+	<-ended
+}

@@ -31,6 +31,9 @@ type worldRun struct {
 	// holds it for seconds (status, signals, shutdown). setGroup keeps the
 	// two equal.
 	live atomic.Pointer[supervisor.Group]
+	// queued ends the wait of an up of this world queued for admission
+	// (nil when none waits); read without mu, which that up holds.
+	queued atomic.Pointer[context.CancelFunc]
 	// gone is set (mu held) when a remove or teardown retired this run:
 	// a request that waited on mu meanwhile must take the world's new run,
 	// or it would start services nobody can stop (lockRunOf).
@@ -249,9 +252,20 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 			return api.World{}, err
 		}
 	}
-	if err := d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
+	// Waiting for its turn, the up holds the world's lock: a teardown of
+	// the world (its worktree removed meanwhile) ends the wait rather than
+	// wait behind it.
+	qctx, endWait := context.WithCancel(ctx)
+	r.queued.Store(&endWait)
+	err = d.admission.Acquire(qctx, w.ID, w.Name, func(q Queued) {
 		emit(api.Event{World: w.Name, State: string(world.StateQueued), Message: q.String(w.Name)})
-	}); err != nil {
+	})
+	r.queued.Store(nil)
+	endWait()
+	if err != nil {
+		if ctx.Err() == nil && qctx.Err() != nil {
+			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
+		}
 		return api.World{}, err
 	}
 	admitted := false
