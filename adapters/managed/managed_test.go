@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/git-binky/git-binky/adapters"
+	redisadapter "github.com/git-binky/git-binky/adapters/redis"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -142,5 +145,62 @@ func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
 	}
 	if s := New(home).Status(); len(s) != 1 || !s[0].Running || s[0].Kind != "redis" {
 		t.Errorf("status %+v", s)
+	}
+}
+
+// A restart of the shared Redis keeps the worlds' users: they live in its
+// ACL file, which the adapter saves to. (An attack found every running
+// world locked out, WRONGPASS, after `git binky servers stop redis` and
+// start, and up did not bring the users back.)
+func TestTheSharedRedisKeepsTheWorldsUsersAcrossARestart(t *testing.T) {
+	if adapters.FindServerBinary("redis-server") == "" {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server)")
+	}
+	home := world.Home{Dir: t.TempDir()}
+	ctx := context.Background()
+	admin, err := New(home).AdminURL(ctx, "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { New(home).Stop(context.Background(), "redis") })
+	r := redisadapter.New()
+	s := adapters.Slice{Name: "shop_w1", World: "w1", Home: "h", AdminURL: admin, Password: "a-world-password-123"}
+	if err := r.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := r.Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := func() error {
+		opt, err := goredis.ParseURL(addr["url"])
+		if err != nil {
+			return err
+		}
+		c := goredis.NewClient(opt)
+		defer c.Close()
+		return c.Ping(ctx).Err()
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("the world's user before the restart: %v", err)
+	}
+	if err := New(home).Stop(ctx, "redis"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := New(home).AdminURL(ctx, "redis"); err != nil || again != admin {
+		t.Fatalf("restart: %v (same URL: %v)", err, again == admin)
+	}
+	if err := ping(); err != nil {
+		t.Errorf("the world's user after the restart: %v", err)
+	}
+	if err := r.Teardown(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	New(home).Stop(ctx, "redis")
+	if _, err := New(home).AdminURL(ctx, "redis"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(); err == nil {
+		t.Error("the dropped world's user came back with the restart")
 	}
 }

@@ -2,14 +2,17 @@ package managed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
+	redisadapter "github.com/git-binky/git-binky/adapters/redis"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -36,6 +39,13 @@ func startRedis(ctx context.Context, m *Servers, dir string) (string, error) {
 	if listening(port) {
 		return admin, nil
 	}
+	// The worlds' users live in an ACL file the adapter saves to (ACL
+	// SAVE), so that a restart of this server does not lock every world
+	// out (ACL SETUSER alone lives in memory).
+	acl := filepath.Join(dir, redisadapter.ACLFile)
+	if err := writeDefaultUser(acl, pw); err != nil {
+		return "", err
+	}
 	conf := fmt.Sprintf(`# Written by git-binky: the shared Redis of this machine's worlds.
 bind 127.0.0.1
 protected-mode yes
@@ -44,8 +54,8 @@ daemonize yes
 pidfile %s
 logfile %s
 dir %s
-user default on >%s ~* &* +@all
-`, port, filepath.Join(dir, "redis.pid"), filepath.Join(dir, "redis.log"), data, pw)
+aclfile %s
+`, port, filepath.Join(dir, "redis.pid"), filepath.Join(dir, "redis.log"), data, acl)
 	confPath := filepath.Join(dir, "redis.conf")
 	if err := world.WriteFileAtomic(confPath, []byte(conf), 0o600); err != nil {
 		return "", err
@@ -61,4 +71,20 @@ user default on >%s ~* &* +@all
 		time.Sleep(20 * time.Millisecond)
 	}
 	return admin, nil
+}
+
+// writeDefaultUser makes the ACL file's default user the admin, with pw,
+// keeping every other user in it (the worlds', saved by the adapter).
+func writeDefaultUser(path, pw string) error {
+	lines := []string{"user default on >" + pw + " ~* &* +@all"}
+	if b, err := os.ReadFile(path); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "user default ") {
+				lines = append(lines, l)
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return world.WriteFileAtomic(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }

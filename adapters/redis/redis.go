@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -283,8 +284,28 @@ func (r *Redis) Provision(ctx context.Context, s adapters.Slice) error {
 	if err := c.ACLSetUser(ctx, s.Name, rules...).Err(); err != nil {
 		return fmt.Errorf("create redis user %s: %w", s.Name, err)
 	}
+	return saveACL(ctx, c)
+}
+
+// saveACL writes the server's users to its ACL file when the file is the
+// one binky's managed Redis keeps (ACLFile): a restart then keeps
+// the worlds' users. Another server's ACL file is its administrator's,
+// and a server with none keeps users in memory only.
+func saveACL(ctx context.Context, c *goredis.Client) error {
+	v, err := c.ConfigGet(ctx, "aclfile").Result()
+	if err != nil || filepath.Base(v["aclfile"]) != ACLFile {
+		return nil
+	}
+	if err := c.Do(ctx, "ACL", "SAVE").Err(); err != nil {
+		return fmt.Errorf("save the redis users to %s: %w", v["aclfile"], err)
+	}
 	return nil
 }
+
+// ACLFile is the name of the ACL file of binky's managed Redis: users are
+// saved to a server's ACL file only when it is this one (an
+// administrator's own file is theirs to save).
+const ACLFile = "binky-users.acl"
 
 // userRules is the world's ACL: nothing (-@all), then the allow-list, with
 // the commands this server lacks left out (ACL SETUSER refuses an unknown
@@ -374,6 +395,9 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 	}
 	if acl {
 		if err := c.ACLDelUser(ctx, s.Name).Err(); err != nil {
+			return err
+		}
+		if err := saveACL(ctx, c); err != nil {
 			return err
 		}
 		_ = c.Do(ctx, "CLIENT", "KILL", "USER", s.Name).Err() // none connected is fine
