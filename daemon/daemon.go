@@ -83,8 +83,9 @@ type Daemon struct {
 	// files checked out (by admin folder, under mu): git may still be
 	// checking them out. It is taken for --no-checkout after
 	// noCheckoutAfter (noCheckoutWait unless a test says).
-	unchecked       map[string]time.Time
+	unchecked       map[string]*unchecked
 	noCheckoutAfter time.Duration
+	recheckEvery    time.Duration
 
 	// refs are admin URLs that admin_url references with ${env.X}
 	// resolved to, by repository and reference (rememberRef).
@@ -95,7 +96,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]time.Time{}, noCheckoutAfter: noCheckoutWait}
+		unchecked: map[string]*unchecked{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

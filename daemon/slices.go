@@ -108,21 +108,22 @@ func envList(env map[string]string) []string {
 }
 
 // rememberRef keeps, for this daemon's life, the admin URL an admin_url
-// reference with ${env.X} resolved to for a repository's world: a teardown
-// after the worktree (and the env file that named the server) is gone
-// still finds the server. Nothing is written to disk: it holds a password.
-func (d *Daemon) rememberRef(common, ref, admin string) {
+// reference with ${env.X} resolved to for a world (each worktree's env
+// file may name another server): a teardown after the worktree, and the
+// env file that named the server, is gone still finds the server. Nothing
+// is written to disk: it holds a password.
+func (d *Daemon) rememberRef(worldID, ref, admin string) {
 	if strings.Contains(ref, "${") && admin != "" {
-		d.refs.Store(common+"\x00"+ref, admin)
+		d.refs.Store(worldID+"\x00"+ref, admin)
 	}
 }
 
-// adminFor is adminFromRef for a record of repository common, falling
-// back on what rememberRef kept when the environment no longer says.
-func (d *Daemon) adminFor(ctx context.Context, common, ref string, env []string) (string, error) {
+// adminFor is adminFromRef for a slice of world worldID, falling back on
+// what rememberRef kept when the environment no longer says.
+func (d *Daemon) adminFor(ctx context.Context, worldID, ref string, env []string) (string, error) {
 	u, err := d.adminFromRef(ctx, ref, env)
 	if err != nil {
-		if kept, ok := d.refs.Load(common + "\x00" + ref); ok {
+		if kept, ok := d.refs.Load(worldID + "\x00" + ref); ok {
 			return kept.(string), nil
 		}
 	}
@@ -178,7 +179,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		if err != nil {
 			return rec, err
 		}
-		d.rememberRef(w.Repo.CommonDir, ref, admin)
+		d.rememberRef(w.ID, ref, admin)
 		if h, ok := a.(hardener); ok && strings.HasPrefix(ref, "managed:") {
 			if err := h.Harden(ctx, admin); err != nil {
 				return rec, fmt.Errorf("service %s: %w", n, err)
@@ -663,7 +664,7 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 			continue
 		}
 		ref, _ := sl.Config["admin"].(string)
-		admin, err := d.adminFor(ctx, rec.CommonDir, ref, env)
+		admin, err := d.adminFor(ctx, rec.ID, ref, env)
 		if err != nil {
 			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
 			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))

@@ -215,16 +215,6 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 // reconcileRecords tears down and moves worlds to match git, under the
 // repository's lock, and returns the worktrees born since the last look.
 func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Repo, []gitx.Worktree) {
-	// Worlds whose worktree was removed are torn down once the lock is
-	// let go (defers run last first): a teardown waits for the world's
-	// own lock, and an up that holds it must not hold up every other
-	// worktree of the repository.
-	var removed []*world.Record
-	defer func() {
-		for _, rec := range removed {
-			d.teardown(ctx, rec, "its worktree was removed")
-		}
-	}()
 	defer d.repoLock(common)()
 	repo, err := gitx.Open(common)
 	if err != nil {
@@ -245,6 +235,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 	for _, wt := range wts {
 		byAdmin[wt.AdminDir] = wt
 	}
+	d.forgetUnchecked(common, byAdmin)
 	recs, _ := d.home.Records()
 	var reborn []string
 	for _, rec := range recs {
@@ -254,7 +245,7 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		wt, ok := byAdmin[rec.AdminDir]
 		switch {
 		case !ok:
-			removed = append(removed, rec)
+			d.teardown(ctx, rec, "its worktree was removed")
 		case d.retireReplaced(ctx, rec):
 			// Removed and made again under its name while nobody
 			// looked: the new worktree is born, with a world of its own.
@@ -307,29 +298,61 @@ const (
 
 // stillCheckingOut reports whether wt, new and with no files checked out
 // yet, may still be getting them: then the watcher looks at the repository
-// again in a second rather than decide (an index written after the add's
-// first events can go unseen, and the world would never start).
+// again in a moment rather than decide (an index written after the add's
+// first events can go unseen, and the world would never start). One look
+// again at a time per worktree.
 func (d *Daemon) stillCheckingOut(ctx context.Context, common string, wt gitx.Worktree) bool {
 	d.mu.Lock()
-	first, ok := d.unchecked[wt.AdminDir]
+	u, ok := d.unchecked[wt.AdminDir]
 	if !ok {
-		first = time.Now()
-		d.unchecked[wt.AdminDir] = first
+		u = &unchecked{first: time.Now()}
+		d.unchecked[wt.AdminDir] = u
 	}
-	age := time.Since(first)
+	age := time.Since(u.first)
 	waiting := age < d.noCheckoutAfter || (age < checkoutLockWait && exists(filepath.Join(wt.AdminDir, "index.lock")))
+	arm := waiting && !u.armed
+	if arm {
+		u.armed = true
+	}
 	if !waiting {
 		delete(d.unchecked, wt.AdminDir)
 	}
+	every := d.recheckEvery
 	d.mu.Unlock()
-	if waiting {
-		time.AfterFunc(time.Second, func() {
+	if arm {
+		time.AfterFunc(every, func() {
+			d.mu.Lock()
+			u.armed = false
+			d.mu.Unlock()
 			if ctx.Err() == nil {
 				d.reconcileRepo(ctx, common)
 			}
 		})
 	}
 	return waiting
+}
+
+// unchecked is a new worktree seen without its files: since when, and
+// whether a look again is on its way.
+type unchecked struct {
+	first time.Time
+	armed bool
+}
+
+// forgetUnchecked drops what stillCheckingOut kept of common's worktrees
+// that have their files now, or are gone: a worktree made again under the
+// same name later must wait afresh.
+func (d *Daemon) forgetUnchecked(common string, byAdmin map[string]gitx.Worktree) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for admin := range d.unchecked {
+		if filepath.Dir(filepath.Dir(admin)) != common {
+			continue
+		}
+		if wt, ok := byAdmin[admin]; !ok || !wt.NoCheckout {
+			delete(d.unchecked, admin)
+		}
+	}
 }
 
 // repoRecord is the registry's record of a repository, and whether it is
@@ -407,15 +430,37 @@ func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
 
 // teardown destroys a world whose worktree git already removed: the machine
 // record says what to stop and release.
+//
+// It runs under the repository's lock (a new worktree of the same name,
+// which would be the same world, waits for it), so it does not wait behind
+// an up of the world either: an up that holds the world's lock (queued for
+// admission, provisioning) is ended, again until the lock is had (the up
+// may not have said how to end it yet).
 func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
-	if end := d.run(rec.ID).queued.Load(); end != nil {
-		(*end)() // an up of it waiting for its turn: it never gets one
-	}
+	have := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if end := d.run(rec.ID).ending.Load(); end != nil {
+				(*end)()
+			}
+			select {
+			case <-have:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	r, err := d.lockRunOf(ctx, rec.ID)
+	close(have)
 	if err != nil {
 		return
 	}
 	defer r.mu.Unlock()
+	if cur, err := d.home.LoadRecord(rec.ID); err == nil && !cur.Created.Equal(rec.Created) {
+		return // another world of the same id since: not the one whose worktree went
+	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		d.log.Error("teardown: stop", "world", rec.Worktree, "err", err)
 	}
@@ -428,9 +473,11 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 }
 
 // repoGoneGrace is how long a watched repository must stay missing before
-// its worlds are torn down: a folder renamed and back, a disk unmounted
-// for a while, a repository moved (its linked worktrees then wait for
-// `git worktree repair`) must not cost any world its data.
+// its worlds are torn down: a folder renamed and back, or a disk unmounted
+// for a while, costs no world its data. It is time alone: past it, a moved
+// repository's main world (its folder went with it) is torn down; its
+// linked worktrees' worlds are kept while their folders are there (and
+// wait for `git worktree repair`).
 const repoGoneGrace = 10 * time.Minute
 
 // repoGone acts on a look that found the repository common missing. The
@@ -500,11 +547,21 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 	running := r.group != nil
 	env := r.env
 	w, err := world.FromWorktree(d.home, repo, &wt)
-	if running && err == nil && !d.home.Trusted(world.TrustHash(w.Config.Source)) {
-		// The moved worktree's binky.toml is not the approved one: a
-		// restart would refuse it and leave the world stopped. The
-		// services keep running (their folder moved with them) on the
-		// approved config, as after a checkout.
+	untrusted := err == nil && !d.home.Trusted(world.TrustHash(w.Config.Source))
+	if running && untrusted && rec.Approved != "" {
+		// The moved worktree's binky.toml is not the approved one: the
+		// services restart there on the config approved before, as a
+		// crash restart does, and the world says the file is not it.
+		if cfg, err := d.home.ApprovedConfig(rec.Approved, w.Config.Path); err == nil {
+			msg := fmt.Sprintf("moved to %s, where %s is not the approved config: the services run the approved one ('git binky up' approves the new file, then 'git binky reload' runs it)", wt.Path, w.Config.Path)
+			w.Config, untrusted = cfg, false
+			defer d.setState(w.ID, world.StateUntrusted, msg)
+		}
+	}
+	if running && untrusted {
+		// No approved config to restart on: a restart would refuse the
+		// file and leave the world stopped, so the services keep running
+		// as they were (their folder moved with them).
 		_, err = w.Update(ctx, func(*world.Record) error { return nil })
 		r.mu.Unlock()
 		if err != nil {

@@ -241,6 +241,7 @@ func TestTheWatcherWaitsForAWorktreeStillCheckingOut(t *testing.T) {
 	d, _, repo, common := registeredRepo(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	d.recheckEvery = time.Hour // the test looks again itself
 	wt := filepath.Join(t.TempDir(), "feat")
 	gittest.Git(t, repo, "worktree", "add", "-q", "--no-checkout", "-b", "feat", wt)
 	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
@@ -253,10 +254,36 @@ func TestTheWatcherWaitsForAWorktreeStillCheckingOut(t *testing.T) {
 	}
 
 	// One that stays without files is --no-checkout after the wait.
+	d.mu.Lock()
 	d.noCheckoutAfter = 0
+	d.mu.Unlock()
 	bare := filepath.Join(t.TempDir(), "empty")
 	gittest.Git(t, repo, "worktree", "add", "-q", "--no-checkout", "-b", "empty", bare)
 	if _, born := d.reconcileRecords(ctx, common); len(born) != 1 || !born[0].NoCheckout {
 		t.Errorf("born %+v, want the worktree without files", born)
+	}
+}
+
+// A world whose admin folder lost its record copy (the write failed, or
+// someone deleted .git/worktrees/<name>/binky) while git never touched the
+// folder again is the same worktree: it keeps its world. (A review found
+// the missing copy alone enough to tear a live world down.)
+func TestAWorldWhoseRecordCopyIsGoneKeepsItsWorld(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	ctx := context.Background()
+	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
+	w, err := world.Open(home, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(world.StateDir(w.Worktree.AdminDir)); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcileRecords(ctx, common)
+	if !home.HasRecord(w.ID) {
+		t.Error("a live world was torn down for its missing record copy")
 	}
 }

@@ -96,12 +96,14 @@ func TestATeardownEndsTheWaitOfAQueuedUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qctx, endWait := context.WithCancel(context.Background())
-	r.queued.Store(&endWait)
 	ended := make(chan struct{})
 	go func() {
+		// The up says how to end it only a moment after it took the lock.
+		time.Sleep(100 * time.Millisecond)
+		qctx, endUp := context.WithCancel(context.Background())
+		r.ending.Store(&endUp)
 		<-qctx.Done() // admission.Acquire, until its turn or its end
-		r.queued.Store(nil)
+		r.ending.Store(nil)
 		r.mu.Unlock()
 		close(ended)
 	}()

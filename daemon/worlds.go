@@ -31,9 +31,10 @@ type worldRun struct {
 	// holds it for seconds (status, signals, shutdown). setGroup keeps the
 	// two equal.
 	live atomic.Pointer[supervisor.Group]
-	// queued ends the wait of an up of this world queued for admission
-	// (nil when none waits); read without mu, which that up holds.
-	queued atomic.Pointer[context.CancelFunc]
+	// ending ends the up of this world that holds mu (nil when none
+	// does): a teardown, its worktree removed meanwhile, ends it rather
+	// than wait behind it. Read without mu, which that up holds.
+	ending atomic.Pointer[context.CancelFunc]
 	// gone is set (mu held) when a remove or teardown retired this run:
 	// a request that waited on mu meanwhile must take the world's new run,
 	// or it would start services nobody can stop (lockRunOf).
@@ -234,6 +235,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
+	// In the admission queue or provisioning slices, this up holds the
+	// world's lock: a teardown of the world ends it (teardown).
+	parent := ctx
+	ctx, endUp := context.WithCancel(ctx)
+	r.ending.Store(&endUp)
+	defer func() { r.ending.Store(nil); endUp() }()
+	tornDown := func() bool { return parent.Err() == nil && ctx.Err() != nil }
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group) {
 		emit(api.Event{World: w.Name, Message: "already up"})
@@ -252,18 +260,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 			return api.World{}, err
 		}
 	}
-	// Waiting for its turn, the up holds the world's lock: a teardown of
-	// the world (its worktree removed meanwhile) ends the wait rather than
-	// wait behind it.
-	qctx, endWait := context.WithCancel(ctx)
-	r.queued.Store(&endWait)
-	err = d.admission.Acquire(qctx, w.ID, w.Name, func(q Queued) {
+	if err := d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
 		emit(api.Event{World: w.Name, State: string(world.StateQueued), Message: q.String(w.Name)})
-	})
-	r.queued.Store(nil)
-	endWait()
-	if err != nil {
-		if ctx.Err() == nil && qctx.Err() != nil {
+	}); err != nil {
+		if tornDown() {
 			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
 		}
 		return api.World{}, err
@@ -291,7 +291,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
 		reason := err.Error()
-		if ctx.Err() != nil {
+		switch {
+		case tornDown():
+			reason = "its worktree was removed while its slices were provisioned"
+		case ctx.Err() != nil:
 			reason = "up was cancelled while its slices were provisioned (the client went away): run 'git binky up' again"
 		}
 		d.setState(w.ID, world.StateFailed, reason)

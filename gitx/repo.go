@@ -125,7 +125,8 @@ func checkOwner(top string, dotgit os.FileInfo) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := Git(ctx, top, "rev-parse", "--git-dir"); err != nil && strings.Contains(err.Error(), "dubious ownership") {
+	// In C: git translates the message this looks for.
+	if _, err := git(ctx, top, []string{"LC_ALL=C", "LANGUAGE=C"}, "rev-parse", "--git-dir"); err != nil && strings.Contains(err.Error(), "dubious ownership") {
 		return fmt.Errorf("%s: %w, and git refuses it too: if you trust it, add it with 'git config --global --add safe.directory %s'", top, ErrDubiousOwnership, top)
 	}
 	return nil

@@ -180,11 +180,14 @@ func (h Home) ApprovedConfig(hash, path string) (*Config, error) {
 // AdminFolderReplaced reports whether the admin folder the world id's
 // record names is no longer the one the world was made in: git removed
 // that worktree and a new one took its name (git reuses a removed
-// worktree's name), so the folder is there but holds no copy of the
-// record, which every save writes while the folder exists. The new
-// worktree must get a world of its own, not this one's data. It looks
-// under the world's lock, so a first save between its two writes is not
-// taken for a replacement.
+// worktree's name). Two signs, both needed: the folder holds no copy of
+// the record (every save writes one while the folder exists), and git
+// wrote the folder's gitdir file after the world was made (git writes it
+// when it adds a worktree, and on move and repair). A copy that could not
+// be written, or that someone deleted, is not enough to cost a live world
+// its data. The new worktree must get a world of its own, not this one's.
+// It looks under the world's lock, so a first save between its two
+// writes is not taken for a replacement.
 func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) {
 	unlock, err := h.LockWorld(ctx, id)
 	if err != nil {
@@ -204,6 +207,9 @@ func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) 
 	if fi, err := os.Stat(rec.AdminDir); err != nil || !fi.IsDir() {
 		return false, nil
 	}
-	_, err = os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json"))
-	return errors.Is(err, os.ErrNotExist), nil
+	if _, err := os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json")); !errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	gitdir, err := os.Stat(filepath.Join(rec.AdminDir, "gitdir"))
+	return err == nil && !rec.Created.IsZero() && gitdir.ModTime().After(rec.Created), nil
 }

@@ -226,9 +226,11 @@ func TestLockedWorktreeWhosePathIsMissingIsKept(t *testing.T) {
 }
 
 // A worktree moved while its binky.toml differs from the approved one
-// (a local edit, a branch that changed it) keeps its services running: a
-// restart would refuse the file and leave the world stopped. (An attack
-// found the world stopped and not started again.)
+// (a local edit, a branch that changed it) keeps its world running: its
+// services restart at the new path on the approved config, as a crash
+// restart would, and the world says the file is not approved. (An attack
+// found the world stopped and not started again; a review, that services
+// merely kept running could not restart after a crash.)
 func TestAMovedWorktreeWithAnUnapprovedConfigKeepsRunning(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
@@ -248,10 +250,15 @@ func TestAMovedWorktreeWithAnUnapprovedConfigKeepsRunning(t *testing.T) {
 		after, ok = f.find("feat")
 		return ok && after.Path == moved
 	})
-	if len(after.Services) == 0 || after.Services[0].PID != before.Services[0].PID || after.Services[0].State != "healthy" {
-		t.Errorf("services after the move: %+v, want the same healthy process", after.Services)
+	f.eventually("the services restarted at the new path", func() bool {
+		after, _ = f.find("feat")
+		return len(after.Services) > 0 && after.Services[0].State == "healthy" && after.Services[0].PID != before.Services[0].PID &&
+			after.State == "untrusted"
+	})
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", after.Services[0].PID)); err != nil || cwd != moved {
+		t.Errorf("the restarted service runs in %q (%v), want %s", cwd, err, moved)
 	}
-	if after.State != "untrusted" || !strings.Contains(after.Message, "not approved") {
+	if after.State != "untrusted" || !strings.Contains(after.Message, "not the approved config") {
 		t.Errorf("state %q %q, want untrusted saying why", after.State, after.Message)
 	}
 }
