@@ -436,7 +436,7 @@ func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
 // an up of the world either: an up that holds the world's lock (queued for
 // admission, provisioning) is ended, again until the lock is had (the up
 // may not have said how to end it yet).
-func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
+func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) (left []string) {
 	have := make(chan struct{})
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)
@@ -455,21 +455,23 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) {
 	r, err := d.lockRunOf(ctx, rec.ID)
 	close(have)
 	if err != nil {
-		return
+		return []string{fmt.Sprintf("world %s was not torn down: %v", rec.Worktree, err)}
 	}
 	defer r.mu.Unlock()
 	if cur, err := d.home.LoadRecord(rec.ID); err == nil && !cur.Created.Equal(rec.Created) {
-		return // another world of the same id since: not the one whose worktree went
+		return nil // another world of the same id since: not the one whose worktree went
 	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		d.log.Error("teardown: stop", "world", rec.Worktree, "err", err)
 	}
-	if _, err := d.forget(ctx, rec.ID, nil); err != nil { // teardownSlices logged what it left
+	left, err = d.forget(ctx, rec.ID, nil) // teardownSlices logged what it left
+	if err != nil {
 		d.log.Error("teardown: forget", "world", rec.Worktree, "err", err)
-		return
+		return append(left, err.Error())
 	}
 	d.retire(r)
 	d.log.Info("world torn down", "world", rec.Worktree, "project", rec.Project, "why", why)
+	return left
 }
 
 // repoGoneGrace is how long a watched repository must stay missing before

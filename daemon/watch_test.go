@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/world"
 )
@@ -285,5 +286,32 @@ func TestAWorldWhoseRecordCopyIsGoneKeepsItsWorld(t *testing.T) {
 	d.reconcileRecords(ctx, common)
 	if !home.HasRecord(w.ID) {
 		t.Error("a live world was torn down for its missing record copy")
+	}
+}
+
+// remove of a world whose worktree git already removed (a remove the
+// daemon's crash cut off after the worktree went, or one the watcher has
+// not got to) finishes the job rather than say there is no such worktree.
+func TestRemoveFinishesAWorldWhoseWorktreeIsGone(t *testing.T) {
+	d, home, repo, _ := registeredRepo(t)
+	ctx := context.Background()
+	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
+	w, err := world.Open(home, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "worktree", "remove", wt)
+	got, err := d.Remove(ctx, api.Request{Dir: repo, Name: "feat", Force: true})
+	if err != nil || got.State != world.StateRemoved {
+		t.Fatalf("remove of a world whose worktree is gone: %+v, %v", got, err)
+	}
+	if home.HasRecord(w.ID) {
+		t.Error("its record is still there")
+	}
+	if _, err := d.Remove(ctx, api.Request{Dir: repo, Name: "feat", Force: true}); !errors.Is(err, gitx.ErrNoSuchWorktree) && (err == nil || !strings.Contains(err.Error(), "no such worktree")) {
+		t.Errorf("a second remove: %v, want no such worktree", err)
 	}
 }

@@ -546,6 +546,9 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error) {
 	w, warning, err := d.openRecorded(req)
 	if err != nil {
+		if gone, ok := d.removeGone(ctx, req, err); ok {
+			return gone, nil
+		}
 		return api.World{}, err
 	}
 	if !req.Force && !w.Worktree.Main {
@@ -595,6 +598,35 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	desc.State, desc.Message = world.StateRemoved, strings.Join(left, "; ")
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)
 	return desc, nil
+}
+
+// removeGone removes the world of a worktree git already removed, named
+// by req (a remove the daemon's crash cut off after the worktree went, or
+// a world the watcher has not torn down yet): remove of it finishes the
+// job rather than say there is no such worktree. ok is false when no
+// world of that name has a record whose worktree (its admin folder) is
+// gone: then openErr stands.
+func (d *Daemon) removeGone(ctx context.Context, req api.Request, openErr error) (api.World, bool) {
+	if req.Name == "" || openErr == nil {
+		return api.World{}, false
+	}
+	repo, _, err := gitx.Discover(req.Dir)
+	if repo == nil || err != nil && !errors.Is(err, gitx.ErrNotWorktree) {
+		return api.World{}, false
+	}
+	recs, _ := d.home.Records()
+	for _, rec := range recs {
+		if rec.CommonDir != repo.CommonDir || rec.Worktree != req.Name || rec.Main || exists(rec.AdminDir) {
+			continue
+		}
+		desc := d.describeRecord(rec, nil)
+		unlock := d.repoLock(repo.CommonDir)
+		left := d.teardown(ctx, rec, "removed after its worktree was gone")
+		unlock()
+		desc.State, desc.Message = world.StateRemoved, strings.Join(append([]string{"its worktree was already gone"}, left...), "; ")
+		return desc, true
+	}
+	return api.World{}, false
 }
 
 // forget releases a world's ports and deletes its records. The leases go
