@@ -145,14 +145,7 @@ func TestAMissingRepositoryCostsNoWorldWhoseWorktreeIsStillThere(t *testing.T) {
 func TestANewWorktreeWithARemovedOnesNameGetsAWorldOfItsOwn(t *testing.T) {
 	d, home, repo, common := registeredRepo(t)
 	ctx := context.Background()
-	old := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
-	w, err := world.Open(home, old, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	old, w := worldIn(t, home, repo, "feat", "feat")
 	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
 		t.Fatalf("born %+v: the world's worktree is not new", born)
 	}
@@ -192,14 +185,7 @@ func TestAWorldOfAnUnregisteredRepositoryIsTornDownWhenItsWorktreeGoes(t *testin
 	if err := home.UnregisterRepo(common); err != nil {
 		t.Fatal(err)
 	}
-	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
-	w, err := world.Open(home, wt, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	wt, w := worldIn(t, home, repo, "feat", "feat")
 	if err := d.newWatcher(); err != nil {
 		t.Fatal(err)
 	}
@@ -272,14 +258,7 @@ func TestTheWatcherWaitsForAWorktreeStillCheckingOut(t *testing.T) {
 func TestAWorldWhoseRecordCopyIsGoneKeepsItsWorld(t *testing.T) {
 	d, home, repo, common := registeredRepo(t)
 	ctx := context.Background()
-	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
-	w, err := world.Open(home, wt, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	_, w := worldIn(t, home, repo, "feat", "feat")
 	if err := os.RemoveAll(world.StateDir(w.Worktree.AdminDir)); err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +274,7 @@ func TestAWorldWhoseRecordCopyIsGoneKeepsItsWorld(t *testing.T) {
 func TestRemoveFinishesAWorldWhoseWorktreeIsGone(t *testing.T) {
 	d, home, repo, _ := registeredRepo(t)
 	ctx := context.Background()
-	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "feat"), "feat")
-	w, err := world.Open(home, wt, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Update(ctx, func(*world.Record) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	wt, w := worldIn(t, home, repo, "feat", "feat")
 	gittest.Git(t, repo, "worktree", "remove", wt)
 	got, err := d.Remove(ctx, api.Request{Dir: repo, Name: "feat", Force: true})
 	if err != nil || got.State != world.StateRemoved {
@@ -314,4 +286,19 @@ func TestRemoveFinishesAWorldWhoseWorktreeIsGone(t *testing.T) {
 	if _, err := d.Remove(ctx, api.Request{Dir: repo, Name: "feat", Force: true}); !errors.Is(err, gitx.ErrNoSuchWorktree) && (err == nil || !strings.Contains(err.Error(), "no such worktree")) {
 		t.Errorf("a second remove: %v, want no such worktree", err)
 	}
+}
+
+// worldIn adds a worktree of repo on branch, in a folder named name, and
+// makes its world's record, as an up or env would.
+func worldIn(t *testing.T, home world.Home, repo, name, branch string) (string, *world.World) {
+	t.Helper()
+	wt := gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), name), branch)
+	w, err := world.Open(home, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(context.Background(), func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return wt, w
 }
