@@ -442,8 +442,13 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) (l
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if end := d.run(rec.ID).ending.Load(); end != nil {
-				(*end)()
+			d.mu.Lock()
+			r := d.worlds[rec.ID] // looked up, not made: none means no up holds it
+			d.mu.Unlock()
+			if r != nil {
+				if end := r.ending.Load(); end != nil {
+					(*end)()
+				}
 			}
 			select {
 			case <-have:

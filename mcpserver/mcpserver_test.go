@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/client"
@@ -345,20 +346,13 @@ func TestCancelledRequestsGetNoResponse(t *testing.T) {
 // has started, and an agent's cancelled down or remove would still happen.
 // An id written 9.0 by the client is the id 9. (Both found by an attack.)
 func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
-	s, _ := repo(t, "[project]\nname = \"acme\"\n")
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	f := newCancelFilter(outW)
-	m := s.mcp(f)
 	ran := make(chan string, 4)
-	m.AddTool(mcp.NewTool("probe", mcp.WithString("tag")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ran <- req.GetString("tag", "")
-		return mcp.NewToolResultText("ran"), nil
+	c := startWith(t, func(_ *Server, m *server.MCPServer) {
+		m.AddTool(mcp.NewTool("probe", mcp.WithString("tag")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran <- req.GetString("tag", "")
+			return mcp.NewToolResultText("ran"), nil
+		})
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
-	t.Cleanup(func() { cancel(); inW.Close() })
-	c := open(t, inW, outR)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9.0}}`)
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"probe","arguments":{"tag":"cancelled"}}}`)
 	c.id = 9
@@ -383,23 +377,16 @@ func TestACallCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 // queues notifications and writes them on another goroutine, which could
 // overtake the response. (An attack saw 9 of 50 come after it.)
 func TestProgressComesBeforeTheResponse(t *testing.T) {
-	s, _ := repo(t, "[project]\nname = \"acme\"\n")
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	f := newCancelFilter(outW)
-	m := s.mcp(f)
-	m.AddTool(mcp.NewTool("busy"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		p := s.newProgress(ctx, req)
-		defer p.done()
-		for i := 0; i < 3; i++ {
-			p.event(api.Event{World: "w", Message: fmt.Sprint("step ", i)})
-		}
-		return mcp.NewToolResultText("done"), nil
+	c := startWith(t, func(s *Server, m *server.MCPServer) {
+		m.AddTool(mcp.NewTool("busy"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			p := s.newProgress(ctx, req)
+			defer p.done()
+			for i := 0; i < 3; i++ {
+				p.event(api.Event{World: "w", Message: fmt.Sprint("step ", i)})
+			}
+			return mcp.NewToolResultText("done"), nil
+		})
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
-	t.Cleanup(func() { cancel(); inW.Close() })
-	c := open(t, inW, outR)
 	for i := 0; i < 30; i++ {
 		c.id++
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"busy","arguments":{},"_meta":{"progressToken":"t%d"}}}`, c.id, c.id))
@@ -426,4 +413,20 @@ func TestTheEnvResourceNamesAWorktreeEscaped(t *testing.T) {
 	if _, failed := r["protocolError"]; failed || !strings.Contains(string(b), `BINKY_WORKTREE`) || !strings.Contains(string(b), `w\u00e9 x`) && !strings.Contains(string(b), "wé x") {
 		t.Errorf("the env of worktree \"wé x\": %s", b)
 	}
+}
+
+// startWith is start for a server with tools of the test's own, added by
+// add, served over stdio as Serve serves it.
+func startWith(t *testing.T, add func(*Server, *server.MCPServer)) *session {
+	t.Helper()
+	s, _ := repo(t, "[project]\nname = \"acme\"\n")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	f := newCancelFilter(outW)
+	m := s.mcp(f)
+	add(s, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
+	t.Cleanup(func() { cancel(); inW.Close() })
+	return open(t, inW, outR)
 }
