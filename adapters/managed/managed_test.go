@@ -98,29 +98,9 @@ func TestStatusSaysWhichServersListen(t *testing.T) {
 // The real redis-server, started as binky starts it: on loopback, with a
 // password, found again (not started twice) by a second daemon.
 func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
-	if adapters.FindServerBinary("redis-server") == "" {
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server)")
-	}
 	home := world.Home{Dir: t.TempDir()}
 	ctx := context.Background()
-	admin, err := New(home).AdminURL(ctx, "redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(home.ServersDir(), "redis")
-	// Stopped and waited for before its folder goes: a Redis whose final
-	// save fails (its folder deleted under it) refuses to exit, and
-	// outlived every test run until this waited.
-	t.Cleanup(func() {
-		if err := New(home).Stop(context.Background(), "redis"); err != nil {
-			t.Error(err)
-			if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-					killPID(pid)
-				}
-			}
-		}
-	})
+	admin := sharedRedis(t, home)
 	u, err := url.Parse(admin)
 	if err != nil {
 		t.Fatal(err)
@@ -153,16 +133,9 @@ func TestRedisStartsOnceOnLoopbackWithAPassword(t *testing.T) {
 // world locked out, WRONGPASS, after `git binky servers stop redis` and
 // start, and up did not bring the users back.)
 func TestTheSharedRedisKeepsTheWorldsUsersAcrossARestart(t *testing.T) {
-	if adapters.FindServerBinary("redis-server") == "" {
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server)")
-	}
 	home := world.Home{Dir: t.TempDir()}
 	ctx := context.Background()
-	admin, err := New(home).AdminURL(ctx, "redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { New(home).Stop(context.Background(), "redis") })
+	admin := sharedRedis(t, home)
 	r := redisadapter.New()
 	s := adapters.Slice{Name: "shop_w1", World: "w1", Home: "h", AdminURL: admin, Password: "a-world-password-123"}
 	if err := r.Provision(ctx, s); err != nil {
@@ -203,4 +176,32 @@ func TestTheSharedRedisKeepsTheWorldsUsersAcrossARestart(t *testing.T) {
 	if err := ping(); err == nil {
 		t.Error("the dropped world's user came back with the restart")
 	}
+}
+
+// sharedRedis starts home's shared Redis (skipping without redis-server)
+// and returns its admin URL; it is stopped when the test ends.
+func sharedRedis(t *testing.T, home world.Home) string {
+	t.Helper()
+	if adapters.FindServerBinary("redis-server") == "" {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server)")
+	}
+	admin, err := New(home).AdminURL(context.Background(), "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home.ServersDir(), "redis")
+	// Stopped and waited for before its folder goes: a Redis whose final
+	// save fails (its folder deleted under it) refuses to exit, and
+	// outlived every test run until this waited.
+	t.Cleanup(func() {
+		if err := New(home).Stop(context.Background(), "redis"); err != nil {
+			t.Error(err)
+			if b, err := os.ReadFile(filepath.Join(dir, "redis.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					killPID(pid)
+				}
+			}
+		}
+	})
+	return admin
 }
