@@ -13,7 +13,7 @@ LDFLAGS := -X github.com/git-binky/git-binky/version.build=$(shell date +%s)
 
 all: build
 
-## build: compile git-binky and its daemon into ./bin
+## build: compile git-binky (the launcher git runs), binky (the command line) and binkyd (the daemon) into ./bin
 build:
 	$(STATIC) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
@@ -23,11 +23,11 @@ build:
 PREFIX  ?= $(HOME)/.local
 MANDIR  ?= $(PREFIX)/share/man
 
-## install: put git-binky (and its daemon) on PATH via go install, and its man pages in MANDIR (PREFIX default ~/.local)
+## install: put git-binky, binky and binkyd on PATH via go install, and its man pages in MANDIR (PREFIX default ~/.local)
 install:
 	$(STATIC) $(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
-	$(GO) run -tags manpage ./cmd/git-binky man "$(MANDIR)/man1"
-	@echo "installed git-binky into $$($(GO) env GOPATH)/bin (or GOBIN): put it on PATH, then try: git binky --version"
+	$(GO) run -tags manpage ./cmd/binky man "$(MANDIR)/man1"
+	@echo "installed git-binky, binky and binkyd into $$($(GO) env GOPATH)/bin (or GOBIN): put it on PATH, then try: git binky --version"
 	@echo "installed its manual into $(MANDIR)/man1: git binky --help opens it (if man does not find it: export MANPATH=\"$(MANDIR):\$$MANPATH\")"
 
 ## test: go test -race ./... against real throwaway servers (installed when missing)
@@ -39,6 +39,7 @@ CROSS := darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cross:
 	@set -e; for t in $(CROSS); do os=$${t%/*}; arch=$${t#*/}; echo "cross: build and vet $$os/$$arch"; \
 		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) build -o /dev/null ./cmd/git-binky; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) build -o /dev/null ./cmd/binky; \
 		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) build -o /dev/null ./cmd/binkyd; \
 		GOOS=$$os GOARCH=$$arch $(STATIC) $(GO) vet ./...; \
 	done
@@ -75,7 +76,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 	$(GO) test ./world -run '^$$' -fuzz '^FuzzInterpolate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
-	$(GO) test ./world -run '^$$' -fuzz '^FuzzParseEnvSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+	$(GO) test ./envsnap -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 clean:
 	rm -rf $(BIN)

@@ -55,6 +55,7 @@ func benchEnv(b *bench) error {
 		{"git-binky env (10 services)", gb, []string{"env"}},
 		{"git binky env (through git)", "git", []string{"binky", "env"}},
 		{"git-binky env --json", gb, []string{"env", "--json"}},
+		{"binky env (the command line itself, no launcher)", filepath.Join(b.bin, "binky"), []string{"env"}},
 	}
 	times := make([][]time.Duration, len(cases))
 	for i := 0; i < b.runs; i++ {

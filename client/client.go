@@ -230,7 +230,7 @@ func DaemonPath() (string, error) {
 	if p, err := exec.LookPath(DaemonBinary); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("cannot find %s beside git-binky or on PATH: install both with 'make install' (or 'go install ./cmd/...')", DaemonBinary)
+	return "", fmt.Errorf("cannot find %s beside binky or on PATH: install them with 'make install' (or 'go install ./cmd/...')", DaemonBinary)
 }
 
 // start launches a daemon in its own session, detached from the terminal,

@@ -55,8 +55,15 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		add("git", OK, v, "")
 	}
 	add("git-binky", OK, "version "+c.Version, "")
+	// git runs `git binky` as the git-binky it finds on PATH (the
+	// launcher, which runs binky): without one, only `binky` works.
+	if p, err := exec.LookPath("git-binky"); err != nil {
+		add("git binky", Problem, "no git-binky on PATH, so git cannot run 'git binky'", "make install (or go install ./cmd/...) puts git-binky beside binky: put that folder on PATH")
+	} else {
+		add("git binky", OK, p, "")
+	}
 	if p, err := client.DaemonPath(); err != nil {
-		add("binkyd", Problem, err.Error(), "make install (or go install ./cmd/...) puts binkyd beside git-binky")
+		add("binkyd", Problem, err.Error(), "make install (or go install ./cmd/...) puts binkyd beside binky")
 	} else {
 		add("binkyd", OK, p, "")
 	}

@@ -6,7 +6,7 @@
 // file is touched at all. A block an earlier binky wrote is upgraded in
 // place. It also holds what the hook commands do beyond the file: the
 // install sequence (Setup, Teardown) and the post-checkout entry point
-// (PostCheckout), so the commands in cmd/git-binky only parse and print.
+// (PostCheckout), so the commands in cmd/binky only parse and print.
 package hooks
 
 import (

@@ -3,8 +3,6 @@ package world
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-binky/git-binky/envsnap"
 	"github.com/git-binky/git-binky/gitx/gittest"
 )
 
@@ -53,7 +52,7 @@ func settle(t *testing.T, home Home, dir, name string) string {
 		if out, hit := envOnce(t, home, dir, name); hit {
 			return out
 		}
-		time.Sleep(racyMargin / 4)
+		time.Sleep(envsnap.RacyMargin / 4)
 	}
 	t.Fatal("env never printed from its snapshot")
 	return ""
@@ -178,43 +177,6 @@ func TestADamagedSnapshotIsRebuiltNotPrinted(t *testing.T) {
 	}
 }
 
-// sealed ends body with the check Save writes, so that what a test or the
-// fuzzer puts in it reaches the parser's body.
-func sealed(body string) []byte {
-	end := sha256.Sum256([]byte(body))
-	return []byte(body + "end " + hex.EncodeToString(end[:]) + "\n")
-}
-
-func TestASnapshotFileOfAnyShapeIsReadWithoutPanicking(t *testing.T) {
-	head := envSnapshotMagic + "digest " + strings.Repeat("00", 32) + "\nports 1\n"
-	for _, body := range []string{
-		envSnapshotMagic + "digest " + strings.Repeat("00", 40) + "\nports\n", // a digest too long
-		head + "out dotenv 9223372036854775807\nA\n",                          // a size that overflows
-		head + "out dotenv -1\n\n",
-		head + "out dotenv 5\nA\n",
-	} {
-		if _, _, _, ok := parseEnvSnapshot(sealed(body)); ok {
-			t.Errorf("%q was read as a snapshot", body)
-		}
-	}
-	if _, _, out, ok := parseEnvSnapshot(sealed(head + "out dotenv 2\nA\n\n")); !ok || string(out["dotenv"]) != "A\n" {
-		t.Errorf("a well-formed snapshot read as %q, %v", out, ok)
-	}
-}
-
-func FuzzParseEnvSnapshot(f *testing.F) {
-	f.Add(envSnapshotMagic+"digest "+strings.Repeat("00", 32)+"\nports 1 2\nout dotenv 2\nA\n\n", false)
-	f.Add("end \n", true)
-	f.Fuzz(func(t *testing.T, b string, raw bool) {
-		// must not panic, whatever the file holds, sealed or not
-		if raw {
-			parseEnvSnapshot([]byte(b))
-		} else {
-			parseEnvSnapshot(sealed(b))
-		}
-	})
-}
-
 func TestForgettingAWorldRemovesItsSnapshot(t *testing.T) {
 	tmp := t.TempDir()
 	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
@@ -251,7 +213,7 @@ func TestWhatWasPrintedWhileAnInputChangedAndChangedBackIsNotKept(t *testing.T) 
 	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
 	home := Home{Dir: filepath.Join(tmp, "home")}
 	want := settle(t, home, repo, "")
-	time.Sleep(2 * racyMargin)
+	time.Sleep(2 * envsnap.RacyMargin)
 	os.Remove(filepath.Join(home.WorldsDir(), func() string {
 		m, _ := filepath.Glob(filepath.Join(home.WorldsDir(), "*.env"))
 		return filepath.Base(m[0])
@@ -267,5 +229,39 @@ func TestWhatWasPrintedWhileAnInputChangedAndChangedBackIsNotKept(t *testing.T) 
 	}
 	if out, hit := envOnce(t, home, repo, ""); hit || out != want {
 		t.Errorf("env after the proxy came back printed (from its snapshot: %v)\n%s\nwant\n%s", hit, out, want)
+	}
+}
+
+// The launcher opens snapshots on behalf of the binky it would run, and
+// only reads: another build of binky may print otherwise, so a snapshot
+// made by one is not served for another, and a reader never writes one.
+func TestASnapshotServesOnlyTheBuildThatMadeIt(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	want := settle(t, home, repo, "")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(tmp, "other-binky")
+	if err := os.WriteFile(other, []byte("another build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	open := func(renderer string) *envsnap.Snapshot {
+		return envsnap.Open(envsnap.Options{Home: home.Dir, Dir: repo, Renderer: renderer})
+	}
+	if out, ok := open(self).Output("dotenv"); !ok || string(out) != want {
+		t.Errorf("for the build that made it: %v\n%s", ok, out)
+	}
+	if out, ok := open(other).Output("dotenv"); ok {
+		t.Errorf("another build was served this build's snapshot:\n%s", out)
+	}
+	snap, _ := filepath.Glob(filepath.Join(home.WorldsDir(), "*.env"))
+	before, _ := os.ReadFile(snap[0])
+	s := open(other)
+	s.Save(map[string][]byte{"dotenv": []byte("made up\n")})
+	if after, _ := os.ReadFile(snap[0]); !bytes.Equal(after, before) {
+		t.Error("a reader without PortsOf wrote the snapshot")
 	}
 }

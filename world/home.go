@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/git-binky/git-binky/homedir"
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // Home is the machine-wide state folder ($BINKY_HOME): port leases, world
@@ -20,30 +23,17 @@ type Home struct {
 }
 
 // DefaultHome returns $BINKY_HOME, else $XDG_STATE_HOME/binky, else
-// binky in the platform's state folder (statedir_<os>.go):
-// ~/.local/state/binky on Linux.
+// binky in the platform's state folder: ~/.local/state/binky on Linux
+// (homedir.Default).
 func DefaultHome() (Home, error) {
-	if d := os.Getenv("BINKY_HOME"); d != "" {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return Home{}, fmt.Errorf("BINKY_HOME=%s: %w", d, err)
-		}
-		return Home{Dir: abs}, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return Home{Dir: filepath.Join(d, "binky")}, nil
-	}
-	d, err := stateDir()
-	if err != nil {
-		return Home{}, fmt.Errorf("find home folder (set BINKY_HOME): %w", err)
-	}
-	return Home{Dir: filepath.Join(d, "binky")}, nil
+	d, err := homedir.Default()
+	return Home{Dir: d}, err
 }
 
 // Paths inside Home.
-func (h Home) PortsDir() string     { return filepath.Join(h.Dir, "ports") }
-func (h Home) WorldsDir() string    { return filepath.Join(h.Dir, "worlds") }
-func (h Home) SettingsPath() string { return filepath.Join(h.Dir, "settings.toml") }
+func (h Home) PortsDir() string     { return homedir.Ports(h.Dir) }
+func (h Home) WorldsDir() string    { return homedir.Worlds(h.Dir) }
+func (h Home) SettingsPath() string { return homedir.Settings(h.Dir) }
 func (h Home) SocketPath() string   { return filepath.Join(h.Dir, "daemon.sock") }
 func (h Home) ServersDir() string   { return filepath.Join(h.Dir, "servers") }
 func (h Home) GoldenDir() string    { return filepath.Join(h.Dir, "golden") }
@@ -81,44 +71,15 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // replaceFile is WriteFileAtomic with the fsync optional: a cache that
-// checks itself on read (env's snapshot) need not wait for the disk.
+// checks itself on read need not wait for the disk.
 func replaceFile(path string, data []byte, perm os.FileMode, sync bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	cleanup := func(e error) error {
-		f.Close()
-		os.Remove(tmp)
-		return e
-	}
-	if _, err := f.Write(data); err != nil {
-		return cleanup(err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return cleanup(err)
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return cleanup(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return cleanup(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return smallfile.Replace(path, data, perm, sync)
 }
 
 // The home's id and secret, each in a file of the home made once.
 const (
-	homeIDFile = "home-id"
-	secretFile = "secret"
+	homeIDFile = homedir.IDFile
+	secretFile = homedir.SecretFile
 )
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

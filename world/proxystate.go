@@ -2,14 +2,15 @@ package world
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/git-binky/git-binky/homedir"
 )
 
 // ProxyDownPath is where the daemon says its URL proxy could not start
 // (the port held by another program), so that commands that do not ask the
 // daemon — env on every shell prompt — are honest about URLs too.
-func (h Home) ProxyDownPath() string { return filepath.Join(h.Dir, "proxy.down") }
+func (h Home) ProxyDownPath() string { return homedir.ProxyDown(h.Dir) }
 
 // ProxyDown is why the daemon's proxy is not listening, or "" when it is
 // (or no daemon said otherwise). While it is down, worlds' URLs are their

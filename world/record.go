@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/git-binky/git-binky/homedir"
 )
 
 // RecordSchema is the version of the world record layout.
@@ -143,12 +145,9 @@ type ServiceState struct {
 
 // WorldID is the stable identity of the world of a worktree: a digest of its
 // repository's common dir and its admin dir, which `git worktree move` keeps.
-func WorldID(commonDir, adminDir string) string {
-	sum := sha256.Sum256([]byte(commonDir + "\x00" + adminDir))
-	return hex.EncodeToString(sum[:8])
-}
+func WorldID(commonDir, adminDir string) string { return homedir.WorldID(commonDir, adminDir) }
 
-func (h Home) recordPath(id string) string { return filepath.Join(h.WorldsDir(), id+".json") }
+func (h Home) recordPath(id string) string { return homedir.Record(h.Dir, id) }
 func (h Home) lockPath(id string) string   { return filepath.Join(h.WorldsDir(), id+".lock") }
 
 // LockWorld serialises read-modify-write of one world's record across
@@ -222,7 +221,7 @@ func (h Home) DeleteRecord(r *Record) error {
 		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
 	}
 	os.Remove(h.lockPath(r.ID))
-	os.Remove(filepath.Join(h.WorldsDir(), r.ID+".env")) // env's snapshot (envsnapshot.go)
+	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
 	return nil
 }
 

@@ -1,88 +1,110 @@
-// Command git-binky gives every git worktree its own isolated local world:
-// ports, databases, supervised services and URLs, from one binky.toml. It
-// runs as `git binky <command>`.
+// Command git-binky is what git runs for `git binky <command>`. It is a
+// launcher: it answers env's everyday forms itself when the world's env
+// snapshot still matches (envsnap), and runs binky, the command line,
+// for everything else, with the same arguments, streams and exit code.
 //
-// This package is the command line only: each command fills an options
-// struct from its flags, calls one function below it, and prints.
+// env runs on every shell prompt and direnv cd, and most of what it costs
+// is a Go program's start: the runtime, then every linked package's
+// initialisation. binky links cobra, the config parser, crypto and net;
+// this program links only what reading a snapshot needs, and so starts in
+// ~2 ms less on the bench VM (docs/performance.md, round 13). Every other
+// command pays one more exec for that (~1-6 ms, against the tens to
+// hundreds of milliseconds of what they do).
 package main
 
 import (
-	"context"
+	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/git-binky/git-binky/envsnap"
+	"github.com/git-binky/git-binky/homedir"
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 func main() {
-	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-// Main runs git-binky with args and returns the process exit code. It is the
-// one place errors become exit codes and hints.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := newApp(stdin, stdout, stderr)
-	if opts, ok := envFastArgs(args); ok {
-		// env runs on every shell prompt: its everyday forms skip building
-		// the command tree (~1 ms of its ~12; docs/performance.md).
-		return exitCode(runEnv(context.Background(), app, opts), app)
+	args := os.Args[1:]
+	bin, err := binkyPath()
+	if err != nil {
+		os.Stderr.WriteString("git-binky: " + err.Error() + "\n")
+		os.Exit(1)
 	}
-	return runCobra(app, args)
-}
-
-// runCobra runs args through the command tree, as every command but env's
-// everyday forms runs.
-func runCobra(app *App, args []string) int {
-	root := newRootCmd(app)
-	root.SetArgs(args)
-	ctx := context.Background()
-	// Ctrl-C and SIGTERM cancel the command's context, so up, logs -f and
-	// verify end cleanly. Listening starts the runtime's signal thread
-	// (~0.2 ms); a command marked fast (env, on every shell prompt) has
-	// nothing to clean up and is left to die at once as any program does.
-	if c, _, err := root.Find(args); err != nil || c.Annotations[annotationFast] == "" {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
+	if out, ok := fromSnapshot(bin, args); ok {
+		if _, err := os.Stdout.Write(out); err != nil {
+			os.Stderr.WriteString("git-binky: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		return
 	}
-	err := root.ExecuteContext(ctx)
-	return exitCode(err, app)
+	os.Exit(launch(bin, args))
 }
 
-// annotationFast marks a command that runs on every shell prompt: it
-// leaves signals to their default (see Main).
-const annotationFast = "binky/fast"
+// fromSnapshot is what binky would print for args, when args are one of
+// env's everyday forms and the world's snapshot matches its inputs. What
+// binky prints beside its output is left to binky: the note to a person
+// at a terminal, and the warning while the URL proxy is down.
+func fromSnapshot(bin string, args []string) ([]byte, bool) {
+	a, ok := envsnap.ParseArgs(args)
+	if !ok {
+		return nil, false
+	}
+	format := a.Format(stdoutIsTerminal())
+	if format == envsnap.Terminal {
+		return nil, false
+	}
+	home, err := homedir.Default()
+	if err != nil {
+		return nil, false
+	}
+	switch why, err := smallfile.Read(homedir.ProxyDown(home), maxProxyDown); {
+	case err == nil && len(bytes.TrimSpace(why)) > 0:
+		return nil, false // binky warns
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, false // binky reads it its own way
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, false
+	}
+	return envsnap.Open(envsnap.Options{Home: home, Dir: dir, Name: a.Name, Renderer: bin}).Output(format)
+}
 
-// exitError carries an exit code for a command whose output already said
-// what went wrong (check found errors, verify failed).
-type exitError struct{ code int }
+// maxProxyDown bounds the read of proxy.down, a line the daemon writes.
+const maxProxyDown = 64 << 10
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// usageError is a mistake in how the command was called.
-type usageError struct{ error }
-
-func exitCode(err error, app *App) int {
+// binkyPath finds the command line: beside this program (where make
+// install and go install put both, links followed), then on PATH. A binky
+// that is this program again (a copy or link of the launcher) would run
+// itself for ever: it is refused.
+func binkyPath() (string, error) {
+	name := "binky"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	self, err := os.Executable()
+	var p string
 	if err == nil {
-		return 0
+		if beside := filepath.Join(filepath.Dir(self), name); isFile(beside) {
+			p = beside
+		}
 	}
-	var ee exitError
-	if errors.As(err, &ee) {
-		return ee.code
+	if p == "" {
+		if p, err = exec.LookPath("binky"); err != nil {
+			return "", errors.New("cannot find binky, the command line, beside git-binky or on PATH: install both with 'make install' (or 'go install ./cmd/...')")
+		}
 	}
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(app.Err, "git-binky: interrupted")
-		return 130
+	if me, err := os.Stat(self); err == nil {
+		if it, err := os.Stat(p); err == nil && os.SameFile(me, it) {
+			return "", errors.New(p + " is git-binky itself, not the command line: install both with 'make install' (or 'go install ./cmd/...')")
+		}
 	}
-	fmt.Fprintf(app.Err, "git-binky: %s\n", err)
-	if h := hint(err); h != "" {
-		fmt.Fprintf(app.Err, "hint: %s\n", h)
-	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return p, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }

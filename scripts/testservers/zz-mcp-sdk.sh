@@ -5,7 +5,7 @@ if [ -z "${BINKY_TEST_MCP_SDK:-}" ] && command -v node >/dev/null 2>&1 && comman
   sdk_dir="$BINKY_TEST_CACHE/mcp-sdk"
   if [ ! -d "$sdk_dir/node_modules/@modelcontextprotocol/sdk" ]; then
     mkdir -p "$sdk_dir"
-    cp cmd/git-binky/testdata/mcp-sdk/package.json "$sdk_dir/"
+    cp cmd/binky/testdata/mcp-sdk/package.json "$sdk_dir/"
     (cd "$sdk_dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1) \
       || echo "make test: could not install the MCP TypeScript SDK; its test will skip" >&2
   fi

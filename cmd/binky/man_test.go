@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-binky/git-binky/cmd/git-binky/manpage"
+	"github.com/git-binky/git-binky/cmd/binky/manpage"
 )
 
 // make install puts these where `man git-binky` (what `git binky --help`

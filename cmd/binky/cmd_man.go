@@ -5,11 +5,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/git-binky/git-binky/cmd/git-binky/manpage"
+	"github.com/git-binky/git-binky/cmd/binky/manpage"
 )
 
 // newManCmd is `git-binky man <dir>`, in the installer's build only (go run
-// -tags manpage ./cmd/git-binky man DIR, from make install): it writes the
+// -tags manpage ./cmd/binky man DIR, from make install): it writes the
 // manual pages generated from this command tree.
 func newManCmd(app *App) *cobra.Command {
 	return &cobra.Command{

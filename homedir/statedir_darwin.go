@@ -1,6 +1,6 @@
 //go:build darwin
 
-package world
+package homedir
 
 import (
 	"os"

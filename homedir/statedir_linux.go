@@ -1,6 +1,6 @@
 //go:build linux
 
-package world
+package homedir
 
 import (
 	"os"

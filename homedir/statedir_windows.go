@@ -1,6 +1,6 @@
 //go:build windows
 
-package world
+package homedir
 
 import (
 	"errors"

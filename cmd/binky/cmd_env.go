@@ -9,15 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/git-binky/git-binky/envsnap"
 	"github.com/git-binky/git-binky/world"
 )
 
-type envOptions struct {
-	Name   string
-	Dotenv bool
-	Shell  bool
-	JSON   bool
-}
+// envOptions are env's flags and name (shared with the launcher).
+type envOptions = envsnap.Args
 
 func newEnvCmd(app *App) *cobra.Command {
 	var opts envOptions
@@ -57,44 +54,17 @@ before it costs more than env itself.)`,
 	return cmd
 }
 
-// envFastArgs recognises env's everyday forms — at most one of --dotenv,
-// --shell and --json, and at most one worktree name — and says which
-// options they mean. Anything else (help, a mistake, a flag spelt another
-// way) is not recognised and goes through cobra like every command, so
-// its errors and help are cobra's.
-func envFastArgs(args []string) (envOptions, bool) {
-	var opts envOptions
-	if len(args) == 0 || args[0] != "env" || len(args) > 3 {
-		return opts, false
-	}
-	formats := 0
-	for _, a := range args[1:] {
-		switch {
-		case a == "--dotenv":
-			opts.Dotenv, formats = true, formats+1
-		case a == "--shell":
-			opts.Shell, formats = true, formats+1
-		case a == "--json":
-			opts.JSON, formats = true, formats+1
-		case a == "" || strings.HasPrefix(a, "-") || opts.Name != "":
-			return envOptions{}, false
-		default:
-			opts.Name = a
-		}
-	}
-	if formats > 1 {
-		return envOptions{}, false
-	}
-	return opts, true
-}
+// envFastArgs recognises env's everyday forms (envsnap.ParseArgs), which
+// skip the command tree.
+func envFastArgs(args []string) (envOptions, bool) { return envsnap.ParseArgs(args) }
 
 func runEnv(ctx context.Context, app *App, opts envOptions) error {
 	home, err := app.Home()
 	if err != nil {
 		return err
 	}
-	format := envFormat(opts, app)
-	// Unchanged inputs print what env printed last time (world/envsnapshot.go).
+	format := opts.Format(app.IsStdoutTTY())
+	// Unchanged inputs print what env printed last time (envsnap).
 	snap := world.OpenEnvSnapshot(home, app.Dir, opts.Name)
 	out, ok := snap.Output(format)
 	if !ok {
@@ -123,23 +93,11 @@ func runEnv(ctx context.Context, app *App, opts envOptions) error {
 
 // env's output formats.
 const (
-	envDotenv   = "dotenv"
-	envShell    = "shell"
-	envJSONForm = "json"
-	envTerminal = "terminal" // dotenv with the passwords hidden
+	envDotenv   = envsnap.Dotenv
+	envShell    = envsnap.Shell
+	envJSONForm = envsnap.JSON
+	envTerminal = envsnap.Terminal // dotenv with the passwords hidden
 )
-
-func envFormat(opts envOptions, app *App) string {
-	switch {
-	case opts.JSON:
-		return envJSONForm
-	case opts.Shell:
-		return envShell
-	case opts.Dotenv || !app.IsStdoutTTY():
-		return envDotenv
-	}
-	return envTerminal
-}
 
 // renderEnv prints c in every format at once, so that the snapshot serves
 // the next env whichever form it asks for; JSON only when asked, as it

@@ -1,0 +1,16 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// launch replaces this process with binky, so that binky has the streams,
+// the signals and the exit code to itself.
+func launch(bin string, args []string) int {
+	err := syscall.Exec(bin, append([]string{bin}, args...), os.Environ())
+	os.Stderr.WriteString("git-binky: run " + bin + ": " + err.Error() + "\n")
+	return 1
+}
