@@ -52,16 +52,34 @@ func (h Home) Ensure() error {
 
 // Lock takes an exclusive file lock at path, waiting until ctx is done. It
 // is how read-modify-write cycles that span processes are serialised.
+//
+// The lock is on the file at path when Lock returns. A holder may delete
+// the file (DeleteRecord forgets a world's lock with its record) while
+// others wait on it; the next of them then holds a file no newcomer will
+// lock, as a newcomer makes and locks a new one. (flock's polling opens the
+// path again for each try, which narrows that to a try whose open came
+// before the deletion and its flock after.) So a lock whose file is no
+// longer the one at path is let go and taken again.
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	l := flock.New(path)
-	ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+	for {
+		l := flock.New(path)
+		ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
+		}
+		held, err := l.Stat()
+		if err != nil {
+			_ = l.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if now, err := os.Stat(path); err == nil && os.SameFile(held, now) {
+			return func() { _ = l.Unlock() }, nil
+		}
+		_ = l.Unlock()
 	}
-	if !ok {
-		return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
-	}
-	return func() { _ = l.Unlock() }, nil
 }
 
 // WriteFileAtomic writes data to path so that a reader (or a crash) sees

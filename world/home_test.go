@@ -1,0 +1,53 @@
+package world
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// DeleteRecord deletes a world's lock file while it holds the lock. A
+// process that was waiting on that file must not then hold the lock beside
+// one that took the new file at the same path. (The window in which the
+// waiter has the deleted file open is narrow with flock's polling: this
+// pins the behaviour for any way of waiting.)
+func TestALockWhoseFileWasDeletedIsTakenAgainOnTheFileAtItsPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.lock")
+	ctx := context.Background()
+	first, err := Lock(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiterHolds := make(chan func())
+	go func() {
+		unlock, err := Lock(ctx, path)
+		if err != nil {
+			t.Error(err)
+		}
+		waiterHolds <- unlock
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter has opened the first file and waits on it
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	newcomer, err := Lock(ctx, path) // a new file at the path: free
+	if err != nil {
+		t.Fatal(err)
+	}
+	first()
+	select {
+	case unlock := <-waiterHolds:
+		unlock()
+		t.Fatal("the waiter took the deleted file's lock while the newcomer holds the path's")
+	case <-time.After(200 * time.Millisecond):
+	}
+	newcomer()
+	select {
+	case unlock := <-waiterHolds:
+		unlock()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never took the lock after the newcomer let it go")
+	}
+}
