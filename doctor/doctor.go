@@ -55,13 +55,7 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		add("git", OK, v, "")
 	}
 	add("git-binky", OK, "version "+c.Version, "")
-	// git runs `git binky` as the git-binky it finds on PATH (the
-	// launcher, which runs binky): without one, only `binky` works.
-	if p, err := exec.LookPath("git-binky"); err != nil {
-		add("git binky", Problem, "no git-binky on PATH, so git cannot run 'git binky'", "make install (or go install ./cmd/...) puts git-binky beside binky: put that folder on PATH")
-	} else {
-		add("git binky", OK, p, "")
-	}
+	gitBinky(ctx, dir, add)
 	if p, err := client.DaemonPath(); err != nil {
 		add("binkyd", Problem, err.Error(), "make install (or go install ./cmd/...) puts binkyd beside binky")
 	} else {
@@ -231,4 +225,41 @@ func loopback(addrs []string) bool {
 		}
 	}
 	return true
+}
+
+// gitBinky checks what git runs for `git binky`: the git-binky in git's
+// exec-path or on PATH, the launcher, which runs the binky beside it. One
+// beside another binky than this may run another build.
+func gitBinky(ctx context.Context, dir string, add func(check, level, detail, fix string)) {
+	const check = "git binky"
+	found := ""
+	if d, err := gitx.Git(ctx, dir, "--exec-path"); err == nil {
+		if p := filepath.Join(strings.TrimSpace(d), "git-binky"); isExecutable(p) {
+			found = p
+		}
+	}
+	if found == "" {
+		p, err := exec.LookPath("git-binky")
+		if err != nil {
+			add(check, Problem, "no git-binky in git's exec-path or on PATH, so git cannot run 'git binky' ('binky' works without it)",
+				"make install (or go install ./cmd/...) puts git-binky beside binky: put that folder on PATH")
+			return
+		}
+		found = p
+	}
+	self, err1 := os.Executable()
+	launcher, err2 := filepath.EvalSymlinks(found)
+	if err1 == nil && err2 == nil {
+		if self, err := filepath.EvalSymlinks(self); err == nil && filepath.Dir(self) != filepath.Dir(launcher) {
+			add(check, Warning, found+" runs the binky beside it, not this one ("+self+"): it may be another build",
+				"install them together with 'make install', or put "+filepath.Dir(self)+" first on PATH")
+			return
+		}
+	}
+	add(check, OK, found, "")
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +144,52 @@ func TestADeletedHomesServerFilesAreNamedWithHowToRemoveThem(t *testing.T) {
 	if len(files) != 1 || files[0].Level != Warning || !strings.Contains(files[0].Detail, folder) ||
 		!strings.Contains(files[0].Detail, "mysql") || !strings.Contains(files[0].Detail, gone.Dir) || !strings.HasSuffix(files[0].Fix, ": rm -rf "+folder) {
 		t.Errorf("server files findings %+v, want one warning naming %s, its home and its rm -rf", files, folder)
+	}
+}
+
+// git runs `git binky` as the git-binky it finds; doctor says when there is
+// none, and when the one git finds runs another binky than this one.
+func TestDoctorSaysWhatGitRunsForGitBinky(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("skipped: no git on PATH")
+	}
+	tmp := t.TempDir()
+	check := func(path string) Finding {
+		t.Helper()
+		t.Setenv("PATH", path+string(os.PathListSeparator)+filepath.Dir(gitPath))
+		var got []Finding
+		gitBinky(context.Background(), tmp, func(c, level, detail, fix string) {
+			got = append(got, Finding{Check: c, Level: level, Detail: detail, Fix: fix})
+		})
+		if len(got) != 1 {
+			t.Fatalf("findings: %+v", got)
+		}
+		return got[0]
+	}
+	elsewhere := filepath.Join(tmp, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if f := check(elsewhere); f.Level != Problem || !strings.Contains(f.Fix, "make install") {
+		t.Errorf("no git-binky anywhere: %+v", f)
+	}
+	if err := os.WriteFile(filepath.Join(elsewhere, "git-binky"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if f := check(elsewhere); f.Level != Warning || !strings.Contains(f.Detail, "another build") {
+		t.Errorf("a git-binky not beside this binky: %+v", f)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside := filepath.Join(filepath.Dir(self), "git-binky")
+	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Skip("skipped: cannot write beside the test binary:", err)
+	}
+	defer os.Remove(beside)
+	if f := check(filepath.Dir(self)); f.Level != OK || f.Detail != beside {
+		t.Errorf("git-binky beside this binky: %+v", f)
 	}
 }

@@ -368,11 +368,15 @@ func parse(b []byte) (digest [32]byte, ports []int, outputs map[string][]byte, o
 
 // identity tells one build of the renderer from another that reports the
 // same version (a `go install` without -ldflags, a developer's build): its
-// size and modification time. A copy of the same build elsewhere shares
-// them.
+// size and modification time, and where the system has them its device,
+// inode and change time (fileKey), which no copy or install keeps, so
+// that two builds of one size whose times were set alike (`cp -p`, a
+// package manager that stamps every file) are still told apart. binky
+// names itself by the file it runs from (selfExe), which a new install
+// replacing it mid-run does not change.
 func identity(renderer string) []byte {
 	if renderer == "" {
-		p, err := os.Executable()
+		p, err := selfExe()
 		if err != nil {
 			return nil
 		}
@@ -382,5 +386,5 @@ func identity(renderer string) []byte {
 	if err != nil {
 		return nil
 	}
-	return []byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10))
+	return []byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + fileKey(fi))
 }

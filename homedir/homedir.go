@@ -1,7 +1,8 @@
 // Package homedir is where binky's state folder ($BINKY_HOME) is and what
-// its files are called. It imports no more than os, so that the git-binky
-// launcher can find a world's files without linking the model (see
-// envsnap); world.Home builds on it.
+// its files are called. It links only the standard library's basics (os,
+// path/filepath, strconv, crypto/sha256 for a world's id), so that the
+// git-binky launcher can find a world's files without linking the model
+// (see envsnap); world.Home builds on it.
 package homedir
 
 import (

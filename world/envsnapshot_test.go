@@ -244,8 +244,21 @@ func TestASnapshotServesOnlyTheBuildThatMadeIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Another build of the same size and times (`cp -p`, a package manager
+	// that stamps every file alike): a copy of this one, its times set.
 	other := filepath.Join(tmp, "other-binky")
-	if err := os.WriteFile(other, []byte("another build"), 0o755); err != nil {
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
 	open := func(renderer string) *envsnap.Snapshot {
@@ -257,10 +270,14 @@ func TestASnapshotServesOnlyTheBuildThatMadeIt(t *testing.T) {
 	if out, ok := open(other).Output("dotenv"); ok {
 		t.Errorf("another build was served this build's snapshot:\n%s", out)
 	}
+	// A reader (no PortsOf) that matched and lacks a form saves nothing.
 	snap, _ := filepath.Glob(filepath.Join(home.WorldsDir(), "*.env"))
 	before, _ := os.ReadFile(snap[0])
-	s := open(other)
-	s.Save(map[string][]byte{"dotenv": []byte("made up\n")})
+	s := open(self)
+	if _, ok := s.Output("dotenv"); !ok {
+		t.Fatal("the snapshot did not match")
+	}
+	s.Save(map[string][]byte{"json": []byte("{}\n")})
 	if after, _ := os.ReadFile(snap[0]); !bytes.Equal(after, before) {
 		t.Error("a reader without PortsOf wrote the snapshot")
 	}

@@ -83,10 +83,11 @@ func TestTheLauncherAnswersEnvFromTheSnapshotAndBinkyTheRest(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	// binky cannot run now (its size and time, which the snapshot is keyed
-	// on, are unchanged): whatever the launcher still prints, it printed
-	// itself.
-	if err := os.Chmod(cli, 0o644); err != nil {
+	// binky cannot run now: open for writing, it is busy for exec
+	// (ETXTBSY), and its file, which the snapshot is keyed on, is
+	// unchanged. Whatever the launcher still prints, it printed itself.
+	busy, err := os.OpenFile(cli, os.O_WRONLY, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range forms {
@@ -116,7 +117,7 @@ func TestTheLauncherAnswersEnvFromTheSnapshotAndBinkyTheRest(t *testing.T) {
 	}
 
 	// With binky back, the launcher's answers are binky's, exit codes too.
-	if err := os.Chmod(cli, 0o755); err != nil {
+	if err := busy.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"env", "--shell"}, {"env", "no-such-worktree"}, {"--version"}, {"env", "--bogus"}} {
@@ -131,36 +132,72 @@ func TestTheLauncherAnswersEnvFromTheSnapshotAndBinkyTheRest(t *testing.T) {
 	}
 }
 
-// The launcher finds binky beside itself or on PATH, and says what to do
-// when there is none, or when the binky it finds is the launcher again.
-func TestTheLauncherSaysWhenItCannotFindBinky(t *testing.T) {
+// The launcher runs the binky beside its own file (links followed) and no
+// other: not one found on PATH, which may be another program of that
+// name, and not one that runs the launcher again.
+func TestTheLauncherRunsOnlyTheBinkyBesideIt(t *testing.T) {
 	tmp := t.TempDir()
-	alone := filepath.Join(tmp, "alone")
-	if err := os.Mkdir(alone, 0o755); err != nil {
-		t.Fatal(err)
+	mkdir := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
 	b, err := os.ReadFile(filepath.Join(binDir, "git-binky"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	alone := mkdir("alone")
 	launcher := filepath.Join(alone, "git-binky")
 	if err := os.WriteFile(launcher, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := "PATH=" + filepath.Dir(mustLookPath(t, "git"))
-	if _, errw, code := runIn(t, tmp, []string{path}, launcher, "--version"); code != 1 || !strings.Contains(errw, "cannot find binky") || !strings.Contains(errw, "make install") {
-		t.Errorf("no binky anywhere: exit %d: %s", code, errw)
+	// Another program called binky, first on PATH.
+	other := mkdir("other")
+	ran := filepath.Join(tmp, "other-binky-ran")
+	if err := os.WriteFile(filepath.Join(other, "binky"), []byte("#!/bin/sh\ntouch "+ran+"\necho from another binky\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// On PATH, when not beside it.
-	if _, errw, code := runIn(t, tmp, []string{"PATH=" + binDir + string(os.PathListSeparator) + filepath.Dir(mustLookPath(t, "git"))}, launcher, "--version"); code != 0 {
-		t.Errorf("binky on PATH: exit %d: %s", code, errw)
+	path := "PATH=" + other + string(os.PathListSeparator) + filepath.Dir(mustLookPath(t, "git")) + string(os.PathListSeparator) + "/bin"
+	out, errw, code := runIn(t, tmp, []string{path}, launcher, "env", "--shell")
+	if _, err := os.Stat(ran); err == nil || code != 1 || !strings.Contains(errw, "cannot find binky") || !strings.Contains(errw, "make install") {
+		t.Errorf("no binky beside the launcher, another on PATH: exit %d\n%s%s", code, out, errw)
 	}
-	// A binky that is the launcher itself would run itself for ever.
+
+	// A binky that is the launcher itself, or a script that runs it, would
+	// run itself for ever.
 	if err := os.Link(launcher, filepath.Join(alone, "binky")); err != nil {
 		t.Fatal(err)
 	}
-	if _, errw, code := runIn(t, tmp, []string{path}, launcher, "--version"); code != 1 || !strings.Contains(errw, "is git-binky itself") {
+	if _, errw, code := runIn(t, tmp, []string{path}, launcher, "--version"); code != 1 || !strings.Contains(errw, "runs git-binky again") {
 		t.Errorf("binky is the launcher: exit %d: %s", code, errw)
+	}
+	os.Remove(filepath.Join(alone, "binky"))
+	if err := os.WriteFile(filepath.Join(alone, "binky"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/git-binky\" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, errw, code := runIn(t, tmp, []string{path}, launcher, "--version"); code != 1 || !strings.Contains(errw, "runs git-binky again") {
+			t.Errorf("binky is a script that runs the launcher: exit %d: %s", code, errw)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a binky that runs the launcher again never ended")
+	}
+
+	// A launcher reached through a link runs the binky beside the file the
+	// link names.
+	linked := mkdir("linked")
+	if err := os.Symlink(filepath.Join(binDir, "git-binky"), filepath.Join(linked, "git-binky")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errw, code := runIn(t, tmp, []string{path}, filepath.Join(linked, "git-binky"), "--version"); code != 0 || !strings.Contains(out, "git-binky") {
+		t.Errorf("a linked launcher: exit %d\n%s%s", code, out, errw)
 	}
 }
 

@@ -17,6 +17,10 @@ import (
 )
 
 func main() {
+	// The launcher (cmd/git-binky) marks the environment it runs binky
+	// with, to stop a launcher that runs itself; what binky runs (the
+	// daemon, services, hooks) may run git-binky again.
+	os.Unsetenv("GIT_BINKY_LAUNCHED")
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 
@@ -75,34 +74,41 @@ func fromSnapshot(bin string, args []string) ([]byte, bool) {
 // maxProxyDown bounds the read of proxy.down, a line the daemon writes.
 const maxProxyDown = 64 << 10
 
-// binkyPath finds the command line: beside this program (where make
-// install and go install put both, links followed), then on PATH. A binky
-// that is this program again (a copy or link of the launcher) would run
-// itself for ever: it is refused.
+// binkyPath finds the command line beside this program (links followed),
+// where make install and go install put both. Only there: the first
+// `binky` on PATH may be another program of that name (the Python tool
+// this one descends from installs one), and it would be handed the
+// user's arguments, its output eval'd by a shell prompt.
 func binkyPath() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return "", errors.New("cannot find this program's own file, to run binky beside it: " + err.Error())
+	}
 	name := "binky"
 	if runtime.GOOS == "windows" {
 		name += ".exe"
 	}
-	self, err := os.Executable()
-	var p string
-	if err == nil {
-		if beside := filepath.Join(filepath.Dir(self), name); isFile(beside) {
-			p = beside
-		}
+	p := filepath.Join(filepath.Dir(self), name)
+	if !isFile(p) {
+		return "", errors.New("cannot find binky, the command line, beside git-binky (" + p + "): install them together with 'make install' (or 'go install ./cmd/...')")
 	}
-	if p == "" {
-		if p, err = exec.LookPath("binky"); err != nil {
-			return "", errors.New("cannot find binky, the command line, beside git-binky or on PATH: install both with 'make install' (or 'go install ./cmd/...')")
-		}
-	}
-	if me, err := os.Stat(self); err == nil {
-		if it, err := os.Stat(p); err == nil && os.SameFile(me, it) {
-			return "", errors.New(p + " is git-binky itself, not the command line: install both with 'make install' (or 'go install ./cmd/...')")
-		}
+	me, err1 := os.Stat(self)
+	it, err2 := os.Stat(p)
+	if err1 != nil || err2 != nil || os.SameFile(me, it) || os.Getenv(launchedVar) != "" {
+		// A binky that is the launcher again (a copy or link of it, or a
+		// script that runs it) would run itself for ever.
+		return "", errors.New(p + " runs git-binky again, not the command line: install them together with 'make install' (or 'go install ./cmd/...')")
 	}
 	return p, nil
 }
+
+// launchedVar is set in the environment binky is run with; binky takes it
+// out again at once, so that what it runs can run git-binky. A launcher
+// that finds it set was run by a launcher, not by binky.
+const launchedVar = "GIT_BINKY_LAUNCHED"
 
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
