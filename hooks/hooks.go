@@ -33,8 +33,11 @@ const (
 // Line is the command the hook runs. It never fails the checkout: when
 // git-binky is missing it says so and succeeds. When binky itself runs
 // `git worktree add` (for `git binky up <new name>`), the up starts the
-// world: the hook does nothing, not even start git-binky.
-const Line = `if [ -n "$GIT_BINKY_ADDING" ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
+// world, and a file checkout (`git checkout -- path`: flag 0; git's own
+// checkouts of a new worktree or clone pass 1) has nothing for binky
+// (PostCheckout): the hook does nothing then, not even start git-binky,
+// which is two programs' starts (the launcher execs binky).
+const Line = `if [ -n "$GIT_BINKY_ADDING" ] || [ "$3" = 0 ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
 
 // callsBinky reports whether a hook without binky's block calls it anyway:
 // one in another language, where the user added the call by hand

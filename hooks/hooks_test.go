@@ -280,12 +280,13 @@ func TestUninstallWhenTheHookVanishes(t *testing.T) {
 	}
 }
 
-// The installed hook runs git-binky for a `git worktree add` by hand, and
-// not for one binky's own up runs (which starts the world itself): the
-// shell line checks the variable before starting anything.
+// The installed hook runs git-binky for a `git worktree add` by hand and a
+// branch switch, and not for one binky's own up runs (which starts the
+// world itself) or a file checkout: the shell line checks before starting
+// anything.
 func TestTheHookLeavesAWorktreeBinkyAddsToItsUp(t *testing.T) {
 	t.Setenv("BINKY_HOOKS", "file")
-	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"README": "hello\n"})
 	if _, err := Install(context.Background(), repo); err != nil {
 		t.Fatal(err)
 	}
@@ -309,5 +310,17 @@ func TestTheHookLeavesAWorktreeBinkyAddsToItsUp(t *testing.T) {
 	add("by-hand")
 	if b, err := os.ReadFile(calls); err != nil || !strings.HasPrefix(string(b), "hook post-checkout 0000") {
 		t.Fatalf("the hook did not run git-binky for a worktree added by hand: %q %v", b, err)
+	}
+
+	// A file checkout has nothing for binky; a branch switch has.
+	os.Remove(calls)
+	gittest.WriteFiles(t, repo, map[string]string{"README": "changed\n"})
+	gittest.Git(t, repo, "checkout", "--", "README")
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("the hook ran git-binky for a file checkout: %q", b)
+	}
+	gittest.Git(t, repo, "checkout", "-q", "-b", "other")
+	if b, err := os.ReadFile(calls); err != nil || !strings.HasSuffix(strings.TrimSpace(string(b)), " 1") {
+		t.Fatalf("the hook did not run git-binky for a branch switch: %q %v", b, err)
 	}
 }
