@@ -878,5 +878,10 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 		}
 	}
 	sort.Slice(out.Orphans, func(i, j int) bool { return out.Orphans[i].Name < out.Orphans[j].Name })
+	if !out.DryRun {
+		if n := d.home.SweepLocks(); n > 0 {
+			d.log.Info("gc deleted the lock files of forgotten worlds", "files", n)
+		}
+	}
 	return out, nil
 }

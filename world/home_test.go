@@ -51,3 +51,43 @@ func TestALockWhoseFileWasDeletedIsTakenAgainOnTheFileAtItsPath(t *testing.T) {
 		t.Fatal("the waiter never took the lock after the newcomer let it go")
 	}
 }
+
+// A lock taken after a world was forgotten makes its file again; gc
+// sweeps such files, but never one whose world has a record or whose lock
+// is held.
+func TestSweepLocksDeletesOnlyTheFreeLocksOfForgottenWorlds(t *testing.T) {
+	home := Home{Dir: t.TempDir()}
+	if err := home.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"forgotten", "held", "live"} {
+		unlock, err := home.LockWorld(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+	}
+	if err := home.SaveRecord(&Record{Schema: RecordSchema, ID: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	labels := filepath.Join(home.WorldsDir(), "labels-abc.lock")
+	if err := os.WriteFile(labels, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unlockHeld, err := home.LockWorld(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockHeld()
+	if n := home.SweepLocks(); n != 1 {
+		t.Errorf("swept %d lock files, want 1 (the forgotten world's)", n)
+	}
+	for path, want := range map[string]bool{
+		home.lockPath("forgotten"): false, home.lockPath("held"): true, home.lockPath("live"): true, labels: true,
+	} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(path), err == nil, want)
+		}
+	}
+}

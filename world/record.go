@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/git-binky/git-binky/homedir"
 )
 
@@ -223,6 +225,36 @@ func (h Home) DeleteRecord(r *Record) error {
 	os.Remove(h.lockPath(r.ID))
 	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
 	return nil
+}
+
+// SweepLocks deletes the lock files of worlds that have no record (a
+// lock taken after DeleteRecord makes its file again: a waiting up, a
+// teardown that lost the race) and returns how many went. Each is deleted
+// under its lock, and only if there is still no record then: Lock takes a
+// deleted file's lock again on the one at its path, so a process waiting
+// on it is not left holding a lock no newcomer sees. A lock held now is
+// left for a later sweep.
+func (h Home) SweepLocks() int {
+	entries, err := os.ReadDir(h.WorldsDir())
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || strings.HasPrefix(id, "labels-") || h.HasRecord(id) {
+			continue
+		}
+		l := flock.New(h.lockPath(id))
+		if locked, err := l.TryLock(); err != nil || !locked {
+			continue
+		}
+		if !h.HasRecord(id) && os.Remove(h.lockPath(id)) == nil {
+			n++
+		}
+		_ = l.Unlock()
+	}
+	return n
 }
 
 // Records lists every world record, sorted by project then worktree. A
