@@ -14,6 +14,6 @@ func fileKey(fi fs.FileInfo) string {
 	if !ok {
 		return ""
 	}
-	return " " + strconv.FormatInt(int64(st.Dev), 10) + " " + strconv.FormatUint(st.Ino, 10) +
-		" " + strconv.FormatInt(st.Ctimespec.Sec, 10) + "." + strconv.FormatInt(st.Ctimespec.Nsec, 10)
+	return " " + strconv.FormatInt(int64(st.Dev), 10) + " " + strconv.FormatUint(uint64(st.Ino), 10) +
+		" " + strconv.FormatInt(int64(st.Ctimespec.Sec), 10) + "." + strconv.FormatInt(int64(st.Ctimespec.Nsec), 10)
 }

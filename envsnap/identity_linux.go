@@ -21,6 +21,7 @@ func fileKey(fi fs.FileInfo) string {
 	if !ok {
 		return ""
 	}
-	return " " + strconv.FormatUint(st.Dev, 10) + " " + strconv.FormatUint(st.Ino, 10) +
-		" " + strconv.FormatInt(st.Ctim.Sec, 10) + "." + strconv.FormatInt(st.Ctim.Nsec, 10)
+	// (Conversions: the fields' widths differ across Linux's architectures.)
+	return " " + strconv.FormatUint(uint64(st.Dev), 10) + " " + strconv.FormatUint(uint64(st.Ino), 10) +
+		" " + strconv.FormatInt(int64(st.Ctim.Sec), 10) + "." + strconv.FormatInt(int64(st.Ctim.Nsec), 10)
 }

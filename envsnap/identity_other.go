@@ -1,21 +1,13 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package envsnap
 
 import (
 	"io/fs"
 	"os"
-	"strconv"
-	"syscall"
 )
 
 func selfExe() (string, error) { return os.Executable() }
 
-// fileKey on Windows is the file's creation time, which a copy does not
-// keep; elsewhere nothing more than size and modification time.
-func fileKey(fi fs.FileInfo) string {
-	if d, ok := fi.Sys().(*syscall.Win32FileAttributeData); ok {
-		return " " + strconv.FormatInt(d.CreationTime.Nanoseconds(), 10)
-	}
-	return ""
-}
+// fileKey adds nothing here: size and modification time alone.
+func fileKey(fs.FileInfo) string { return "" }

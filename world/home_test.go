@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -14,6 +15,9 @@ import (
 // waiter has the deleted file open is narrow with flock's polling: this
 // pins the behaviour for any way of waiting.)
 func TestALockWhoseFileWasDeletedIsTakenAgainOnTheFileAtItsPath(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("skipped: Windows cannot delete an open file, so a held lock's file is never deleted there")
+	}
 	path := filepath.Join(t.TempDir(), "w.lock")
 	ctx := context.Background()
 	first, err := Lock(ctx, path)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -222,8 +223,8 @@ func (h Home) DeleteRecord(r *Record) error {
 	if h.ownsAdminCopy(r) {
 		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
 	}
-	os.Remove(h.lockPath(r.ID))
 	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
+	os.Remove(h.lockPath(r.ID))                 // last: a deleted lock file is a free one to the next Lock
 	return nil
 }
 
@@ -245,11 +246,31 @@ func (h Home) SweepLocks() int {
 		if !ok || strings.HasPrefix(id, "labels-") || h.HasRecord(id) {
 			continue
 		}
-		l := flock.New(h.lockPath(id))
+		path := h.lockPath(id)
+		l := flock.New(path)
 		if locked, err := l.TryLock(); err != nil || !locked {
 			continue
 		}
-		if !h.HasRecord(id) && os.Remove(h.lockPath(id)) == nil {
+		// The file locked must still be the one at the path (as in Lock):
+		// its holder may have deleted it between this open and this flock,
+		// and a newcomer made and locked a new one, which is not ours to
+		// delete.
+		held, err1 := l.Stat()
+		now, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || !os.SameFile(held, now) || h.HasRecord(id) {
+			_ = l.Unlock()
+			continue
+		}
+		if runtime.GOOS == "windows" {
+			// An open file cannot be deleted there: let go, then delete,
+			// which fails if anyone has it open again.
+			_ = l.Unlock()
+			if os.Remove(path) == nil {
+				n++
+			}
+			continue
+		}
+		if os.Remove(path) == nil {
 			n++
 		}
 		_ = l.Unlock()

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build !darwin && !windows
 
 package homedir
 
@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 )
 
-// stateDir is where per-user state lives when XDG_STATE_HOME is unset.
+// stateDir is where per-user state lives when XDG_STATE_HOME is unset, on
+// Linux and the other Unixes: the XDG base directory default.
 func stateDir() (string, error) {
 	h, err := os.UserHomeDir()
 	if err != nil {
