@@ -51,6 +51,12 @@ func callsBinky(hook []byte) bool {
 // nothing else) is kept.
 const createdLine = "# this file was created by 'git binky install'; 'git binky uninstall' deletes it"
 
+// configCommand is Line as a config-defined hook (hook.<name>.command):
+// git runs it as `sh -c '<command> "$@"' <command> <args>`, and `if ...
+// fi "$@"` is a syntax error, which fails every checkout. As a function's
+// body, the appended "$@" become the function's arguments.
+const configCommand = `binky_post_checkout() { ` + Line + `; }; binky_post_checkout`
+
 func block() string {
 	return beginMarker + " managed by 'git binky install'; 'git binky uninstall' removes it\n" + Line + "\n" + endMarker + "\n"
 }
@@ -290,11 +296,11 @@ func writeHook(path string, b []byte, mode os.FileMode) error {
 func installConfig(ctx context.Context, dir string) (Result, error) {
 	res := Result{Path: "config", Method: "config"}
 	cur, err := gitx.Git(ctx, dir, "config", "--local", "--get", "hook."+configName+".command")
-	if err == nil && cur == Line {
+	if err == nil && cur == configCommand {
 		return res, nil
 	}
 	res.Upgraded = err == nil // an earlier binky's command, rewritten below
-	for _, kv := range [][2]string{{"hook." + configName + ".command", Line}, {"hook." + configName + ".event", "post-checkout"}} {
+	for _, kv := range [][2]string{{"hook." + configName + ".command", configCommand}, {"hook." + configName + ".event", "post-checkout"}} {
 		if _, err := gitx.Git(ctx, dir, "config", "--local", "--replace-all", kv[0], kv[1]); err != nil {
 			return res, err
 		}

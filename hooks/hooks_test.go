@@ -324,3 +324,31 @@ func TestTheHookLeavesAWorktreeBinkyAddsToItsUp(t *testing.T) {
 		t.Fatalf("the hook did not run git-binky for a branch switch: %q %v", b, err)
 	}
 }
+
+// git runs a config-defined hook as `sh -c '<command> "$@"' <command>
+// <args>` (run-command's shell form with arguments): the command binky
+// installs must run that way, and see git's arguments.
+func TestTheConfigHookRunsAsGitRunsIt(t *testing.T) {
+	bin, calls := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	fake := "#!/bin/sh\necho \"$@\" >> " + calls + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "git-binky"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		argv := append([]string{"-c", configCommand + ` "$@"`, configCommand}, args...)
+		cmd := exec.Command("sh", argv...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the config hook with %q: %v: %s", args, err, out)
+		}
+	}
+	run("abc", "def", "0")
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("a file checkout ran git-binky: %q", b)
+	}
+	run(strings.Repeat("0", 40), "def", "1")
+	if b, err := os.ReadFile(calls); err != nil || strings.TrimSpace(string(b)) != "hook post-checkout "+strings.Repeat("0", 40)+" def 1" {
+		t.Fatalf("a new worktree's checkout: git-binky got %q (%v)", b, err)
+	}
+}
