@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -234,7 +235,11 @@ func gitBinky(ctx context.Context, dir string, add func(check, level, detail, fi
 	const check = "git binky"
 	found := ""
 	if d, err := gitx.Git(ctx, dir, "--exec-path"); err == nil {
-		if p := filepath.Join(strings.TrimSpace(d), "git-binky"); isExecutable(p) {
+		name := "git-binky"
+		if runtime.GOOS == "windows" {
+			name += ".exe"
+		}
+		if p := filepath.Join(strings.TrimSpace(d), name); isExecutable(p) {
 			found = p
 		}
 	}
@@ -261,5 +266,6 @@ func gitBinky(ctx context.Context, dir string, add func(check, level, detail, fi
 
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	// Windows has no mode bits for running: a .exe runs.
+	return err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0)
 }

@@ -199,6 +199,11 @@ func TestTheLauncherRunsOnlyTheBinkyBesideIt(t *testing.T) {
 	if out, errw, code := runIn(t, tmp, []string{path}, filepath.Join(linked, "git-binky"), "--version"); code != 0 || !strings.Contains(out, "git-binky") {
 		t.Errorf("a linked launcher: exit %d\n%s%s", code, out, errw)
 	}
+	// A mark another process left in the environment (a binky that did not
+	// take it out) is no loop.
+	if out, errw, code := runIn(t, tmp, []string{path, "GIT_BINKY_LAUNCHED=1"}, filepath.Join(linked, "git-binky"), "--version"); code != 0 {
+		t.Errorf("a stale mark stopped the launcher: exit %d\n%s%s", code, out, errw)
+	}
 }
 
 func mustLookPath(t *testing.T, name string) string {

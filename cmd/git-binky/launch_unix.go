@@ -10,7 +10,7 @@ import (
 // launch replaces this process with binky, so that binky has the streams,
 // the signals and the exit code to itself.
 func launch(bin string, args []string) int {
-	err := syscall.Exec(bin, append([]string{bin}, args...), append(os.Environ(), launchedVar+"=1"))
+	err := syscall.Exec(bin, append([]string{bin}, args...), binkyEnv())
 	os.Stderr.WriteString("git-binky: run " + bin + ": " + err.Error() + "\n")
 	return 1
 }

@@ -14,7 +14,7 @@ func launch(bin string, args []string) int {
 	signal.Ignore(os.Interrupt)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), launchedVar+"=1")
+	cmd.Env = binkyEnv()
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {

@@ -16,8 +16,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/git-binky/git-binky/envsnap"
 	"github.com/git-binky/git-binky/homedir"
@@ -80,10 +83,7 @@ const maxProxyDown = 64 << 10
 // this one descends from installs one), and it would be handed the
 // user's arguments, its output eval'd by a shell prompt.
 func binkyPath() (string, error) {
-	self, err := os.Executable()
-	if err == nil {
-		self, err = filepath.EvalSymlinks(self)
-	}
+	self, err := selfPath()
 	if err != nil {
 		return "", errors.New("cannot find this program's own file, to run binky beside it: " + err.Error())
 	}
@@ -97,7 +97,7 @@ func binkyPath() (string, error) {
 	}
 	me, err1 := os.Stat(self)
 	it, err2 := os.Stat(p)
-	if err1 != nil || err2 != nil || os.SameFile(me, it) || os.Getenv(launchedVar) != "" {
+	if (err1 == nil && err2 == nil && os.SameFile(me, it)) || launchedBySelf() {
 		// A binky that is the launcher again (a copy or link of it, or a
 		// script that runs it) would run itself for ever.
 		return "", errors.New(p + " runs git-binky again, not the command line: install them together with 'make install' (or 'go install ./cmd/...')")
@@ -105,10 +105,50 @@ func binkyPath() (string, error) {
 	return p, nil
 }
 
-// launchedVar is set in the environment binky is run with; binky takes it
-// out again at once, so that what it runs can run git-binky. A launcher
-// that finds it set was run by a launcher, not by binky.
+// selfPath is this program's file, links followed: os.Executable, or,
+// where that cannot say (Linux without /proc), how it was run (git runs it
+// by a path, or by name from a PATH it put its exec-path on).
+func selfPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		if self, err = exec.LookPath(os.Args[0]); err != nil {
+			return "", err
+		}
+		if self, err = filepath.Abs(self); err != nil {
+			return "", err
+		}
+	}
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
+	}
+	return self, nil
+}
+
+// launchedVar is set, to the launcher's pid, in the environment binky is
+// run with; binky takes it out again at once, so that what it runs can run
+// git-binky. A launcher that finds its own pid there (exec keeps the pid)
+// or its parent's (a child, on Windows) was run by that launcher, not by
+// binky; any other value (one a binky that did not take it out passed
+// on) is no loop.
 const launchedVar = "GIT_BINKY_LAUNCHED"
+
+func launchedBySelf() bool {
+	v := os.Getenv(launchedVar)
+	return v != "" && (v == strconv.Itoa(os.Getpid()) || v == strconv.Itoa(os.Getppid()))
+}
+
+// binkyEnv is this environment, marked (any older mark taken out: with a
+// name twice, the first may be the one read).
+func binkyEnv() []string {
+	env := os.Environ()
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, launchedVar+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, launchedVar+"="+strconv.Itoa(os.Getpid()))
+}
 
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
