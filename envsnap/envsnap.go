@@ -72,17 +72,18 @@ type Options struct {
 // Snapshot is env's output for one world as last printed, checked against
 // the world's inputs as they are now.
 type Snapshot struct {
-	home    string
-	path    string // <home>/worlds/<id>.env; "" when this worktree gets none
-	id      string
-	cfgPath string
-	head    string            // the worktree's HEAD file: its branch is in the output
-	opened  time.Time         // before anything was read (Save's racy check)
-	wtKey   []byte            // the worktree as git describes it, and the renderer
-	digest  [32]byte          // of the inputs when opened (ports from the record)
-	outputs map[string][]byte // format -> bytes, when the snapshot matched
-	leases  map[int][]byte    // read while opening, so a miss reads each once
-	portsOf func([]byte) ([]int, bool)
+	home      string
+	path      string // <home>/worlds/<id>.env; "" when this worktree gets none
+	id        string
+	cfgPath   string
+	head      string            // the worktree's HEAD file: its branch is in the output
+	opened    time.Time         // before anything was read (Save's racy check)
+	wtKey     []byte            // the worktree as git describes it, and the renderer
+	digest    [32]byte          // of the inputs when opened (ports from the record)
+	outputs   map[string][]byte // format -> bytes, when the snapshot matched
+	leases    map[int][]byte    // read while opening, so a miss reads each once
+	proxyDown bool              // proxy.down says why the URL proxy is down
+	portsOf   func([]byte) ([]int, bool)
 }
 
 // Open finds the worktree as world.Locate does and reads its world's
@@ -123,6 +124,7 @@ func Open(o Options) *Snapshot {
 		s.path = "" // no record yet: the full path makes one, a later env saves
 		return s
 	}
+	s.proxyDown = len(bytes.TrimSpace(files[proxyDownInput][1:])) > 0
 	s.leases = map[int][]byte{}
 	if stored, err := smallfile.Read(s.path, maxSize); err == nil { // not a pipe someone left there
 		if want, ports, outputs, ok := parse(stored); ok && s.sum(files, ports) == want {
@@ -142,6 +144,11 @@ func Open(o Options) *Snapshot {
 	s.digest = s.sum(files, ports)
 	return s
 }
+
+// ProxyDown reports whether proxy.down, as read for the digest, says the
+// URL proxy is down: binky then warns beside its output (the launcher
+// leaves such an env to binky).
+func (s *Snapshot) ProxyDown() bool { return s.proxyDown }
 
 // Output is the stored output in format, when the snapshot matched.
 func (s *Snapshot) Output(format string) ([]byte, bool) {
@@ -244,6 +251,9 @@ func (s *Snapshot) racy(ports []int) bool {
 // older than it.
 const RacyMargin = 50 * time.Millisecond
 
+// proxyDownInput is proxy.down's place among readInputs' files.
+const proxyDownInput = 4
+
 // readInputs reads every file env's output depends on but the leases, the
 // record last. A file that is absent is an input too (its absence).
 func (s *Snapshot) readInputs() ([][]byte, bool) {
@@ -252,7 +262,7 @@ func (s *Snapshot) readInputs() ([][]byte, bool) {
 		homedir.Settings(s.home),
 		filepath.Join(s.home, homedir.IDFile),
 		filepath.Join(s.home, homedir.SecretFile),
-		homedir.ProxyDown(s.home),
+		homedir.ProxyDown(s.home), // proxyDownInput
 		homedir.Record(s.home, s.id),
 	}
 	files := make([][]byte, len(paths))

@@ -70,16 +70,28 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 		if !ok {
 			return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
 		}
-		held, err := l.Stat()
+		atPath, err := lockedAtPath(l, path)
 		if err != nil {
 			_ = l.Unlock()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		if now, err := os.Stat(path); err == nil && os.SameFile(held, now) {
+		if atPath {
 			return func() { _ = l.Unlock() }, nil
 		}
 		_ = l.Unlock()
 	}
+}
+
+// lockedAtPath reports whether the file l holds is still the one at path:
+// its holder may have deleted it between l's open and its flock, and a
+// newcomer made and locked a new one there.
+func lockedAtPath(l *flock.Flock, path string) (bool, error) {
+	held, err := l.Stat()
+	if err != nil {
+		return false, err
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(held, now), nil
 }
 
 // WriteFileAtomic writes data to path so that a reader (or a crash) sees

@@ -251,13 +251,8 @@ func (h Home) SweepLocks() int {
 		if locked, err := l.TryLock(); err != nil || !locked {
 			continue
 		}
-		// The file locked must still be the one at the path (as in Lock):
-		// its holder may have deleted it between this open and this flock,
-		// and a newcomer made and locked a new one, which is not ours to
-		// delete.
-		held, err1 := l.Stat()
-		now, err2 := os.Stat(path)
-		if err1 != nil || err2 != nil || !os.SameFile(held, now) || h.HasRecord(id) {
+		// A new file at the path is a newcomer's, not ours to delete.
+		if atPath, err := lockedAtPath(l, path); err != nil || !atPath || h.HasRecord(id) {
 			_ = l.Unlock()
 			continue
 		}

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/git-binky/git-binky/envsnap"
 	"github.com/git-binky/git-binky/homedir"
-	"github.com/git-binky/git-binky/smallfile"
 )
 
 func main() {
@@ -61,21 +59,16 @@ func fromSnapshot(bin string, args []string) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	switch why, err := smallfile.Read(homedir.ProxyDown(home), maxProxyDown); {
-	case err == nil && len(bytes.TrimSpace(why)) > 0:
-		return nil, false // binky warns
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, false // binky reads it its own way
-	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return nil, false
 	}
-	return envsnap.Open(envsnap.Options{Home: home, Dir: dir, Name: a.Name, Renderer: bin}).Output(format)
+	snap := envsnap.Open(envsnap.Options{Home: home, Dir: dir, Name: a.Name, Renderer: bin})
+	if snap.ProxyDown() {
+		return nil, false // binky warns
+	}
+	return snap.Output(format)
 }
-
-// maxProxyDown bounds the read of proxy.down, a line the daemon writes.
-const maxProxyDown = 64 << 10
 
 // binkyPath finds the command line beside this program (links followed),
 // where make install and go install put both. Only there: the first
