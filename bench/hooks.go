@@ -96,6 +96,10 @@ func benchHooks(b *bench) error {
 	if _, err := run(repo, "git", "worktree", "add", "-q", "-b", "hooked", wt); err != nil {
 		return err
 	}
+	// Stopping the daemon leaves services running (the next daemon adopts
+	// them): this world's api would outlive the bench and load the
+	// sections after it.
+	defer run(wt, gb, "down")
 	var hookT []time.Duration
 	null := strings.Repeat("0", 40)
 	for i := 0; i < 50; i++ {
