@@ -18,6 +18,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx"
 )
@@ -313,11 +315,46 @@ func installConfig(ctx context.Context, dir string) (Result, error) {
 // config (hook.<name>.command with hook.<name>.event). It is tried, not
 // guessed from a version number: a scratch repository gets a config hook
 // and `git hook run` must run it. BINKY_HOOKS=file forces the hook file.
+// The answer is kept for the life of the process, for as long as the git
+// on PATH is the same file: the try starts four git processes.
 func ConfigHooksSupported(ctx context.Context) bool {
 	if os.Getenv("BINKY_HOOKS") == "file" {
 		return false
 	}
-	tmp, err := os.MkdirTemp("", "binky-hookprobe")
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return false
+	}
+	key := git
+	if fi, err := os.Stat(git); err == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d", git, fi.Size(), fi.ModTime().UnixNano())
+	}
+	probed.Lock()
+	defer probed.Unlock()
+	if probed.key == key {
+		return probed.ok
+	}
+	ok := probeConfigHooks(ctx)
+	if ctx.Err() == nil {
+		probed.key, probed.ok = key, ok
+	}
+	return ok
+}
+
+// probed is ConfigHooksSupported's answer for the git it tried.
+var probed struct {
+	sync.Mutex
+	key string
+	ok  bool
+}
+
+// probePrefix names the scratch repositories of the try, in the
+// temporary folder.
+const probePrefix = "binky-hookprobe"
+
+func probeConfigHooks(ctx context.Context) bool {
+	sweepProbes(os.TempDir(), time.Now().Add(-10*time.Minute))
+	tmp, err := os.MkdirTemp("", probePrefix)
 	if err != nil {
 		return false
 	}
@@ -337,6 +374,25 @@ func ConfigHooksSupported(ctx context.Context) bool {
 	_ = run("hook", "run", "post-checkout", "--", "0", "0", "1")
 	_, err = os.Stat(marker)
 	return err == nil
+}
+
+// sweepProbes deletes the scratch repositories of tries that a killed
+// process left in dir: this user's, untouched since before.
+func sweepProbes(dir string, before time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), probePrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(before) || !ownedByMe(fi) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // IsNullRef reports whether ref is git's null object name (40 zeros, or 64
