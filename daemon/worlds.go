@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/procgroup"
@@ -140,6 +142,7 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	dir := ".."
 	if cfg, err := world.LoadConfig(filepath.Join(base, world.ConfigFile)); err == nil {
 		dir = cfg.Project.WorktreeDir
+		d.warmServers(cfg)
 	}
 	path := filepath.Join(base, dir, req.Name) // worktree_dir is relative to the main worktree
 	if _, err := os.Stat(path); err == nil {
@@ -164,6 +167,43 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	d.markSeenLocked(repo.CommonDir, wt)
 	w, err = world.FromWorktree(d.home, repo, wt)
 	return w, classify(err)
+}
+
+// warmServers starts, in the background, the managed servers that cfg's
+// services will be given, so that a server's first start (initdb alone
+// is most of a second) runs beside the `git worktree add` of the up that
+// needs it rather than after it. cfg is the main worktree's: the new
+// worktree's own, read once it exists, decides what the up provisions. A
+// server that cannot start says so to that up.
+func (d *Daemon) warmServers(cfg *world.Config) {
+	base := d.ctx // the daemon's life: a stop cuts a start off as it would an up's
+	if base == nil {
+		base = context.Background()
+	}
+	for _, kind := range managedKinds(cfg) {
+		go func() {
+			ctx, cancel := context.WithTimeout(base, 2*time.Minute)
+			defer cancel()
+			_, _ = d.servers.AdminURL(ctx, kind)
+		}()
+	}
+}
+
+// managedKinds lists the kinds of server binky runs itself that cfg's
+// services use: those with an adapter binky has a server for and no
+// admin_url of their own.
+func managedKinds(cfg *world.Config) []string {
+	var kinds []string
+	for _, n := range cfg.ServiceNames() {
+		svc := cfg.Services[n]
+		if svc.Adapter == "" || svc.AdminURL != "" {
+			continue
+		}
+		if kind, ok := builtin.Managed(svc.Adapter); ok && !slices.Contains(kinds, kind) {
+			kinds = append(kinds, kind)
+		}
+	}
+	return kinds
 }
 
 // classify attaches an error code to the errors clients branch on.
