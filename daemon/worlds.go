@@ -174,14 +174,20 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 // is most of a second) runs beside the `git worktree add` of the up that
 // needs it rather than after it. cfg is the main worktree's: the new
 // worktree's own, read once it exists, decides what the up provisions. A
-// server that cannot start says so to that up.
+// server that cannot start says so to that up. It starts before the up's
+// admission: an up that then waits in the queue (memory) has its server
+// running already, as it would once admitted.
 func (d *Daemon) warmServers(cfg *world.Config) {
 	base := d.ctx // the daemon's life: a stop cuts a start off as it would an up's
 	if base == nil {
 		base = context.Background()
 	}
 	for _, kind := range managedKinds(cfg) {
+		// Counted as the request it serves: the daemon's stop (and a
+		// deleted home's clean-up) waits for it, and knows its server.
+		d.requests.Add(1)
 		go func() {
+			defer d.requests.Done()
 			ctx, cancel := context.WithTimeout(base, 2*time.Minute)
 			defer cancel()
 			_, _ = d.servers.AdminURL(ctx, kind)

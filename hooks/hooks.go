@@ -334,8 +334,8 @@ func ConfigHooksSupported(ctx context.Context) bool {
 	if probed.key == key {
 		return probed.ok
 	}
-	ok := probeConfigHooks(ctx)
-	if ctx.Err() == nil {
+	ok, sure := probeConfigHooks(ctx)
+	if sure {
 		probed.key, probed.ok = key, ok
 	}
 	return ok
@@ -352,11 +352,14 @@ var probed struct {
 // temporary folder.
 const probePrefix = "binky-hookprobe"
 
-func probeConfigHooks(ctx context.Context) bool {
+// probeConfigHooks tries a config hook in a scratch repository. sure is
+// false when the try itself failed (a full temporary folder, git killed,
+// ctx done): that answer is not kept.
+func probeConfigHooks(ctx context.Context) (ok, sure bool) {
 	sweepProbes(os.TempDir(), time.Now().Add(-10*time.Minute))
 	tmp, err := os.MkdirTemp("", probePrefix)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer os.RemoveAll(tmp)
 	marker := filepath.Join(tmp, "ran")
@@ -369,11 +372,13 @@ func probeConfigHooks(ctx context.Context) bool {
 	if run("init", "-q") != nil ||
 		run("config", "hook.probe.command", "touch "+marker) != nil ||
 		run("config", "hook.probe.event", "post-checkout") != nil {
-		return false
+		return false, false
 	}
+	// A git without config hooks fails here (no `git hook`, or no hook to
+	// run): the marker says which.
 	_ = run("hook", "run", "post-checkout", "--", "0", "0", "1")
 	_, err = os.Stat(marker)
-	return err == nil
+	return err == nil, ctx.Err() == nil
 }
 
 // sweepProbes deletes the scratch repositories of tries that a killed

@@ -11,14 +11,20 @@ import (
 	"time"
 )
 
-// A stand-in git that counts its runs and fails: the probe stops at its
-// first command and answers no.
-func countingGit(t *testing.T) (count func() int, git string) {
+// A stand-in git that counts its runs. With works, init and config
+// succeed and `git hook run` runs nothing (a git without config hooks);
+// without, every command fails (the try itself fails).
+func countingGit(t *testing.T, works bool) (count func() int, git string) {
 	t.Helper()
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	git = filepath.Join(dir, "git")
-	if err := os.WriteFile(git, []byte("#!/bin/sh\necho run >> '"+runs+"'\nexit 1\n"), 0o755); err != nil {
+	script := "#!/bin/sh\necho run >> '" + runs + "'\n"
+	if works {
+		script += "case \"$1\" in init|config) exit 0;; esac\n"
+	}
+	script += "exit 1\n"
+	if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir)
@@ -33,15 +39,15 @@ func countingGit(t *testing.T) (count func() int, git string) {
 
 func TestTheConfigHookProbeRunsOncePerGit(t *testing.T) {
 	t.Setenv("BINKY_HOOKS", "")
-	count, git := countingGit(t)
+	count, git := countingGit(t, true)
 	ctx := context.Background()
 	for range 3 {
 		if ConfigHooksSupported(ctx) {
-			t.Fatal("a git that fails every command runs config hooks")
+			t.Fatal("a git whose `git hook run` runs nothing runs config hooks")
 		}
 	}
-	if n := count(); n != 1 {
-		t.Fatalf("git ran %d times for three questions, want 1", n)
+	if n := count(); n != 4 { // init, config twice, hook run
+		t.Fatalf("git ran %d times for three questions, want one probe's 4", n)
 	}
 	// Another git at the same path (an upgrade) is asked again.
 	later := time.Now().Add(time.Minute)
@@ -49,8 +55,24 @@ func TestTheConfigHookProbeRunsOncePerGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ConfigHooksSupported(ctx)
+	if n := count(); n != 8 {
+		t.Fatalf("git ran %d times after it changed, want 8", n)
+	}
+}
+
+// A probe that could not run (a full temporary folder, git killed) says
+// nothing about git: the next question tries again.
+func TestAFailedConfigHookProbeIsNotRemembered(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "")
+	count, _ := countingGit(t, false)
+	ctx := context.Background()
+	for range 2 {
+		if ConfigHooksSupported(ctx) {
+			t.Fatal("a git that fails every command runs config hooks")
+		}
+	}
 	if n := count(); n != 2 {
-		t.Fatalf("git ran %d times after it changed, want 2", n)
+		t.Fatalf("git ran %d times, want one failed init per question", n)
 	}
 }
 
@@ -70,7 +92,16 @@ func TestSweepProbesDeletesOnlyOldProbeFolders(t *testing.T) {
 	stale := mk(probePrefix+"123", old)
 	fresh := mk(probePrefix+"456", time.Now()) // a try running now
 	other := mk("someone-else", old)
+	// A link named like a probe is not followed: what it points at stays.
+	target := mk("target", old)
+	link := filepath.Join(dir, probePrefix+"789")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
 	sweepProbes(dir, time.Now().Add(-10*time.Minute))
+	if _, err := os.Stat(filepath.Join(target, ".git")); err != nil {
+		t.Errorf("the folder a probe-named link points at lost its content: %v", err)
+	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a probe folder an hour old is still there: %v", err)
 	}

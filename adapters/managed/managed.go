@@ -63,8 +63,11 @@ type Servers struct {
 	OnRunning func(Proc)
 	mu        sync.Mutex
 	// kinds holds a lock per kind, not one for all: a starter may need
-	// another kind's server (FerretDB runs on the shared postgres).
-	kinds map[string]*sync.Mutex
+	// another kind's server (FerretDB runs on the shared postgres). Each
+	// is a channel of one slot, so that a caller waiting for another's
+	// start (initdb, a server that never gets ready) can give up when its
+	// own context ends.
+	kinds map[string]chan struct{}
 }
 
 // New returns the managed servers of home.
@@ -76,15 +79,19 @@ func (m *Servers) dir(kind string) string { return filepath.Join(m.Home.ServersD
 func (m *Servers) AdminURL(ctx context.Context, kind string) (string, error) {
 	m.mu.Lock()
 	if m.kinds == nil {
-		m.kinds = map[string]*sync.Mutex{}
+		m.kinds = map[string]chan struct{}{}
 	}
 	if m.kinds[kind] == nil {
-		m.kinds[kind] = &sync.Mutex{}
+		m.kinds[kind] = make(chan struct{}, 1)
 	}
-	mu := m.kinds[kind]
+	slot := m.kinds[kind]
 	m.mu.Unlock()
-	mu.Lock()
-	defer mu.Unlock()
+	select {
+	case slot <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("wait for the %s server another request is starting: %w", kind, ctx.Err())
+	}
+	defer func() { <-slot }()
 	// Across processes too: two daemons never init one data folder.
 	if err := os.MkdirAll(m.Home.ServersDir(), 0o700); err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package managed
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -29,6 +31,30 @@ func TestStartersAreTheTablesServerRows(t *testing.T) {
 		if k, ok := adapters.Lookup(kind); !ok || k.Name != kind {
 			t.Errorf("starter %q is no row of the adapter table", kind)
 		}
+	}
+}
+
+// An up waiting for a server another request is starting (the warm start
+// of an up that creates a worktree, a server that never gets ready) gives
+// up when its own context ends: a client's Ctrl-C, a teardown of its world.
+func TestAWaitForAServerAnotherRequestStartsEndsWithItsContext(t *testing.T) {
+	m := New(world.Home{Dir: t.TempDir()})
+	m.kinds = map[string]chan struct{}{"postgres": make(chan struct{}, 1)}
+	m.kinds["postgres"] <- struct{}{} // another request is starting it
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.AdminURL(ctx, "postgres")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want the caller's deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("AdminURL still waits 5 s after its context ended")
 	}
 }
 

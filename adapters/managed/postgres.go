@@ -143,6 +143,12 @@ func syncCluster(ctx context.Context, cred *account, initdb, data, synced string
 // makes, but every 5 ms rather than pg_ctl's every 100 ms (a first up
 // waited ~65 ms for nothing).
 func startPostmaster(ctx context.Context, cred *account, server, data, logf string, args []string) error {
+	// The postmaster outlives its starter (it is detached): one started
+	// for a request that has ended (a stopping daemon's) would run with
+	// no daemon knowing of it.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start the shared postgres: %w", err)
+	}
 	log, err := os.OpenFile(logf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
