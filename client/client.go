@@ -218,11 +218,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 // DaemonPath finds the daemon executable: $BINKY_DAEMON, then beside the
 // running binary (where make install and go install put both), then PATH.
 func DaemonPath() (string, error) {
+	dir := ""
+	if exe, err := os.Executable(); err == nil {
+		dir = filepath.Dir(exe)
+	}
+	return DaemonPathFrom(dir)
+}
+
+// DaemonPathFrom is DaemonPath for a binky in dir ("" for none): what that
+// binky would run.
+func DaemonPathFrom(dir string) (string, error) {
 	if p := os.Getenv("BINKY_DAEMON"); p != "" {
 		return p, nil
 	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), DaemonBinary+exeSuffix)
+	if dir != "" {
+		p := filepath.Join(dir, DaemonBinary+exeSuffix)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}

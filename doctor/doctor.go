@@ -255,13 +255,30 @@ func gitBinky(ctx context.Context, dir string, add func(check, level, detail, fi
 	self, err1 := os.Executable()
 	launcher, err2 := filepath.EvalSymlinks(found)
 	if err1 == nil && err2 == nil {
-		if self, err := filepath.EvalSymlinks(self); err == nil && filepath.Dir(self) != filepath.Dir(launcher) {
+		if self, err := filepath.EvalSymlinks(self); err == nil && !runsThis(filepath.Dir(launcher), self) {
 			add(check, Warning, found+" runs the binky beside it, not this one ("+self+"): it may be another build",
 				"install them together with 'make install', or put "+filepath.Dir(self)+" first on PATH")
 			return
 		}
 	}
 	add(check, OK, found, "")
+}
+
+// runsThis reports whether the launcher in dir ends up running self: the
+// binky beside it, or, when self is the daemon's binary (doctor asked
+// through `git binky mcp`, which binky hands to binkyd), the binkyd that
+// binky finds.
+func runsThis(dir, self string) bool {
+	if strings.TrimSuffix(filepath.Base(self), ".exe") != client.DaemonBinary {
+		return filepath.Dir(self) == dir
+	}
+	p, err := client.DaemonPathFrom(dir)
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(p)
+	b, err2 := os.Stat(self)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 func isExecutable(p string) bool {

@@ -193,3 +193,44 @@ func TestDoctorSaysWhatGitRunsForGitBinky(t *testing.T) {
 		t.Errorf("git-binky beside this binky: %+v", f)
 	}
 }
+
+// Asked through `git binky mcp`, doctor runs in binkyd: the launcher runs
+// this build when the binky beside it would run this binkyd, wherever
+// binky finds it ($BINKY_DAEMON, beside itself, PATH).
+func TestTheLauncherRunsThisBuildWhenItsBinkyFindsThisDaemon(t *testing.T) {
+	tmp := t.TempDir()
+	bin, other := filepath.Join(tmp, "bin"), filepath.Join(tmp, "other")
+	for _, d := range []string{bin, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) string {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write(filepath.Join(bin, "binky"))
+	daemonElsewhere := write(filepath.Join(other, "binkyd"))
+	t.Setenv("PATH", filepath.Join(tmp, "empty"))
+
+	t.Setenv("BINKY_DAEMON", daemonElsewhere)
+	if !runsThis(bin, daemonElsewhere) {
+		t.Error("a binkyd that BINKY_DAEMON names is taken for another build")
+	}
+	t.Setenv("BINKY_DAEMON", "")
+	if runsThis(bin, daemonElsewhere) {
+		t.Error("a binkyd that the launcher's binky cannot find is taken for this build")
+	}
+	besideLauncher := write(filepath.Join(bin, "binkyd"))
+	if runsThis(bin, daemonElsewhere) {
+		t.Error("the launcher's binky runs the binkyd beside it, not this one")
+	}
+	if !runsThis(bin, besideLauncher) {
+		t.Error("the binkyd beside the launcher is taken for another build")
+	}
+	if !runsThis(bin, filepath.Join(bin, "binky")) || runsThis(bin, filepath.Join(other, "binky")) {
+		t.Error("a binky is this build only beside the launcher")
+	}
+}
