@@ -39,7 +39,7 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	}
 	admin := (&url.URL{Scheme: "postgres", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(port),
 		Path: "/postgres", RawQuery: "sslmode=disable"}).String()
-	if listening(port) {
+	if postgresServes(m, dir, port) || listening(port) {
 		return admin, nil
 	}
 	// The server's files live where its user can reach them: under
@@ -163,6 +163,27 @@ func startPostmaster(ctx context.Context, cred *account, server, data, logf stri
 	}
 	pidFile := filepath.Join(data, "postmaster.pid")
 	return awaitStarted(ctx, cmd, "postgres", logf, 5*time.Millisecond, func() bool { return postmasterReady(pidFile, cmd.Process.Pid) })
+}
+
+// postgresServes reports, without connecting, whether the shared
+// postgres in dir runs and accepts connections on port: its
+// postmaster.pid names a live postgres process, that port, and "ready".
+// Every up asks; a connection to see would cost one: the postmaster forks
+// a backend for each, even one that closes at once (15 ms and 29 ms of CPU
+// on a VM that takes page faults slowly). Where the process cannot be
+// named (no /proc), the caller dials as before.
+func postgresServes(m *Servers, dir string, port int) bool {
+	p, ok, _ := m.running("postgres")
+	if !ok {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, stoppers["postgres"].pidFile))
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(b), "\n")
+	return len(lines) >= 8 && strings.TrimSpace(lines[0]) == strconv.Itoa(p.PID) &&
+		strings.TrimSpace(lines[3]) == strconv.Itoa(port) && strings.TrimSpace(lines[7]) == "ready"
 }
 
 // postmasterReady reports whether postmaster.pid names pid and says it
