@@ -162,7 +162,7 @@ func startPostmaster(ctx context.Context, cred *account, server, data, logf stri
 		return fmt.Errorf("start the shared postgres: %w", err)
 	}
 	pidFile := filepath.Join(data, "postmaster.pid")
-	return awaitStarted(ctx, cmd, "postgres", logf, 5*time.Millisecond, func() bool { return postmasterReady(pidFile, cmd.Process.Pid) })
+	return awaitStarted(ctx, cmd, "postgres", logf, 5*time.Millisecond, func() bool { return postmasterReady(pidFile, cmd.Process.Pid, 0) })
 }
 
 // postgresServes reports, without connecting, whether the shared
@@ -174,27 +174,20 @@ func startPostmaster(ctx context.Context, cred *account, server, data, logf stri
 // named (no /proc), the caller dials as before.
 func postgresServes(m *Servers, dir string, port int) bool {
 	p, ok, _ := m.running("postgres")
-	if !ok {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join(dir, stoppers["postgres"].pidFile))
-	if err != nil {
-		return false
-	}
-	lines := strings.Split(string(b), "\n")
-	return len(lines) >= 8 && strings.TrimSpace(lines[0]) == strconv.Itoa(p.PID) &&
-		strings.TrimSpace(lines[3]) == strconv.Itoa(port) && strings.TrimSpace(lines[7]) == "ready"
+	return ok && postmasterReady(filepath.Join(dir, stoppers["postgres"].pidFile), p.PID, port)
 }
 
-// postmasterReady reports whether postmaster.pid names pid and says it
-// accepts connections (its 8th line, PM_STATUS_READY).
-func postmasterReady(pidFile string, pid int) bool {
+// postmasterReady reports whether postmaster.pid names pid (and port,
+// unless 0) and says it accepts connections (its 8th line,
+// PM_STATUS_READY; the port is its 4th).
+func postmasterReady(pidFile string, pid, port int) bool {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		return false
 	}
 	lines := strings.Split(string(b), "\n")
-	return len(lines) >= 8 && strings.TrimSpace(lines[0]) == strconv.Itoa(pid) && strings.TrimSpace(lines[7]) == "ready"
+	return len(lines) >= 8 && strings.TrimSpace(lines[0]) == strconv.Itoa(pid) && strings.TrimSpace(lines[7]) == "ready" &&
+		(port == 0 || strings.TrimSpace(lines[3]) == strconv.Itoa(port))
 }
 
 // initdbEnv is env with TZ set to the system's time zone when env has none
