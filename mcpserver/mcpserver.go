@@ -6,7 +6,8 @@
 //
 // Every call is validated against the tool's input schema (a wrong type, an
 // unknown key, a value out of range or arguments that are not an object are
-// tool errors naming the argument), long calls (up, reload, verify) report
+// tool errors that say, in words, what the argument must be), a request
+// before initialize is refused, long calls (up, reload, verify) report
 // progress to a client that sent a progressToken, and a request the client
 // cancelled gets no response, as the protocol says.
 package mcpserver
@@ -68,19 +69,25 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp(newCancelFilter(io.Disca
 func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(noteRequestID)
+	v := &validator{}
 	m := server.NewMCPServer("git-binky", s.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithInstructions(Instructions),
-		server.WithInputSchemaValidation(),
 		server.WithStrictInputSchemaDefault(),
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(objectArguments),
+		server.WithToolHandlerMiddleware(v.middleware),
 		server.WithToolHandlerMiddleware(f.skipCancelled),
 		server.WithRecovery())
 	for _, t := range s.tools() {
 		m.AddTool(t.Tool, t.Handler)
 	}
+	compiled, err := newValidator(m)
+	if err != nil {
+		panic(err) // the tools' schemas are binky's own: a test catches this
+	}
+	*v = *compiled
 	s.addResources(m)
 	return m
 }

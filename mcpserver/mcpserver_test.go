@@ -44,6 +44,14 @@ func start(t *testing.T, s *Server) *session {
 
 // open initializes a session with a server reading in and writing out.
 func open(t *testing.T, in *io.PipeWriter, out io.Reader) *session {
+	c := connect(t, in, out)
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+// connect is a session on in and out that has sent nothing yet.
+func connect(t *testing.T, in *io.PipeWriter, out io.Reader) *session {
 	c := &session{t: t, in: in, out: bufio.NewReader(out), lines: make(chan string, 100)}
 	go func() {
 		for {
@@ -55,8 +63,6 @@ func open(t *testing.T, in *io.PipeWriter, out io.Reader) *session {
 			c.lines <- line
 		}
 	}()
-	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
 }
 
@@ -151,35 +157,36 @@ env = { API_TOKEN = "literal-token-value" }
 func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 	s, _ := repo(t, dbConfig)
 	c := start(t, s)
+	// Each error says, in words, which argument is wrong and what it must
+	// be: an agent reads it and corrects its call.
 	for _, tc := range []struct {
 		tool, args, want string
 	}{
-		{"env", `{"name":123}`, "name"},
-		{"env", `{"name":["repo"]}`, "name"},
-		{"env", `{"dir":5}`, "dir"},
-		{"up", `{"name":123}`, "name"},
-		{"status", `{"project":"yes"}`, "project"},
-		{"env", `{"nmae":"x"}`, "nmae"},
-		{"logs", `{"lines":-5}`, "lines"},
-		{"logs", `{"lines":0}`, "lines"},
-		{"logs", `{"lines":2.5}`, "lines"},
-		{"logs", `{"lines":99999}`, "lines"},
-		{"restart", `{}`, "service"},
-		{"curl", `{"service":"api","method":"BREW"}`, "method"},
-		{"env", `["repo"]`, "object"},
-		{"env", `"repo"`, "object"},
+		{"env", `{"name":123}`, `argument "name" must be a string, got the number 123`},
+		{"env", `{"name":["repo"]}`, `argument "name" must be a string, got an array`},
+		{"env", `{"dir":5}`, `argument "dir" must be a string`},
+		{"up", `{"name":123}`, `argument "name" must be a string`},
+		{"status", `{"project":"yes"}`, `argument "project" must be a boolean, got the string "yes"`},
+		{"env", `{"nmae":"x"}`, `unknown argument "nmae" (it takes dir, name, reveal)`},
+		{"logs", `{"lines":-5}`, `argument "lines" must be at least 1, got -5`},
+		{"logs", `{"lines":0}`, `argument "lines" must be at least 1, got 0`},
+		{"logs", `{"lines":2.5}`, `argument "lines" must be an integer, got the number 2.5`},
+		{"logs", `{"lines":99999}`, `argument "lines" must be at most`},
+		{"restart", `{}`, `missing argument "service"`},
+		{"curl", `{"service":"api","method":"BREW"}`, `argument "method" must be one of GET, HEAD`},
+		{"env", `["repo"]`, "JSON object"},
+		{"env", `"repo"`, "JSON object"},
 	} {
 		r := c.tool(tc.tool, tc.args)
 		if pe, ok := r["protocolError"]; ok {
-			// A protocol error is acceptable for arguments that are not an
-			// object at all, as long as nothing ran.
-			if !strings.Contains(fmt.Sprint(pe), tc.want) && tc.want != "object" {
-				t.Errorf("%s %s: protocol error %v does not name %q", tc.tool, tc.args, pe, tc.want)
-			}
+			t.Errorf("%s %s: protocol error %v, want a tool error the model sees", tc.tool, tc.args, pe)
 			continue
 		}
 		if !isError(r) || !strings.Contains(text(r), tc.want) {
-			t.Errorf("%s %s: want a tool error naming %q, got isError=%v %q", tc.tool, tc.args, tc.want, isError(r), text(r))
+			t.Errorf("%s %s: want a tool error saying %q, got isError=%v %q", tc.tool, tc.args, tc.want, isError(r), text(r))
+		}
+		if strings.Contains(text(r), "&{") {
+			t.Errorf("%s %s: error prints a Go struct: %q", tc.tool, tc.args, text(r))
 		}
 	}
 }
@@ -341,6 +348,36 @@ func TestCancelledRequestsGetNoResponse(t *testing.T) {
 	}
 }
 
+// A session starts with initialize: a tool call before it is refused and
+// does not run (it could be an up or a remove), a ping is answered, and
+// after initialize the same call runs.
+func TestCallsBeforeInitializeAreRefused(t *testing.T) {
+	ran := make(chan bool, 4)
+	_, in, out := serveRaw(t, func(_ *Server, m *server.MCPServer) {
+		m.AddTool(mcp.NewTool("probe"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran <- true
+			return mcp.NewToolResultText("ran"), nil
+		})
+	})
+	c := connect(t, in, out)
+	r := c.tool("probe", `{}`)
+	pe, _ := r["protocolError"].(map[string]any)
+	if pe == nil || pe["code"] != float64(mcp.INVALID_REQUEST) || !strings.Contains(fmt.Sprint(pe["message"]), "initialize") {
+		t.Errorf("tools/call before initialize: %v, want an invalid-request error saying to initialize", r)
+	}
+	if _, ok := c.call("ping", `{}`)["protocolError"]; ok {
+		t.Error("a ping before initialize is refused")
+	}
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if r := c.tool("probe", `{}`); text(r) != "ran" {
+		t.Errorf("the call after initialize: %v", r)
+	}
+	if n := len(ran); n != 1 {
+		t.Errorf("the probe ran %d times, want once (after initialize)", n)
+	}
+}
+
 // A call the client cancels before it starts (queued behind others, or
 // overtaken by its cancel) must not run: mcp-go only cancels a call that
 // has started, and an agent's cancelled down or remove would still happen.
@@ -419,6 +456,13 @@ func TestTheEnvResourceNamesAWorktreeEscaped(t *testing.T) {
 // add, served over stdio as Serve serves it.
 func startWith(t *testing.T, add func(*Server, *server.MCPServer)) *session {
 	t.Helper()
+	return open(serveRaw(t, add))
+}
+
+// serveRaw starts a server with extra tools and returns its pipes, with no
+// session opened on them.
+func serveRaw(t *testing.T, add func(*Server, *server.MCPServer)) (*testing.T, *io.PipeWriter, io.Reader) {
+	t.Helper()
 	s, _ := repo(t, "[project]\nname = \"acme\"\n")
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -428,5 +472,5 @@ func startWith(t *testing.T, add func(*Server, *server.MCPServer)) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = stdio(m, f).Listen(ctx, f.watch(inR), f); outW.Close() }()
 	t.Cleanup(func() { cancel(); inW.Close() })
-	return open(t, inW, outR)
+	return t, inW, outR
 }

@@ -23,6 +23,8 @@ type cancelFilter struct {
 	mu        sync.Mutex
 	cancelled map[string]bool // request ids, as their JSON text
 	pending   []byte          // an output line not finished yet
+
+	initialized bool // the client sent initialize (read by watch's goroutine only)
 }
 
 func newCancelFilter(out io.Writer) *cancelFilter {
@@ -38,6 +40,9 @@ func (f *cancelFilter) watch(in io.Reader) io.Reader {
 			line, err := r.ReadBytes('\n')
 			if len(line) > 0 {
 				f.note(line)
+				if f.refuseEarly(line) {
+					continue
+				}
 				if _, werr := pw.Write(line); werr != nil {
 					return
 				}
@@ -77,6 +82,44 @@ func idKey(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return idKeyOf(v)
+}
+
+// refuseEarly answers a request sent before initialize with an error and
+// reports whether it did: the lifecycle starts with initialize (which says
+// the protocol version both sides speak), and mcp-go would run a tool call
+// sent before it — an up or a remove included. Pings may come any time.
+func (f *cancelFilter) refuseEarly(line []byte) bool {
+	if f.initialized {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return false // not a request: mcp-go answers what it cannot parse
+	}
+	switch m.Method {
+	case string(mcp.MethodInitialize):
+		f.initialized = true
+		return false
+	case string(mcp.MethodPing):
+		return false
+	}
+	if len(m.ID) == 0 {
+		return true // a notification: nothing to answer, nothing to run
+	}
+	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
+		"code":    mcp.INVALID_REQUEST,
+		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request", m.Method),
+	}})
+	if err != nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Write(append(resp, '\n'))
+	return true
 }
 
 func idKeyOf(id any) string {

@@ -1,0 +1,212 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// validator checks a call's arguments against its tool's input schema and
+// says what is wrong in words an agent can act on ("argument \"lines\" must
+// be at least 1, got -5"). mcp-go's own validation prints the validator's
+// structs ("/lines: &{Got:-5/1 Want:1/1}"), so binky validates instead.
+type validator struct {
+	tools map[string]toolSchema
+}
+
+type toolSchema struct {
+	schema *jsonschema.Schema
+	props  []string // the argument names the tool takes, sorted
+}
+
+// newValidator compiles the input schema of every tool m serves.
+func newValidator(m *server.MCPServer) (*validator, error) {
+	v := &validator{tools: map[string]toolSchema{}}
+	for name, t := range m.ListTools() {
+		raw := t.Tool.RawInputSchema
+		if len(raw) == 0 {
+			var err error
+			if raw, err = json.Marshal(t.Tool.InputSchema); err != nil {
+				return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+			}
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+		}
+		url := "mem:///tools/" + name + ".json"
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+		}
+		s, err := c.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+		}
+		var props []string
+		for p := range t.Tool.InputSchema.Properties {
+			props = append(props, p)
+		}
+		sort.Strings(props)
+		v.tools[name] = toolSchema{schema: s, props: props}
+	}
+	return v, nil
+}
+
+// middleware refuses a call whose arguments break its tool's schema, as a
+// tool error (the model sees it and can correct the call).
+func (v *validator) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if msg := v.check(req); msg != "" {
+			return mcp.NewToolResultError(msg), nil
+		}
+		return next(ctx, req)
+	}
+}
+
+// check returns what is wrong with req's arguments, or "".
+func (v *validator) check(req mcp.CallToolRequest) string {
+	t, ok := v.tools[req.Params.Name]
+	if !ok {
+		return "" // mcp-go answers an unknown tool itself
+	}
+	raw := bytes.TrimSpace(req.Params.RawArguments)
+	if len(raw) == 0 {
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return fmt.Sprintf("invalid arguments: %v", err)
+		}
+		raw = b
+	}
+	var args any = map[string]any{}
+	if !bytes.Equal(raw, []byte("null")) {
+		a, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Sprintf("invalid arguments: not JSON: %v", err)
+		}
+		args = a
+	}
+	err := t.schema.Validate(args)
+	if err == nil {
+		return ""
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return fmt.Sprintf("invalid arguments: %v", err)
+	}
+	var msgs []string
+	for _, leaf := range leaves(verr) {
+		if m := describe(leaf, args, t.props); !slices.Contains(msgs, m) {
+			msgs = append(msgs, m)
+		}
+	}
+	return fmt.Sprintf("invalid arguments to %s: %s", req.Params.Name, strings.Join(msgs, "; "))
+}
+
+// leaves are the violations themselves, not the nodes that group them.
+func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+var printer = message.NewPrinter(language.English)
+
+// describe says one violation in words, naming the argument.
+func describe(e *jsonschema.ValidationError, args any, props []string) string {
+	arg := "the arguments"
+	if len(e.InstanceLocation) > 0 {
+		arg = fmt.Sprintf("argument %q", strings.Join(e.InstanceLocation, "."))
+	}
+	takes := "it takes no arguments"
+	if len(props) > 0 {
+		takes = "it takes " + strings.Join(props, ", ")
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Type:
+		got := article(k.Got)
+		if v, ok := at(args, e.InstanceLocation); ok {
+			switch v.(type) {
+			case map[string]any, []any:
+			default:
+				b, _ := json.Marshal(v)
+				got = fmt.Sprintf("the %s %s", k.Got, b)
+			}
+		}
+		return fmt.Sprintf("%s must be %s, got %s", arg, article(strings.Join(k.Want, " or ")), got)
+	case *kind.AdditionalProperties:
+		return fmt.Sprintf("unknown %s %s (%s)", plural("argument", len(k.Properties)), quoteAll(k.Properties), takes)
+	case *kind.Required:
+		return fmt.Sprintf("missing %s %s", plural("argument", len(k.Missing)), quoteAll(k.Missing))
+	case *kind.Minimum:
+		return fmt.Sprintf("%s must be at least %s, got %s", arg, k.Want.RatString(), k.Got.RatString())
+	case *kind.Maximum:
+		return fmt.Sprintf("%s must be at most %s, got %s", arg, k.Want.RatString(), k.Got.RatString())
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = fmt.Sprint(w)
+		}
+		return fmt.Sprintf("%s must be one of %s, got %q", arg, strings.Join(want, ", "), fmt.Sprint(k.Got))
+	}
+	return fmt.Sprintf("%s: %s", arg, e.ErrorKind.LocalizedString(printer))
+}
+
+// at is the value at path in v, as the validator decoded it.
+func at(v any, path []string) (any, bool) {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func article(s string) string {
+	switch s {
+	case "integer", "object", "array":
+		return "an " + s
+	case "null":
+		return s
+	}
+	if strings.Contains(s, " or ") {
+		return s
+	}
+	return "a " + s
+}
+
+func plural(word string, n int) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
