@@ -246,6 +246,12 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	retryable := !hasBody && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions)
+	var body *stallBody
+	if hasBody {
+		d := limitsOf(r).body
+		body = &stallBody{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
+		r.Body = body
+	}
 	for attempt := 0; ; attempt++ {
 		u := p.pool.get(rt.Port, !retryable)
 		reused := u != nil
@@ -263,6 +269,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 		if errors.Is(err, errBeforeResponse) && retryable && attempt < maxRetries {
 			p.pool.drop(rt.Port)
 			continue
+		}
+		if body != nil && body.stalled {
+			w.Header().Set("Connection", "close")
+			http.Error(w, stalledMessage(body.d), http.StatusRequestTimeout)
+			return
 		}
 		p.fail(w, r, rt, err)
 		return

@@ -226,7 +226,11 @@ func Listen(port int) ([]net.Listener, error) {
 // Serve serves h on the listeners until ctx is done. A *Proxy is served
 // by its fast path (fast.go), with net/http for what that leaves.
 func Serve(ctx context.Context, h http.Handler, ls []net.Listener) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout}
+	serveLimited(ctx, h, ls, defaultLimits)
+}
+
+func serveLimited(ctx context.Context, h http.Handler, ls []net.Listener, lim limits) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: lim.idle, ConnContext: withLimits(lim)}
 	p, fast := h.(*Proxy)
 	if !fast || len(ls) == 0 {
 		for _, l := range ls {
@@ -238,7 +242,7 @@ func Serve(ctx context.Context, h http.Handler, ls []net.Listener) {
 		srv.Shutdown(shut)
 		return
 	}
-	s := &server{p: p, fallback: srv, handoff: newHandoffListener(ls[0].Addr()), conns: map[net.Conn]*connState{}}
+	s := &server{p: p, fallback: srv, handoff: newHandoffListener(ls[0].Addr()), lim: lim, conns: map[net.Conn]*connState{}}
 	go srv.Serve(s.handoff)
 	for _, l := range ls {
 		go s.serve(l)

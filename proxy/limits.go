@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// limits bound what a client may hold without sending anything, as nginx's
+// defaults do: a kept connection that sends no request for idle is closed
+// (keepalive_timeout 75 s), and a request whose body sends nothing for body
+// gets a 408 and its connection closed (client_body_timeout 60 s). A
+// service may take as long as it likes to answer: dev servers hold long
+// polls and event streams open, so no limit is put on a response.
+type limits struct{ idle, body time.Duration }
+
+var defaultLimits = limits{idle: 75 * time.Second, body: 60 * time.Second}
+
+type limitsKey struct{}
+
+// limitsOf returns the limits the server running r set, or the defaults
+// (a Proxy served by another http.Server).
+func limitsOf(r *http.Request) limits {
+	if l, ok := r.Context().Value(limitsKey{}).(limits); ok {
+		return l
+	}
+	return defaultLimits
+}
+
+// stallReader reads a request body from the client's connection, giving
+// each read that waits on the socket d to bring something.
+type stallReader struct {
+	br      *bufio.Reader
+	c       net.Conn
+	d       time.Duration
+	stalled bool
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.br.Buffered() == 0 {
+		s.c.SetReadDeadline(time.Now().Add(s.d))
+	}
+	n, err := s.br.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		s.stalled = true
+	}
+	return n, err
+}
+
+// stallBody is stallReader for a request net/http read the head of.
+type stallBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	d       time.Duration
+	stalled bool
+}
+
+func (s *stallBody) Read(p []byte) (int, error) {
+	s.rc.SetReadDeadline(time.Now().Add(s.d)) // ErrNotSupported: no limit
+	n, err := s.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		s.stalled = true
+	}
+	return n, err
+}
+
+func stalledMessage(d time.Duration) string {
+	return fmt.Sprintf("binky proxy: the request body sent nothing for %s; the request was not completed\n", d)
+}
+
+// writeStalled answers a request whose body stalled, on the fast path.
+func writeStalled(bw *bufio.Writer, d time.Duration) {
+	msg := stalledMessage(d)
+	fmt.Fprintf(bw, "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
+	bw.Flush()
+}
+
+// withLimits has every request of an http.Server carry lim.
+func withLimits(lim limits) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, _ net.Conn) context.Context { return context.WithValue(ctx, limitsKey{}, lim) }
+}

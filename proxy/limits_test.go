@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveWith runs p as Serve does, with limits short enough to test.
+func serveWith(t *testing.T, p *Proxy, lim limits) string {
+	t.Helper()
+	ls, err := Listen(freeLocalPort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { serveLimited(ctx, p, ls, lim); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ls[0].Addr().String()
+}
+
+// roundTrip writes req on c and reads one response.
+func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, req string) *http.Response {
+	t.Helper()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response to %q: %v", req, err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// closedWithin reports whether the proxy closes c within d (a read ends
+// with EOF or a reset rather than waiting).
+func closedWithin(c net.Conn, br *bufio.Reader, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := br.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// A kept connection that sends nothing is closed after the idle limit,
+// on the fast path and on net/http's (a 404 is net/http's), while one that
+// keeps sending requests more often than that stays open however long.
+func TestAnIdleClientConnectionIsClosed(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	addr := serveWith(t, p, limits{idle: 300 * time.Millisecond, body: time.Minute})
+	for _, host := range []string{"api.w.acme.localhost", "nope.localhost"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		start := time.Now()
+		for time.Since(start) < time.Second {
+			roundTrip(t, c, br, "GET /x HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !closedWithin(c, br, 2*time.Second) {
+			t.Errorf("%s: an idle connection is still open 2 s after a 300 ms idle limit", host)
+		}
+	}
+}
+
+// A body that stops coming gets a 408 and the connection closed; one that
+// comes slowly but keeps coming is forwarded whole. Both paths: a body of
+// known length (the fast path) and a chunked one (net/http's).
+func TestAStalledRequestBodyGets408(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	addr := serveWith(t, p, limits{idle: time.Minute, body: 300 * time.Millisecond})
+	heads := map[string]string{
+		"length":  "POST /up HTTP/1.1\r\nHost: api.w.acme.localhost\r\nContent-Length: 10\r\n\r\n",
+		"chunked": "POST /up HTTP/1.1\r\nHost: api.w.acme.localhost\r\nTransfer-Encoding: chunked\r\n\r\n",
+	}
+	bodies := map[string][]string{
+		"length":  {"he", "ll", "ow", "or", "ld"},
+		"chunked": {"2\r\nhe\r\n", "2\r\nll\r\n", "2\r\now\r\n", "2\r\nor\r\n", "2\r\nld\r\n0\r\n\r\n"},
+	}
+	for _, kind := range []string{"length", "chunked"} {
+		// Slow but moving: a piece every 150 ms, 750 ms in all.
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, heads[kind])
+		for _, piece := range bodies[kind] {
+			time.Sleep(150 * time.Millisecond)
+			io.WriteString(c, piece)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s, slow body: %v", kind, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(b) != "POST /up helloworld" {
+			t.Errorf("%s, slow body: %d %q, want it forwarded whole", kind, resp.StatusCode, b)
+		}
+
+		// Stalled: two pieces, then nothing.
+		c2, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		io.WriteString(c2, heads[kind]+bodies[kind][0])
+		start := time.Now()
+		br := bufio.NewReader(c2)
+		c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s, stalled body: no response: %v", kind, err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "sent nothing for 300ms") {
+			t.Errorf("%s, stalled body: %d %q after %v, want a 408 saying why", kind, resp.StatusCode, b, time.Since(start))
+		}
+		if !closedWithin(c2, br, 2*time.Second) {
+			t.Errorf("%s, stalled body: the connection stays open", kind)
+		}
+	}
+}
