@@ -174,6 +174,11 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		{"logs", `{"lines":99999}`, `argument "lines" must be at most`},
 		{"restart", `{}`, `missing argument "service"`},
 		{"curl", `{"service":"api","method":"BREW"}`, `argument "method" must be one of GET, HEAD`},
+		{"env", `{"name":null}`, `argument "name" must be a string, got null (leave out an argument you do not set)`},
+		{"env", `{"zz":1,"aa":2,"mm":3}`, `unknown arguments "aa", "mm", "zz" (it takes dir, name, reveal)`},
+		{"env", `{"name":"` + strings.Repeat("x", 500) + `","reveal":"` + strings.Repeat("y", 500) + `"}`, `argument "reveal" must be a boolean, got the string "yyyyyyyy`},
+		{"restart", `{"service":""}`, `argument "service" must not be empty`},
+		{"curl", `{"service":"api","headers":["a: b",7]}`, `argument "headers[1]" must be a string, got the number 7`},
 		{"env", `["repo"]`, "JSON object"},
 		{"env", `"repo"`, "JSON object"},
 	} {
@@ -185,9 +190,30 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		if !isError(r) || !strings.Contains(text(r), tc.want) {
 			t.Errorf("%s %s: want a tool error saying %q, got isError=%v %q", tc.tool, tc.args, tc.want, isError(r), text(r))
 		}
-		if strings.Contains(text(r), "&{") {
-			t.Errorf("%s %s: error prints a Go struct: %q", tc.tool, tc.args, text(r))
+		if strings.Contains(text(r), "&{") || len(text(r)) > 300 {
+			t.Errorf("%s %s: error prints a Go struct or a whole value: %q", tc.tool, tc.args, text(r))
 		}
+	}
+	// Every tool's schema compiles, and says what the tool takes.
+	for _, name := range []string{"up", "down", "status", "env", "verify", "logs", "restart", "curl", "doctor", "remove", "reload"} {
+		if r := c.tool(name, `{"no_such_argument":1}`); !strings.Contains(text(r), `unknown argument "no_such_argument"`) {
+			t.Errorf("%s with an unknown argument: %q", name, text(r))
+		}
+	}
+}
+
+// A tool added after the server was built is validated too.
+func TestALateToolIsValidated(t *testing.T) {
+	c := startWith(t, func(_ *Server, m *server.MCPServer) {
+		m.AddTool(mcp.NewTool("late", mcp.WithNumber("n", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ran"), nil
+		})
+	})
+	if r := c.tool("late", `{"n":"x"}`); !isError(r) || !strings.Contains(text(r), `argument "n" must be a number`) {
+		t.Errorf("a late tool with a wrong argument: %q", text(r))
+	}
+	if r := c.tool("late", `{"n":2}`); text(r) != "ran" {
+		t.Errorf("a late tool with a right argument: %q", text(r))
 	}
 }
 
@@ -348,25 +374,45 @@ func TestCancelledRequestsGetNoResponse(t *testing.T) {
 	}
 }
 
-// A session starts with initialize: a tool call before it is refused and
-// does not run (it could be an up or a remove), a ping is answered, and
-// after initialize the same call runs.
-func TestCallsBeforeInitializeAreRefused(t *testing.T) {
-	ran := make(chan bool, 4)
+// probeServer is a server with a tool that notes each run, and a session
+// on it that has sent nothing yet.
+func probeServer(t *testing.T) (*session, chan bool) {
+	ran := make(chan bool, 10)
 	_, in, out := serveRaw(t, func(_ *Server, m *server.MCPServer) {
 		m.AddTool(mcp.NewTool("probe"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ran <- true
 			return mcp.NewToolResultText("ran"), nil
 		})
 	})
-	c := connect(t, in, out)
-	r := c.tool("probe", `{}`)
+	return connect(t, in, out), ran
+}
+
+func refusedEarly(r map[string]any) bool {
 	pe, _ := r["protocolError"].(map[string]any)
-	if pe == nil || pe["code"] != float64(mcp.INVALID_REQUEST) || !strings.Contains(fmt.Sprint(pe["message"]), "initialize") {
+	return pe != nil && pe["code"] == float64(mcp.INVALID_REQUEST) && strings.Contains(fmt.Sprint(pe["message"]), "initialize")
+}
+
+// A session starts with initialize: a tool call before its answer is
+// refused and does not run (it could be an up or a remove), whether no
+// initialize came, one came as a notification or one failed; a ping is
+// answered; after a good initialize the same call runs.
+func TestCallsBeforeInitializeAreRefused(t *testing.T) {
+	c, ran := probeServer(t)
+	if r := c.tool("probe", `{}`); !refusedEarly(r) {
 		t.Errorf("tools/call before initialize: %v, want an invalid-request error saying to initialize", r)
 	}
 	if _, ok := c.call("ping", `{}`)["protocolError"]; ok {
 		t.Error("a ping before initialize is refused")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"initialize","params":{}}`)
+	if r := c.tool("probe", `{}`); !refusedEarly(r) {
+		t.Errorf("tools/call after an initialize notification: %v, want it refused", r)
+	}
+	if r := c.call("initialize", `{"protocolVersion":5}`); r["protocolError"] == nil {
+		t.Fatalf("a malformed initialize was accepted: %v", r)
+	}
+	if r := c.tool("probe", `{}`); !refusedEarly(r) {
+		t.Errorf("tools/call after a failed initialize: %v, want it refused", r)
 	}
 	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -375,6 +421,19 @@ func TestCallsBeforeInitializeAreRefused(t *testing.T) {
 	}
 	if n := len(ran); n != 1 {
 		t.Errorf("the probe ran %d times, want once (after initialize)", n)
+	}
+}
+
+// A client of protocol 2026-07-28 has no initialize: it may ask
+// server/discover, and names its version in every request's _meta.
+func TestAClientWithoutInitializeByProtocolIsServed(t *testing.T) {
+	c, ran := probeServer(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"}}`
+	if r := c.call("server/discover", `{`+meta+`}`); r["protocolError"] != nil {
+		t.Errorf("server/discover: %v", r)
+	}
+	if r := c.call("tools/call", `{"name":"probe","arguments":{},`+meta+`}`); text(r) != "ran" || len(ran) != 1 {
+		t.Errorf("a 2026-07-28 tools/call: %v, want it run", r)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -24,11 +25,14 @@ type cancelFilter struct {
 	cancelled map[string]bool // request ids, as their JSON text
 	pending   []byte          // an output line not finished yet
 
-	initialized bool // the client sent initialize (read by watch's goroutine only)
+	// The lifecycle (refuseEarly): the ids of initialize requests not
+	// answered yet, and whether one was answered with a result.
+	initializing map[string]bool
+	initialized  atomic.Bool
 }
 
 func newCancelFilter(out io.Writer) *cancelFilter {
-	return &cancelFilter{out: out, cancelled: map[string]bool{}}
+	return &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}}
 }
 
 // watch returns in as mcp-go should read it, noting cancellations.
@@ -84,34 +88,45 @@ func idKey(raw json.RawMessage) string {
 	return idKeyOf(v)
 }
 
-// refuseEarly answers a request sent before initialize with an error and
-// reports whether it did: the lifecycle starts with initialize (which says
-// the protocol version both sides speak), and mcp-go would run a tool call
-// sent before it — an up or a remove included. Pings may come any time.
+// refuseEarly answers a request sent before the session is initialized
+// with an error and reports whether it did: the lifecycle starts with
+// initialize (which settles the protocol version both sides speak), and
+// mcp-go would run a tool call sent before it — an up or a remove
+// included. The session is initialized once an initialize request got a
+// result (Write sees it go out). Pings may come any time; a client of
+// protocol 2026-07-28 or later has no initialize: it may send
+// server/discover, and every request carries its version in _meta, which
+// mcp-go checks.
 func (f *cancelFilter) refuseEarly(line []byte) bool {
-	if f.initialized {
+	if f.initialized.Load() {
 		return false
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Method == "" {
 		return false // not a request: mcp-go answers what it cannot parse
 	}
-	switch m.Method {
-	case string(mcp.MethodInitialize):
-		f.initialized = true
+	hasID := len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null"))
+	version, _ := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	switch {
+	case m.Method == string(mcp.MethodInitialize) && hasID:
+		f.mu.Lock()
+		f.initializing[idKey(m.ID)] = true
+		f.mu.Unlock()
 		return false
-	case string(mcp.MethodPing):
+	case m.Method == string(mcp.MethodPing), m.Method == string(mcp.MethodServerDiscover), mcp.IsModernProtocol(version):
 		return false
-	}
-	if len(m.ID) == 0 {
+	case !hasID:
 		return true // a notification: nothing to answer, nothing to run
 	}
 	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
 		"code":    mcp.INVALID_REQUEST,
-		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request", m.Method),
+		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request, and other requests wait for its answer", m.Method),
 	}})
 	if err != nil {
 		return false
@@ -120,6 +135,25 @@ func (f *cancelFilter) refuseEarly(line []byte) bool {
 	defer f.mu.Unlock()
 	f.out.Write(append(resp, '\n'))
 	return true
+}
+
+// noteInitializedLocked marks the session initialized when line answers a
+// pending initialize request with a result.
+func (f *cancelFilter) noteInitializedLocked(line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+		return
+	}
+	if key := idKey(m.ID); f.initializing[key] {
+		delete(f.initializing, key)
+		if len(m.Result) > 0 && !bytes.Equal(m.Result, []byte("null")) {
+			f.initialized.Store(true)
+		}
+	}
 }
 
 func idKeyOf(id any) string {
@@ -193,6 +227,9 @@ func (f *cancelFilter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		line := f.pending[:i+1]
+		if len(f.initializing) > 0 {
+			f.noteInitializedLocked(line)
+		}
 		if !f.dropLocked(line) {
 			if _, err := f.out.Write(line); err != nil {
 				f.pending = f.pending[i+1:]
