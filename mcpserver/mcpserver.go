@@ -69,7 +69,8 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp(newCancelFilter(io.Disca
 func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(noteRequestID)
-	v := &validator{}
+	var v *validator // reads m's tools, so it is made after m
+	validate := func(next server.ToolHandlerFunc) server.ToolHandlerFunc { return v.middleware(next) }
 	m := server.NewMCPServer("git-binky", s.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
@@ -77,17 +78,13 @@ func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
 		server.WithStrictInputSchemaDefault(),
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(objectArguments),
-		server.WithToolHandlerMiddleware(v.middleware),
+		server.WithToolHandlerMiddleware(validate),
 		server.WithToolHandlerMiddleware(f.skipCancelled),
 		server.WithRecovery())
+	v = newValidator(m)
 	for _, t := range s.tools() {
 		m.AddTool(t.Tool, t.Handler)
 	}
-	compiled, err := newValidator(m)
-	if err != nil {
-		panic(err) // the tools' schemas are binky's own: a test catches this
-	}
-	*v = *compiled
 	s.addResources(m)
 	return m
 }

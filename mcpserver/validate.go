@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -23,7 +25,10 @@ import (
 // be at least 1, got -5"). mcp-go's own validation prints the validator's
 // structs ("/lines: &{Got:-5/1 Want:1/1}"), so binky validates instead.
 type validator struct {
-	tools map[string]toolSchema
+	m *server.MCPServer
+
+	mu    sync.Mutex
+	tools map[string]toolSchema // compiled on first use
 }
 
 type toolSchema struct {
@@ -31,38 +36,49 @@ type toolSchema struct {
 	props  []string // the argument names the tool takes, sorted
 }
 
-// newValidator compiles the input schema of every tool m serves.
-func newValidator(m *server.MCPServer) (*validator, error) {
-	v := &validator{tools: map[string]toolSchema{}}
-	for name, t := range m.ListTools() {
-		raw := t.Tool.RawInputSchema
-		if len(raw) == 0 {
-			var err error
-			if raw, err = json.Marshal(t.Tool.InputSchema); err != nil {
-				return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
-			}
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
-		}
-		url := "mem:///tools/" + name + ".json"
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
-		}
-		s, err := c.Compile(url)
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
-		}
-		var props []string
-		for p := range t.Tool.InputSchema.Properties {
-			props = append(props, p)
-		}
-		sort.Strings(props)
-		v.tools[name] = toolSchema{schema: s, props: props}
+func newValidator(m *server.MCPServer) *validator {
+	return &validator{m: m, tools: map[string]toolSchema{}}
+}
+
+// schema returns the compiled input schema of the tool called name.
+func (v *validator) schema(name string) (toolSchema, bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if t, ok := v.tools[name]; ok {
+		return t, true, nil
 	}
-	return v, nil
+	st := v.m.GetTool(name)
+	if st == nil {
+		return toolSchema{}, false, nil
+	}
+	raw := st.Tool.RawInputSchema
+	if len(raw) == 0 {
+		var err error
+		if raw, err = json.Marshal(st.Tool.InputSchema); err != nil {
+			return toolSchema{}, false, err
+		}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return toolSchema{}, false, err
+	}
+	url := "mem:///tools/" + name + ".json"
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(url, doc); err != nil {
+		return toolSchema{}, false, err
+	}
+	compiled, err := c.Compile(url)
+	if err != nil {
+		return toolSchema{}, false, err
+	}
+	var props []string
+	for p := range st.Tool.InputSchema.Properties {
+		props = append(props, p)
+	}
+	sort.Strings(props)
+	t := toolSchema{schema: compiled, props: props}
+	v.tools[name] = t
+	return t, true, nil
 }
 
 // middleware refuses a call whose arguments break its tool's schema, as a
@@ -78,7 +94,10 @@ func (v *validator) middleware(next server.ToolHandlerFunc) server.ToolHandlerFu
 
 // check returns what is wrong with req's arguments, or "".
 func (v *validator) check(req mcp.CallToolRequest) string {
-	t, ok := v.tools[req.Params.Name]
+	t, ok, err := v.schema(req.Params.Name)
+	if err != nil {
+		return fmt.Sprintf("tool %s: its input schema does not compile: %v", req.Params.Name, err)
+	}
 	if !ok {
 		return "" // mcp-go answers an unknown tool itself
 	}
@@ -98,7 +117,7 @@ func (v *validator) check(req mcp.CallToolRequest) string {
 		}
 		args = a
 	}
-	err := t.schema.Validate(args)
+	err = t.schema.Validate(args)
 	if err == nil {
 		return ""
 	}
@@ -112,6 +131,7 @@ func (v *validator) check(req mcp.CallToolRequest) string {
 			msgs = append(msgs, m)
 		}
 	}
+	sort.Strings(msgs) // the validator's order follows a map's
 	return fmt.Sprintf("invalid arguments to %s: %s", req.Params.Name, strings.Join(msgs, "; "))
 }
 
@@ -133,7 +153,7 @@ var printer = message.NewPrinter(language.English)
 func describe(e *jsonschema.ValidationError, args any, props []string) string {
 	arg := "the arguments"
 	if len(e.InstanceLocation) > 0 {
-		arg = fmt.Sprintf("argument %q", strings.Join(e.InstanceLocation, "."))
+		arg = fmt.Sprintf("argument %q", argPath(e.InstanceLocation))
 	}
 	takes := "it takes no arguments"
 	if len(props) > 0 {
@@ -144,39 +164,94 @@ func describe(e *jsonschema.ValidationError, args any, props []string) string {
 		got := article(k.Got)
 		if v, ok := at(args, e.InstanceLocation); ok {
 			switch v.(type) {
+			case nil:
+				return fmt.Sprintf("%s must be %s, got null (leave out an argument you do not set)", arg, article(strings.Join(k.Want, " or ")))
 			case map[string]any, []any:
 			default:
-				b, _ := json.Marshal(v)
-				got = fmt.Sprintf("the %s %s", k.Got, b)
+				got = fmt.Sprintf("the %s %s", k.Got, shown(v))
 			}
 		}
 		return fmt.Sprintf("%s must be %s, got %s", arg, article(strings.Join(k.Want, " or ")), got)
 	case *kind.AdditionalProperties:
-		return fmt.Sprintf("unknown %s %s (%s)", plural("argument", len(k.Properties)), quoteAll(k.Properties), takes)
+		unknown := slices.Sorted(slices.Values(k.Properties))
+		return fmt.Sprintf("unknown %s %s (%s)", plural("argument", len(unknown)), quoteAll(unknown), takes)
 	case *kind.Required:
-		return fmt.Sprintf("missing %s %s", plural("argument", len(k.Missing)), quoteAll(k.Missing))
+		return fmt.Sprintf("missing %s %s", plural("argument", len(k.Missing)), quoteAll(slices.Sorted(slices.Values(k.Missing))))
 	case *kind.Minimum:
 		return fmt.Sprintf("%s must be at least %s, got %s", arg, k.Want.RatString(), k.Got.RatString())
 	case *kind.Maximum:
 		return fmt.Sprintf("%s must be at most %s, got %s", arg, k.Want.RatString(), k.Got.RatString())
+	case *kind.MinLength:
+		if k.Want == 1 {
+			return fmt.Sprintf("%s must not be empty", arg)
+		}
+		return fmt.Sprintf("%s must be at least %d characters long, got %d", arg, k.Want, k.Got)
+	case *kind.MaxLength:
+		return fmt.Sprintf("%s must be at most %d characters long, got %d", arg, k.Want, k.Got)
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
 			want[i] = fmt.Sprint(w)
 		}
-		return fmt.Sprintf("%s must be one of %s, got %q", arg, strings.Join(want, ", "), fmt.Sprint(k.Got))
+		return fmt.Sprintf("%s must be one of %s, got %s", arg, strings.Join(want, ", "), shown(k.Got))
 	}
 	return fmt.Sprintf("%s: %s", arg, e.ErrorKind.LocalizedString(printer))
+}
+
+// argPath names a place in the arguments as an agent would write it:
+// headers[1], env.KEY.
+func argPath(loc []string) string {
+	var b strings.Builder
+	for i, p := range loc {
+		switch {
+		case i == 0:
+			b.WriteString(p)
+		case isIndex(p):
+			b.WriteString("[" + p + "]")
+		default:
+			b.WriteString("." + p)
+		}
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// shown is a value as JSON, cut to a length an error message can carry.
+func shown(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 60 {
+		return string(b[:57]) + "..."
+	}
+	return string(b)
 }
 
 // at is the value at path in v, as the validator decoded it.
 func at(v any, path []string) (any, bool) {
 	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[p]; !ok {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[p]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
 			return nil, false
 		}
 	}

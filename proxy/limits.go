@@ -81,6 +81,19 @@ func writeStalled(bw *bufio.Writer, d time.Duration) {
 	bw.Flush()
 }
 
+// ownAnswer readies w for an answer the proxy writes itself (a 404, a 503):
+// a body sent with the request is not wanted, and net/http would read up
+// to 256 KB of it before answering, from a client that may have stopped
+// sending. The connection closes after the answer instead, and a read of
+// it gets the body limit.
+func ownAnswer(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(limitsOf(r).body))
+	w.Header().Set("Connection", "close")
+}
+
 // withLimits has every request of an http.Server carry lim.
 func withLimits(lim limits) func(context.Context, net.Conn) context.Context {
 	return func(ctx context.Context, _ net.Conn) context.Context { return context.WithValue(ctx, limitsKey{}, lim) }

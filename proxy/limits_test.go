@@ -136,3 +136,42 @@ func TestAStalledRequestBodyGets408(t *testing.T) {
 		}
 	}
 }
+
+// A request the proxy answers itself (an unknown host, a stopped service)
+// is answered at once, whatever its body does (the body is not wanted),
+// and its connection is let go within the body limit.
+func TestAnAnswerOfTheProxysOwnDoesNotWaitForTheBody(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "down.w.acme.localhost", World: "w", Service: "down", Port: port, Up: false}})
+	addr := serveWith(t, p, limits{idle: time.Minute, body: 500 * time.Millisecond})
+	for _, tc := range []struct {
+		req  string
+		want int
+	}{
+		{"POST /x HTTP/1.1\r\nHost: nope.localhost\r\nContent-Length: 10\r\n\r\nab", 404},
+		{"POST /x HTTP/1.1\r\nHost: nope.localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n", 404},
+		{"POST /x HTTP/1.1\r\nHost: down.w.acme.localhost\r\nContent-Length: 10\r\n\r\nab", 503},
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, tc.req)
+		br := bufio.NewReader(c)
+		c.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Errorf("%q: no answer in 250 ms: %v", tc.req, err)
+			continue
+		}
+		io.ReadAll(resp.Body)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%q: %d, want %d", tc.req, resp.StatusCode, tc.want)
+		}
+		if !closedWithin(c, br, 2*time.Second) {
+			t.Errorf("%q: the connection stays open after the answer", tc.req)
+		}
+	}
+}

@@ -144,6 +144,7 @@ func (p *Proxy) lookup(hostHeader string) (Route, bool) {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := routeHost(r.Host)
 	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
+		ownAnswer(w, r)
 		p.mu.RLock()
 		_, ok := p.routes[strings.ToLower(r.URL.Query().Get("domain"))]
 		p.mu.RUnlock()
@@ -158,10 +159,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, ok := p.routes[host]
 	p.mu.RUnlock()
 	if !ok {
+		ownAnswer(w, r)
 		p.notFound(w, host)
 		return
 	}
 	if !rt.Up {
+		ownAnswer(w, r)
 		unavailable(w, rt, "is "+orDefault(rt.State, "stopped"))
 		return
 	}
