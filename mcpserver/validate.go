@@ -72,8 +72,12 @@ func (v *validator) schema(name string) (toolSchema, bool, error) {
 		return toolSchema{}, false, err
 	}
 	var props []string
-	for p := range st.Tool.InputSchema.Properties {
-		props = append(props, p)
+	if m, ok := doc.(map[string]any); ok {
+		if ps, ok := m["properties"].(map[string]any); ok {
+			for p := range ps {
+				props = append(props, p)
+			}
+		}
 	}
 	sort.Strings(props)
 	t := toolSchema{schema: compiled, props: props}
