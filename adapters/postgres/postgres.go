@@ -78,6 +78,7 @@ func (ps *pools) acquire(ctx context.Context, adminURL string) (*pgx.Conn, func(
 			ps.mu.Unlock()
 			return nil, nil, fmt.Errorf("postgres admin_url %s: %w", adapters.Redact(adminURL), err)
 		}
+		safeSearchPath(cfg.ConnConfig)
 		cfg.MinConns, cfg.MaxConns = 0, ps.max
 		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = ps.idle, ps.idle/2
 		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
@@ -123,6 +124,21 @@ func inTx(ctx context.Context, c *pgx.Conn, stmts ...string) error {
 	return tx.Commit(ctx)
 }
 
+// safeSearchPath has an admin session find functions and operators in
+// pg_catalog only. The admin works inside databases whose public schema a
+// world's role (or the golden template's, i.e. a branch's migrate and
+// seed) owns, and a function planted there that matches a call's argument
+// types more closely than the built-in one would be chosen over it and run
+// with the admin's rights (CVE-2018-1058); pg_temp last keeps temporary
+// objects from being found first. Sent at connection start, it overrides
+// any ALTER DATABASE/ROLE ... SET search_path.
+func safeSearchPath(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
+}
+
 func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(adminURL)
 	if err != nil {
@@ -131,6 +147,7 @@ func connect(ctx context.Context, adminURL, db string) (*pgx.Conn, error) {
 	if db != "" {
 		cfg.Database = db
 	}
+	safeSearchPath(cfg)
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres at %s: %w", adapters.Redact(adminURL), err)

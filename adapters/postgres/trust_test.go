@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -370,7 +371,7 @@ func TestAWorldsRoleThatOwnsSomethingElsewhereIsLeftWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inA.Close(ctx)
-	for _, stmt := range []string{"CREATE TABLE planted (id int)", "ALTER TABLE planted OWNER TO " + ident(b.Name)} {
+	for _, stmt := range []string{"CREATE TABLE public.planted (id int)", "ALTER TABLE public.planted OWNER TO " + ident(b.Name)} {
 		if _, err := inA.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
@@ -383,7 +384,7 @@ func TestAWorldsRoleThatOwnsSomethingElsewhereIsLeftWithIt(t *testing.T) {
 	if err := inA.QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = 'planted'").Scan(&owner); err != nil || owner != b.Name {
 		t.Fatalf("the planted table: owner %q, %v; want it left as it was, %s's", owner, err, b.Name)
 	}
-	if _, err := inA.Exec(ctx, "DROP TABLE planted"); err != nil {
+	if _, err := inA.Exec(ctx, "DROP TABLE public.planted"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -428,5 +429,81 @@ func TestHardenFromManyUpsAtOnceNeverFails(t *testing.T) {
 	c.QueryRow(ctx, `SELECT has_database_privilege('public', 'postgres', 'CONNECT')`).Scan(&public)
 	if public {
 		t.Error("the postgres database is still open to every role")
+	}
+}
+
+// The golden template's role owns its database's public schema, and its
+// migrate and seed (a branch's code) run as it. What they plant there — a
+// function that beats a built-in one by a closer argument type, the trick
+// of CVE-2018-1058 — must never run when binky's admin works inside the
+// template or a copy of it (preparing it, a spare, a world's clone): it
+// would run as a superuser. (Found by an attack: it made a world superuser.)
+func TestCodeATemplatePlantsNeverRunsAsTheAdmin(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	gold := testSlice(t, admin, "plant")
+	gold.World = "golden"
+	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
+	if err := p.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := p.Resolve(ctx, gold)
+	gc, err := pgx.Connect(ctx, ga["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.Exec(ctx, `CREATE TABLE public.calls (who text, fn text);
+		GRANT INSERT ON public.calls TO PUBLIC;
+		CREATE TABLE items (id int);
+		CREATE FUNCTION public.shobj_description(oid, text) RETURNS text LANGUAGE plpgsql AS $f$
+		BEGIN INSERT INTO public.calls VALUES (current_user, 'shobj_description');
+		RETURN pg_catalog.shobj_description($1, $2::name); END $f$;
+		CREATE FUNCTION public.aclexplode(text) RETURNS SETOF record LANGUAGE plpgsql AS $f$
+		BEGIN INSERT INTO public.calls VALUES (current_user, 'aclexplode'); END $f$;
+		CREATE FUNCTION public.pg_terminate_backend(bigint) RETURNS boolean LANGUAGE plpgsql AS $f$
+		BEGIN INSERT INTO public.calls VALUES (current_user, 'pg_terminate_backend'); RETURN false; END $f$;`); err != nil {
+		t.Fatal(err)
+	}
+	gc.Close(ctx)
+	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	a := testSlice(t, admin, "planted")
+	t.Cleanup(func() { p.Teardown(context.Background(), a) })
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	b := testSlice(t, admin, "planted2")
+	t.Cleanup(func() { p.Teardown(context.Background(), b) })
+	if err := p.Clone(ctx, gold.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	var super string
+	c.QueryRow(ctx, "SELECT current_user").Scan(&super)
+	for _, db := range []string{gold.Name, a.Name, b.Name, spareOf(gold.Name)} {
+		var open bool
+		if c.QueryRow(ctx, "SELECT datallowconn FROM pg_database WHERE datname = $1", db).Scan(&open); !open {
+			continue // a spare between copies
+		}
+		u, _ := url.Parse(admin)
+		u.Path = "/" + db
+		dc, err := pgx.Connect(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := dc.Query(ctx, "SELECT who, fn FROM public.calls")
+		calls, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Who, Fn string }])
+		dc.Close(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", db, err)
+		}
+		for _, call := range calls {
+			if call.Who == super {
+				t.Errorf("in %s, the admin (%s) ran the template's %s", db, super, call.Fn)
+			}
+		}
 	}
 }
