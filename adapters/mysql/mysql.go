@@ -517,6 +517,23 @@ func (m *MySQL) Exists(ctx context.Context, adminURL, name string) (bool, error)
 	return c.exists(ctx, "database", DBName(name))
 }
 
+// PrepareTemplate locks a built golden template's user and ends its
+// sessions: its password was given to the migrate and seed that built it
+// (a branch's code), which could otherwise change what every later world
+// starts from. A rebuild provisions it again, which unlocks it.
+func (m *MySQL) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	c, err := connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	user := UserName(name)
+	if err := c.exec(ctx, "ALTER USER IF EXISTS "+account(user)+" ACCOUNT LOCK"); err != nil {
+		return fmt.Errorf("template %s: lock its user: %w", name, err)
+	}
+	return c.killSessions(ctx, user)
+}
+
 // Capabilities says MySQL clones server-side and lists its slices.
 func (m *MySQL) Capabilities() adapters.Capabilities {
 	return adapters.Capabilities{Clone: true, List: true}

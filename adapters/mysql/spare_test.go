@@ -467,3 +467,40 @@ func TestACloneWaitsForAnotherProcessTakingTheSpare(t *testing.T) {
 		t.Fatal("the clone took the spare another process held")
 	}
 }
+
+// A built template's user logs in no more, and a session it kept open is
+// ended: its password was given to the migrate and seed that built it,
+// which could otherwise change what every later world starts from. (An
+// attack did: a branch's seed kept the URL and poisoned later worlds.) A
+// rebuild provisions it again and it logs in for its migrate and seed.
+func TestABuiltTemplatesUserCannotChangeItAnyMore(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	m := New()
+	gold := goldenTemplate(t, u)
+	ga, _ := m.Resolve(ctx, gold)
+	kept := open(t, ga["dsn"])
+	if _, err := kept.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PrepareTemplate(ctx, u, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.Exec("CREATE TABLE poison (id int)"); err == nil {
+		t.Error("a session the template's user kept open still writes into it")
+	}
+	fresh := open(t, ga["dsn"])
+	if err := fresh.Ping(); err == nil {
+		t.Error("the template's user still logs in after the template was built")
+	}
+	if err := m.PrepareTemplate(ctx, u, gold.Name); err != nil {
+		t.Fatalf("prepared again (every up that copies it does): %v", err)
+	}
+	if err := m.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, ga["dsn"])
+	if err := again.Ping(); err != nil {
+		t.Errorf("after provisioning again, the template's user: %v", err)
+	}
+}

@@ -435,15 +435,26 @@ var hardening sync.Mutex
 
 // PrepareTemplate makes a built golden database ready to be copied: it
 // must not belong to its own role, or handing that role's objects to each
-// world (REASSIGN OWNED) would hand it the template too. Callers serialise
-// it (the golden lock): two first ALTERs at once conflict.
+// world (REASSIGN OWNED) would hand it the template too; and its role may
+// no longer log in, nor keep a session: its URL was given to the migrate
+// and seed that built it (a branch's code), which could otherwise change
+// what every later world starts from. A rebuild provisions it again, which
+// gives the login back. Callers serialise it (the golden lock): two first
+// ALTERs at once conflict.
 func (p *Postgres) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	lit, err := literal(name)
+	if err != nil {
+		return err
+	}
 	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER"); err != nil {
+	// One round trip: it runs on every up that copies the template.
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER; "+
+		"DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = "+lit+" AND rolcanlogin) THEN ALTER ROLE "+ident(name)+" NOLOGIN; END IF; END$$; "+
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = "+lit); err != nil {
 		return fmt.Errorf("template %s: %w", name, err)
 	}
 	return nil

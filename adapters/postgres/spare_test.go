@@ -15,8 +15,9 @@ import (
 	"github.com/git-binky/git-binky/adapters"
 )
 
-// goldWithRows provisions a template with three rows and prepares it.
-func goldWithRows(t *testing.T, admin string) adapters.Slice {
+// goldWithRows provisions a template with three rows, runs migrate in it as
+// the template's role (as a golden's migrate would), and prepares it.
+func goldWithRows(t *testing.T, admin string, migrate ...string) adapters.Slice {
 	t.Helper()
 	ctx := context.Background()
 	p := New()
@@ -31,8 +32,10 @@ func goldWithRows(t *testing.T, admin string) adapters.Slice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gc.Exec(ctx, "CREATE TABLE items (id int); INSERT INTO items VALUES (1), (2), (3)"); err != nil {
-		t.Fatal(err)
+	for _, stmt := range append([]string{"CREATE TABLE items (id int); INSERT INTO items VALUES (1), (2), (3)"}, migrate...) {
+		if _, err := gc.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
 	}
 	gc.Close(ctx)
 	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
@@ -355,22 +358,14 @@ func TestATemplatesDefaultPrivilegesBecomeEachWorldsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(reader)) })
-	gold := goldWithRows(t, admin)
-	spare := spareOf(gold.Name)
-	gc := asWorld(t, p, gold) // as the template's role, as its migrations ran
-	for _, stmt := range []string{
+	gold := goldWithRows(t, admin, // its migrations, as the template's role
 		"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC",
 		"ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
-		"ALTER DEFAULT PRIVILEGES REVOKE TRUNCATE ON TABLES FROM " + ident(gold.Name),
-		"ALTER DEFAULT PRIVILEGES GRANT USAGE ON SEQUENCES TO " + ident(reader) + " WITH GRANT OPTION",
+		"ALTER DEFAULT PRIVILEGES REVOKE TRUNCATE ON TABLES FROM CURRENT_USER",
+		"ALTER DEFAULT PRIVILEGES GRANT USAGE ON SEQUENCES TO "+ident(reader)+" WITH GRANT OPTION",
 		// Its own grant option: a revoke and a grant for the same privilege.
-		"ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO CURRENT_USER WITH GRANT OPTION",
-	} {
-		if _, err := gc.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	gc.Close(ctx)
+		"ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO CURRENT_USER WITH GRANT OPTION")
+	spare := spareOf(gold.Name)
 	a, b := testSlice(t, admin, "a"), testSlice(t, admin, "b")
 	if err := p.Clone(ctx, gold.Name, a); err != nil { // copies the template
 		t.Fatal(err)
@@ -438,13 +433,8 @@ func TestASparePreparedBeforeDefaultPrivilegesMovedIsFinishedFirst(t *testing.T)
 	admin := adminURL(t)
 	ctx := context.Background()
 	p, c := New(), adminConn(t, admin)
-	gold := goldWithRows(t, admin)
+	gold := goldWithRows(t, admin, "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC")
 	spare := spareOf(gold.Name)
-	gc := asWorld(t, p, gold)
-	if _, err := gc.Exec(ctx, "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO PUBLIC"); err != nil {
-		t.Fatal(err)
-	}
-	gc.Close(ctx)
 	a, b, d := testSlice(t, admin, "a"), testSlice(t, admin, "b"), testSlice(t, admin, "d")
 	if err := p.Clone(ctx, gold.Name, a); err != nil {
 		t.Fatal(err)
@@ -549,4 +539,52 @@ func TestARoleStillDependedOnSaysWhere(t *testing.T) {
 	if got := dependents(errors.New("other")); got != "" {
 		t.Errorf("dependents of another error = %q, want nothing", got)
 	}
+}
+
+// A built template's role logs in no more, and a session it kept open is
+// ended: its URL was given to the migrate and seed that built it, which
+// could otherwise change what every later world starts from. (An attack
+// did: a branch's seed kept the URL and poisoned later worlds' data.)
+func TestABuiltTemplatesRoleCannotChangeItAnyMore(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	gold := testSlice(t, admin, "lock")
+	gold.World = "golden"
+	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
+	if err := p.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := p.Resolve(ctx, gold)
+	kept, err := pgx.Connect(ctx, ga["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close(ctx)
+	if _, err := kept.Exec(ctx, "CREATE TABLE items (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.Exec(ctx, "INSERT INTO items VALUES (666)"); err == nil {
+		t.Error("a session the template's role kept open still writes into it")
+	}
+	if c, err := pgx.Connect(ctx, ga["url"]); err == nil {
+		c.Close(ctx)
+		t.Error("the template's role still logs in after the template was built")
+	}
+	// Prepared again (every up that copies it does): no error.
+	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	// A rebuild provisions it again: it logs in for its migrate and seed.
+	if err := p.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, ga["url"])
+	if err != nil {
+		t.Fatalf("after provisioning again, the template's role: %v", err)
+	}
+	c.Close(ctx)
 }
