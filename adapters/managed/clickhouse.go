@@ -39,8 +39,11 @@ func startClickHouse(ctx context.Context, m *Servers, dir string) (string, error
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "clickhouse", User: url.UserPassword("default", pw), Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
-	if listening(port) {
+	if m.serves("clickhouse", port) {
 		return admin, nil
+	}
+	if listening(port) {
+		return "", portTaken("clickhouse", port)
 	}
 	sum := sha256.Sum256([]byte(pw))
 	logf, errf := filepath.Join(dir, "clickhouse.log"), filepath.Join(dir, "clickhouse.err.log")
@@ -92,7 +95,7 @@ func startClickHouse(ctx context.Context, m *Servers, dir string) (string, error
 		return "", fmt.Errorf("start the shared clickhouse (log: %s): %w", errf, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !listening(port) {
+	for !m.serves("clickhouse", port) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("the shared clickhouse did not start listening on 127.0.0.1:%d (log: %s)", port, errf)
 		}

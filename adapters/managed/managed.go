@@ -125,8 +125,11 @@ func (m *Servers) Status() []api.Server {
 		}
 		s := api.Server{Kind: kind, Dir: d}
 		s.Port, _ = readPort(d)
-		s.Running = s.Port != 0 && listening(s.Port)
-		if !s.Running {
+		s.Running = s.Port != 0 && m.serves(kind, s.Port)
+		switch {
+		case !s.Running && s.Port != 0 && listening(s.Port):
+			s.Message = portTaken(kind, s.Port).Error()
+		case !s.Running:
 			s.Message = "stopped; it starts again when a world needs it"
 		}
 		out = append(out, s)
@@ -227,4 +230,33 @@ func runEnv(ctx context.Context, cred *account, env []string, name string, args 
 		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// serves reports whether binky's server of kind is the one listening on
+// port: the process its pid file names is alive, of that kind, and holds
+// the listening socket. Anything else on the port (a program that took it
+// while binky's server was down) is not sent the admin password. Where
+// /proc cannot tell, a listening port has to do.
+func (m *Servers) serves(kind string, port int) bool {
+	p, ok, _ := m.running(kind)
+	if !ok {
+		return !procKnows() && listening(port)
+	}
+	owns, known := listensOn(p.PID, port)
+	if !known {
+		return listening(port)
+	}
+	return owns
+}
+
+// procKnows reports whether /proc names processes here (Linux), so that a
+// pid file's process can be checked rather than only a port dialled.
+func procKnows() bool {
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+}
+
+// portTaken is the error for a server's port that another program holds.
+func portTaken(kind string, port int) error {
+	return fmt.Errorf("127.0.0.1:%d, the shared %s's port, is held by a program that is not binky's %s: binky does not send it the admin password; stop that program and run the command again", port, kind, kind)
 }

@@ -57,7 +57,10 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	q.Set("postgres", pu.Host+"/"+ferretDatabase)
 	admin := (&url.URL{Scheme: "mongodb", User: pu.User, Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/", RawQuery: q.Encode()}).String()
 	pidf := filepath.Join(dir, "ferretdb.pid")
-	if listening(port) {
+	if !m.serves("mongodb", port) && listening(port) {
+		return "", portTaken("mongodb", port)
+	}
+	if m.serves("mongodb", port) {
 		err := mongodb.Ready(ctx, admin)
 		if !errors.Is(err, mongodb.ErrStaleCatalog) {
 			return admin, err
@@ -85,7 +88,7 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", fmt.Errorf("start the shared ferretdb (log: %s): %w", logf, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for !listening(port) {
+	for !m.serves("mongodb", port) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("the shared ferretdb did not start listening on 127.0.0.1:%d (log: %s)", port, logf)
 		}

@@ -48,8 +48,11 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "mysql", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/"}).String()
-	if listening(port) {
+	if m.serves("mysql", port) {
 		return admin, nil
+	}
+	if listening(port) {
+		return "", portTaken("mysql", port)
 	}
 	// The server's files live where its user can reach them: under
 	// BINKY_HOME normally; as root, whose home the mysql user cannot
@@ -134,7 +137,7 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start the shared mariadb: %w", err)
 	}
-	if err := awaitStarted(ctx, cmd, "mariadb", logf, 50*time.Millisecond, func() bool { return listening(port) }); err != nil {
+	if err := awaitStarted(ctx, cmd, "mariadb", logf, 50*time.Millisecond, func() bool { return m.serves("mysql", port) }); err != nil {
 		return "", err
 	}
 	return admin, nil

@@ -54,8 +54,14 @@ func startRabbitMQ(ctx context.Context, m *Servers, dir string) (string, error) 
 	admin := (&url.URL{Scheme: "amqp", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(ports[""]),
 		RawQuery: "management=" + strconv.Itoa(ports["management"])}).String()
 	mgmt := "http://127.0.0.1:" + strconv.Itoa(ports["management"]) + "/api/overview"
-	if listening(ports[""]) {
-		return admin, waitRabbitMQ(ctx, mgmt, pw, nil, filepath.Join(dir, "rabbitmq.log"))
+	ours := func() bool { return m.serves("rabbitmq", ports[""]) && m.serves("rabbitmq", ports["management"]) }
+	if ours() {
+		return admin, waitRabbitMQ(ctx, mgmt, pw, ours, nil, filepath.Join(dir, "rabbitmq.log"))
+	}
+	for _, role := range []string{"", "management"} {
+		if listening(ports[role]) {
+			return "", portTaken("rabbitmq", ports[role])
+		}
 	}
 	cred, err := rabbitmqUser()
 	if err != nil {
@@ -159,15 +165,16 @@ log.console = false
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaps it whenever it stops
-	if err := waitRabbitMQ(ctx, mgmt, pw, exited, logf); err != nil {
+	if err := waitRabbitMQ(ctx, mgmt, pw, ours, exited, logf); err != nil {
 		return "", err
 	}
 	return admin, nil
 }
 
 // waitRabbitMQ waits until the management API answers the admin, the node
-// exits, or the start timeout passes.
-func waitRabbitMQ(ctx context.Context, mgmt, pw string, exited <-chan error, logf string) error {
+// exits, or the start timeout passes. The admin's password goes only to a
+// node ours says is binky's.
+func waitRabbitMQ(ctx context.Context, mgmt, pw string, ours func() bool, exited <-chan error, logf string) error {
 	ctx, cancel := context.WithTimeout(ctx, rabbitmqStartTimeout)
 	defer cancel()
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -177,13 +184,17 @@ func waitRabbitMQ(ctx context.Context, mgmt, pw string, exited <-chan error, log
 			return err
 		}
 		req.SetBasicAuth("binky", pw)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			if resp.StatusCode == http.StatusUnauthorized {
-				return fmt.Errorf("the shared rabbitmq refuses binky's admin password (log: %s): its data was made with another; remove the folder of its data to start afresh", logf)
+		// Until the node listens (or while what listens is not binky's
+		// node), nothing is sent: the next round asks again.
+		if ours() {
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+				if resp.StatusCode == http.StatusUnauthorized {
+					return fmt.Errorf("the shared rabbitmq refuses binky's admin password (log: %s): its data was made with another; remove the folder of its data to start afresh", logf)
+				}
 			}
 		}
 		select {

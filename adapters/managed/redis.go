@@ -36,8 +36,11 @@ func startRedis(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "redis", User: url.UserPassword("default", pw), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/0"}).String()
-	if listening(port) {
+	if m.serves("redis", port) {
 		return admin, nil
+	}
+	if listening(port) {
+		return "", portTaken("redis", port)
 	}
 	// The worlds' users live in an ACL file the adapter saves to (ACL
 	// SAVE), so that a restart of this server does not lock every world
@@ -64,7 +67,7 @@ aclfile %s
 		return "", fmt.Errorf("start the shared redis (log: %s): %w", filepath.Join(dir, "redis.log"), err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !listening(port) {
+	for !m.serves("redis", port) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("the shared redis did not start listening on 127.0.0.1:%d (log: %s)", port, filepath.Join(dir, "redis.log"))
 		}

@@ -47,8 +47,11 @@ func startS3(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "s3", User: url.UserPassword(s3RootUser, pw), Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
-	if s3Ready(ctx, port) {
+	if m.serves("s3", port) && s3Ready(ctx, port) {
 		return admin, nil
+	}
+	if !m.serves("s3", port) && listening(port) {
+		return "", portTaken("s3", port)
 	}
 	logPath := filepath.Join(dir, "minio.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -73,7 +76,7 @@ func startS3(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for !s3Ready(ctx, port) {
+	for !(m.serves("s3", port) && s3Ready(ctx, port)) {
 		select {
 		case err := <-exited:
 			return "", fmt.Errorf("the shared minio exited (%v); its log: %s", err, logPath)
