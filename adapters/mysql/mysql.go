@@ -150,6 +150,9 @@ func Config(adminURL string) (*driver.Config, error) {
 type session struct {
 	db *sql.DB
 	c  *sql.Conn
+	// lockKey is known to the admin only (its password): lock names are
+	// the server's, and any user may take a lock whose name it can guess.
+	lockKey string
 }
 
 func connect(ctx context.Context, adminURL string) (*session, error) {
@@ -167,7 +170,7 @@ func connect(ctx context.Context, adminURL string) (*session, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to mysql at %s: %w", adapters.Redact(adminURL), err)
 	}
-	return &session{db: db, c: c}, nil
+	return &session{db: db, c: c, lockKey: cfg.User + "\x00" + cfg.Passwd}, nil
 }
 
 func (s *session) Close() {

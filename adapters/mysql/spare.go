@@ -53,17 +53,20 @@ func spareOf(template string) string {
 }
 
 // spareLock is the name of the lock of a template's spare. Lock names are
-// the server's, and MySQL takes 64 characters: a hash of the template's.
-func spareLock(template string) string {
-	sum := sha256.Sum256([]byte(template))
-	return "binky_spare_" + hex.EncodeToString(sum[:8])
+// the server's, and any user may take one (GET_LOCK needs no privilege),
+// so the name is a hash of the template's with the admin's password: a
+// world that knows the template's name cannot hold every up that takes
+// its spare waiting (an attack did). MySQL takes 64 characters.
+func (c *session) spareLock(template string) string {
+	sum := sha256.Sum256([]byte(c.lockKey + "\x00" + template))
+	return "binky_spare_" + hex.EncodeToString(sum[:16])
 }
 
 // lockSpare takes the lock of template's spare on c's connection and
 // returns its release. It asks a second at a time, so that ctx can end the
 // wait: a server waiting in GET_LOCK does not notice its client gone.
 func (c *session) lockSpare(ctx context.Context, template string) (func(), error) {
-	name := spareLock(template)
+	name := c.spareLock(template)
 	for {
 		var got sql.NullInt64
 		if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", name).Scan(&got); err != nil {

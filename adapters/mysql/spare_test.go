@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"sort"
 	"strings"
 	"sync"
@@ -424,13 +426,19 @@ func TestACloneWaitsForAnotherProcessTakingTheSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ac, err := connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := ac.spareLock(tmpl) // the admin's name for it, as another process of binky's computes it
+	ac.Close()
 	defer func() {
 		// Released however the test ends: a pooled connection keeps it.
-		other.ExecContext(ctx, "DO RELEASE_LOCK(?)", spareLock(tmpl))
+		other.ExecContext(ctx, "DO RELEASE_LOCK(?)", lock)
 		other.Close()
 	}()
 	var got int
-	if err := other.QueryRowContext(ctx, "SELECT GET_LOCK(?, 10)", spareLock(tmpl)).Scan(&got); err != nil || got != 1 {
+	if err := other.QueryRowContext(ctx, "SELECT GET_LOCK(?, 10)", lock).Scan(&got); err != nil || got != 1 {
 		t.Fatalf("the other process's lock: %d, %v", got, err)
 	}
 	w := testSlice(t, u, "turn")
@@ -454,7 +462,7 @@ func TestACloneWaitsForAnotherProcessTakingTheSpare(t *testing.T) {
 		}
 	}
 	// What the other process's take leaves: no spare.
-	for _, stmt := range []string{"DELETE FROM binky.marks WHERE name = '" + spare + "'", "DROP DATABASE " + ident(spare), "DO RELEASE_LOCK('" + spareLock(tmpl) + "')"} {
+	for _, stmt := range []string{"DELETE FROM binky.marks WHERE name = '" + spare + "'", "DROP DATABASE " + ident(spare), "DO RELEASE_LOCK('" + lock + "')"} {
 		if _, err := other.ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -502,5 +510,42 @@ func TestABuiltTemplatesUserCannotChangeItAnyMore(t *testing.T) {
 	again := open(t, ga["dsn"])
 	if err := again.Ping(); err != nil {
 		t.Errorf("after provisioning again, the template's user: %v", err)
+	}
+}
+
+// A world cannot hold the ups that take a template's spare waiting: lock
+// names are the server's and any user may take one, so the spare's is not
+// one a world can compute from the template's name. (An attack held
+// GET_LOCK on the old name, the template's hash, and every up hung.)
+func TestAWorldCannotHoldTheSparesLock(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	m := New()
+	gold := goldenTemplate(t, u)
+	tmpl := DBName(gold.Name)
+	withSpare(t, gold)
+	w := testSlice(t, u, "holder")
+	if err := m.Provision(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wa, _ := m.Resolve(ctx, w)
+	holder := open(t, wa["dsn"])
+	sum := sha256.Sum256([]byte(tmpl))
+	for _, guess := range []string{"binky_spare_" + hex.EncodeToString(sum[:8]), "binky_spare_" + hex.EncodeToString(sum[:16])} {
+		var got int
+		if err := holder.QueryRow("SELECT GET_LOCK(?, 1)", guess).Scan(&got); err != nil || got != 1 {
+			t.Fatalf("the world's lock %s: %d %v", guess, got, err)
+		}
+	}
+	next := testSlice(t, u, "next")
+	done := make(chan error, 1)
+	go func() { done <- m.Clone(ctx, gold.Name, next) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a clone waits on a lock a world holds")
 	}
 }
