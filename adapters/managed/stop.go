@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/world"
 )
@@ -58,6 +60,7 @@ func (m *Servers) Stop(ctx context.Context, kind string) error {
 		return err
 	}
 	p.port, _ = readPort(dir)
+	p.epmd = epmdPort(kind, dir)
 	if err := p.stop(ctx, 30*time.Second); err != nil {
 		return fmt.Errorf("%w (its log is in %s)", err, dir)
 	}
@@ -70,6 +73,7 @@ type Proc struct {
 	Kind string
 	PID  int
 	port int
+	epmd int // RabbitMQ's epmd, which outlives its node
 }
 
 // Running lists the shared servers of this home that run now, from their
@@ -80,6 +84,7 @@ func (m *Servers) Running() []Proc {
 	for _, kind := range Kinds() {
 		if p, ok, _ := m.running(kind); ok {
 			p.port, _ = readPort(m.dir(kind))
+			p.epmd = epmdPort(kind, m.dir(kind))
 			out = append(out, p)
 		}
 	}
@@ -130,7 +135,46 @@ func (p Proc) stop(ctx context.Context, wait time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	if p.epmd != 0 {
+		stopEpmd(ctx, p.epmd)
+	}
 	return nil
+}
+
+// epmdPort is the port of the epmd a RabbitMQ node of binky's started (0
+// for other kinds, or none recorded).
+func epmdPort(kind, dir string) int {
+	if kind != "rabbitmq" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "port.epmd"))
+	if err != nil {
+		return 0
+	}
+	p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return p
+}
+
+// stopEpmd ends the epmd on port, which the node started and which
+// outlives it (a daemon of its own): on a port of binky's range, only a
+// node of binky's used it. It refuses while a node is still registered, so
+// it is asked again for a few seconds while the node's goes.
+func stopEpmd(ctx context.Context, port int) {
+	epmd := adapters.FindServerBinary("epmd")
+	if epmd == "" {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); listening(port) && time.Now().Before(deadline); {
+		out, _ := exec.CommandContext(ctx, epmd, "-port", strconv.Itoa(port), "-kill").CombinedOutput()
+		if !strings.Contains(string(out), "living nodes") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // StopOrphaned stops p, whose home is gone: its admin password and its

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -175,5 +176,13 @@ env = { AMQP_URL = "${bus.url}" }
 	}
 	if fi, err := os.Stat(filepath.Join(mq.dir, "admin.password")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("admin password file: %v %v", fi, err)
+	}
+
+	// Stopped, the node leaves nothing running: its epmd (a daemon of its
+	// own, which outlives the node) goes too. (An attack found it left.)
+	f.mustBinky(f.repo, "servers", "stop", "rabbitmq")
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+mq.epmd, time.Second); err == nil {
+		c.Close()
+		t.Errorf("after servers stop rabbitmq, its epmd still listens on %s", mq.epmd)
 	}
 }
