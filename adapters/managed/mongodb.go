@@ -57,10 +57,11 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	q.Set("postgres", pu.Host+"/"+ferretDatabase)
 	admin := (&url.URL{Scheme: "mongodb", User: pu.User, Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/", RawQuery: q.Encode()}).String()
 	pidf := filepath.Join(dir, "ferretdb.pid")
-	if !m.serves("mongodb", port) && listening(port) {
+	serving := m.serves("mongodb", port)
+	if !serving && listening(port) {
 		return "", portTaken("mongodb", port)
 	}
-	if m.serves("mongodb", port) {
+	if serving {
 		err := mongodb.Ready(ctx, admin)
 		if !errors.Is(err, mongodb.ErrStaleCatalog) {
 			return admin, err

@@ -47,10 +47,11 @@ func startS3(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "s3", User: url.UserPassword(s3RootUser, pw), Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
-	if m.serves("s3", port) && s3Ready(ctx, port) {
+	serving := m.serves("s3", port)
+	if serving && s3Ready(ctx, port) {
 		return admin, nil
 	}
-	if !m.serves("s3", port) && listening(port) {
+	if !serving && listening(port) {
 		return "", portTaken("s3", port)
 	}
 	logPath := filepath.Join(dir, "minio.log")

@@ -31,6 +31,7 @@ func TestPostgresIsSeenServingFromItsPidFileWithoutAConnection(t *testing.T) {
 		t.Skip("skipped: cannot start /bin/sleep:", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	execed(t, cmd.Process.Pid)
 	port := 1 // nothing listens there: a dial would say no
 	write := func(pid, port int, status string) {
 		t.Helper()
@@ -73,7 +74,22 @@ func heldBy(t *testing.T, name string, l *net.TCPListener) *exec.Cmd {
 		t.Skip("skipped: cannot start /bin/sleep:", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	execed(t, cmd.Process.Pid)
 	return cmd
+}
+
+// execed waits until pid's command line is readable: Start returns once
+// the exec is under way, and for a moment after, /proc/<pid>/cmdline is
+// empty (the new program's arguments are not in place yet). A check made
+// then failed 37 times in 200 here.
+func execed(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
+			return
+		}
+	}
+	t.Fatalf("pid %d: no command line after 5 s", pid)
 }
 
 func listen(t *testing.T) (*net.TCPListener, int) {
@@ -117,6 +133,7 @@ func TestAServerIsBinkysOnlyIfItsProcessHoldsThePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	execed(t, parent.Process.Pid)
 	t.Cleanup(func() { parent.Process.Kill(); parent.Wait() })
 	os.MkdirAll(m.dir("rabbitmq"), 0o700)
 	os.WriteFile(filepath.Join(m.dir("rabbitmq"), "rabbitmq.pid"), []byte(fmt.Sprintf("%d\n", parent.Process.Pid)), 0o600)
