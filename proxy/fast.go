@@ -399,7 +399,7 @@ func (p *Proxy) exchange(c net.Conn, br *bufio.Reader, bw *bufio.Writer, head []
 		if !retryable {
 			br.Discard(len(head))
 			if req.contentLength > 0 {
-				body := &stallReader{br: br, c: c, d: bodyStall}
+				body := &stallReader{Reader: br, conn: c, d: bodyStall}
 				if _, err = io.CopyN(u.bw, body, req.contentLength); err != nil {
 					u.close()
 					if body.stalled {

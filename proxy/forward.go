@@ -246,11 +246,13 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	retryable := !hasBody && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions)
-	var body *stallBody
+	var body *stallReader
 	if hasBody {
-		d := limitsOf(r).body
-		body = &stallBody{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
-		r.Body = body
+		body = &stallReader{Reader: r.Body, conn: http.NewResponseController(w), d: limitsOf(r).body}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, r.Body}
 	}
 	for attempt := 0; ; attempt++ {
 		u := p.pool.get(rt.Port, !retryable)

@@ -33,37 +33,19 @@ func limitsOf(r *http.Request) limits {
 	return defaultLimits
 }
 
-// stallReader reads a request body from the client's connection, giving
-// each read that waits on the socket d to bring something.
+// stallReader reads a request body, giving each read d to bring
+// something: conn is the client's connection on the fast path, net/http's
+// ResponseController on its path (ErrNotSupported there: no limit).
 type stallReader struct {
-	br      *bufio.Reader
-	c       net.Conn
+	io.Reader
+	conn    interface{ SetReadDeadline(time.Time) error }
 	d       time.Duration
 	stalled bool
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	if s.br.Buffered() == 0 {
-		s.c.SetReadDeadline(time.Now().Add(s.d))
-	}
-	n, err := s.br.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		s.stalled = true
-	}
-	return n, err
-}
-
-// stallBody is stallReader for a request net/http read the head of.
-type stallBody struct {
-	io.ReadCloser
-	rc      *http.ResponseController
-	d       time.Duration
-	stalled bool
-}
-
-func (s *stallBody) Read(p []byte) (int, error) {
-	s.rc.SetReadDeadline(time.Now().Add(s.d)) // ErrNotSupported: no limit
-	n, err := s.ReadCloser.Read(p)
+	s.conn.SetReadDeadline(time.Now().Add(s.d))
+	n, err := s.Reader.Read(p)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		s.stalled = true
 	}

@@ -26,6 +26,17 @@ func serveWith(t *testing.T, p *Proxy, lim limits) string {
 	return ls[0].Addr().String()
 }
 
+// dial connects to addr, closed when the test ends.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // roundTrip writes req on c and reads one response.
 func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, req string) *http.Response {
 	t.Helper()
@@ -59,11 +70,7 @@ func TestAnIdleClientConnectionIsClosed(t *testing.T) {
 	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
 	addr := serveWith(t, p, limits{idle: 300 * time.Millisecond, body: time.Minute})
 	for _, host := range []string{"api.w.acme.localhost", "nope.localhost"} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		br := bufio.NewReader(c)
 		start := time.Now()
 		for time.Since(start) < time.Second {
@@ -94,11 +101,7 @@ func TestAStalledRequestBodyGets408(t *testing.T) {
 	}
 	for _, kind := range []string{"length", "chunked"} {
 		// Slow but moving: a piece every 150 ms, 750 ms in all.
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		io.WriteString(c, heads[kind])
 		for _, piece := range bodies[kind] {
 			time.Sleep(150 * time.Millisecond)
@@ -114,11 +117,7 @@ func TestAStalledRequestBodyGets408(t *testing.T) {
 		}
 
 		// Stalled: two pieces, then nothing.
-		c2, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c2.Close()
+		c2 := dial(t, addr)
 		io.WriteString(c2, heads[kind]+bodies[kind][0])
 		start := time.Now()
 		br := bufio.NewReader(c2)
@@ -153,11 +152,7 @@ func TestAnAnswerOfTheProxysOwnDoesNotWaitForTheBody(t *testing.T) {
 		{"POST /x HTTP/1.1\r\nHost: nope.localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n", 404},
 		{"POST /x HTTP/1.1\r\nHost: down.w.acme.localhost\r\nContent-Length: 10\r\n\r\nab", 503},
 	} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		io.WriteString(c, tc.req)
 		br := bufio.NewReader(c)
 		c.SetReadDeadline(time.Now().Add(250 * time.Millisecond))

@@ -39,11 +39,12 @@ func startClickHouse(ctx context.Context, m *Servers, dir string) (string, error
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "clickhouse", User: url.UserPassword("default", pw), Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
-	if m.serves("clickhouse", port) {
-		return admin, nil
+	ours, err := m.already("clickhouse", port)
+	if err != nil {
+		return "", err
 	}
-	if listening(port) {
-		return "", portTaken("clickhouse", port)
+	if ours {
+		return admin, nil
 	}
 	sum := sha256.Sum256([]byte(pw))
 	logf, errf := filepath.Join(dir, "clickhouse.log"), filepath.Join(dir, "clickhouse.err.log")

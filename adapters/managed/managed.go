@@ -256,6 +256,18 @@ func procKnows() bool {
 	return err == nil
 }
 
+// already reports whether binky's server of kind serves port, and says
+// (portTaken) when another program holds it.
+func (m *Servers) already(kind string, port int) (bool, error) {
+	if m.serves(kind, port) {
+		return true, nil
+	}
+	if listening(port) {
+		return false, portTaken(kind, port)
+	}
+	return false, nil
+}
+
 // portTaken is the error for a server's port that another program holds.
 func portTaken(kind string, port int) error {
 	return fmt.Errorf("127.0.0.1:%d, the shared %s's port, is held by a program that is not binky's %s: binky does not send it the admin password; stop that program and run the command again", port, kind, kind)

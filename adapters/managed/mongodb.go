@@ -57,9 +57,9 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	q.Set("postgres", pu.Host+"/"+ferretDatabase)
 	admin := (&url.URL{Scheme: "mongodb", User: pu.User, Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/", RawQuery: q.Encode()}).String()
 	pidf := filepath.Join(dir, "ferretdb.pid")
-	serving := m.serves("mongodb", port)
-	if !serving && listening(port) {
-		return "", portTaken("mongodb", port)
+	serving, err := m.already("mongodb", port)
+	if err != nil {
+		return "", err
 	}
 	if serving {
 		err := mongodb.Ready(ctx, admin)

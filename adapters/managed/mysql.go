@@ -48,11 +48,12 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "mysql", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/"}).String()
-	if m.serves("mysql", port) {
-		return admin, nil
+	ours, err := m.already("mysql", port)
+	if err != nil {
+		return "", err
 	}
-	if listening(port) {
-		return "", portTaken("mysql", port)
+	if ours {
+		return admin, nil
 	}
 	// The server's files live where its user can reach them: under
 	// BINKY_HOME normally; as root, whose home the mysql user cannot

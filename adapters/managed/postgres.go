@@ -39,12 +39,16 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	}
 	admin := (&url.URL{Scheme: "postgres", User: url.UserPassword("binky", pw), Host: "127.0.0.1:" + strconv.Itoa(port),
 		Path: "/postgres", RawQuery: "sslmode=disable"}).String()
-	// Also a postmaster of binky's still starting (recovering) on the port.
-	if postgresServes(m, dir, port) || m.serves("postgres", port) {
+	if postgresServes(m, dir, port) {
 		return admin, nil
 	}
-	if listening(port) {
-		return "", portTaken("postgres", port)
+	// Also a postmaster of binky's still starting (recovering) on the port.
+	ours, err := m.already("postgres", port)
+	if err != nil {
+		return "", err
+	}
+	if ours {
+		return admin, nil
 	}
 	// The server's files live where its user can reach them: under
 	// BINKY_HOME normally; as root, whose home the postgres user cannot

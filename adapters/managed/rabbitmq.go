@@ -59,8 +59,8 @@ func startRabbitMQ(ctx context.Context, m *Servers, dir string) (string, error) 
 		return admin, waitRabbitMQ(ctx, mgmt, pw, ours, nil, filepath.Join(dir, "rabbitmq.log"))
 	}
 	for _, role := range []string{"", "management"} {
-		if listening(ports[role]) {
-			return "", portTaken("rabbitmq", ports[role])
+		if _, err := m.already("rabbitmq", ports[role]); err != nil {
+			return "", err
 		}
 	}
 	cred, err := rabbitmqUser()

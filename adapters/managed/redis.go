@@ -36,11 +36,12 @@ func startRedis(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "redis", User: url.UserPassword("default", pw), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/0"}).String()
-	if m.serves("redis", port) {
-		return admin, nil
+	ours, err := m.already("redis", port)
+	if err != nil {
+		return "", err
 	}
-	if listening(port) {
-		return "", portTaken("redis", port)
+	if ours {
+		return admin, nil
 	}
 	// The worlds' users live in an ACL file the adapter saves to (ACL
 	// SAVE), so that a restart of this server does not lock every world

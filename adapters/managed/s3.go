@@ -47,12 +47,12 @@ func startS3(ctx context.Context, m *Servers, dir string) (string, error) {
 		return "", err
 	}
 	admin := (&url.URL{Scheme: "s3", User: url.UserPassword(s3RootUser, pw), Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
-	serving := m.serves("s3", port)
+	serving, err := m.already("s3", port)
+	if err != nil {
+		return "", err
+	}
 	if serving && s3Ready(ctx, port) {
 		return admin, nil
-	}
-	if !serving && listening(port) {
-		return "", portTaken("s3", port)
 	}
 	logPath := filepath.Join(dir, "minio.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

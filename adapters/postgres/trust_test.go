@@ -442,33 +442,15 @@ func TestCodeATemplatePlantsNeverRunsAsTheAdmin(t *testing.T) {
 	admin := adminURL(t)
 	ctx := context.Background()
 	p, c := New(), adminConn(t, admin)
-	gold := testSlice(t, admin, "plant")
-	gold.World = "golden"
-	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
-	if err := p.Provision(ctx, gold); err != nil {
-		t.Fatal(err)
-	}
-	ga, _ := p.Resolve(ctx, gold)
-	gc, err := pgx.Connect(ctx, ga["url"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gc.Exec(ctx, `CREATE TABLE public.calls (who text, fn text);
+	gold := goldWithRows(t, admin, `CREATE TABLE public.calls (who text, fn text);
 		GRANT INSERT ON public.calls TO PUBLIC;
-		CREATE TABLE items (id int);
 		CREATE FUNCTION public.shobj_description(oid, text) RETURNS text LANGUAGE plpgsql AS $f$
 		BEGIN INSERT INTO public.calls VALUES (current_user, 'shobj_description');
 		RETURN pg_catalog.shobj_description($1, $2::name); END $f$;
 		CREATE FUNCTION public.aclexplode(text) RETURNS SETOF record LANGUAGE plpgsql AS $f$
 		BEGIN INSERT INTO public.calls VALUES (current_user, 'aclexplode'); END $f$;
 		CREATE FUNCTION public.pg_terminate_backend(bigint) RETURNS boolean LANGUAGE plpgsql AS $f$
-		BEGIN INSERT INTO public.calls VALUES (current_user, 'pg_terminate_backend'); RETURN false; END $f$;`); err != nil {
-		t.Fatal(err)
-	}
-	gc.Close(ctx)
-	if err := p.PrepareTemplate(ctx, admin, gold.Name); err != nil {
-		t.Fatal(err)
-	}
+		BEGIN INSERT INTO public.calls VALUES (current_user, 'pg_terminate_backend'); RETURN false; END $f$;`)
 	a := testSlice(t, admin, "planted")
 	t.Cleanup(func() { p.Teardown(context.Background(), a) })
 	if err := p.Clone(ctx, gold.Name, a); err != nil {
