@@ -75,6 +75,13 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 	if err := postgres.EnsureDatabase(ctx, pgAdmin, ferretDatabase); err != nil {
 		return "", fmt.Errorf("the shared mongodb's database in the shared postgres: %w", err)
 	}
+	// Before FerretDB starts: its first client, binky's admin, reads every
+	// world's schema.
+	fu := *pu
+	fu.Path = "/" + ferretDatabase
+	if err := postgres.GuardFerretDatabase(ctx, fu.String()); err != nil {
+		return "", fmt.Errorf("the shared mongodb's database in the shared postgres: %w", err)
+	}
 	// FerretDB lends its --postgresql-url's credentials to every client
 	// that sends none: this user does not exist, so such clients get
 	// nothing.

@@ -20,6 +20,8 @@ package mongodb
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -341,6 +343,13 @@ func (srv *server) provision(ctx context.Context, s adapters.Slice) error {
 	if err := srv.authEnforced(ctx); err != nil {
 		return err
 	}
+	if srv.ferret() {
+		// Before a world's role owns anything: it must not be able to
+		// plant code that the admin's reads would run.
+		if err := postgres.GuardFerretDatabase(ctx, srv.pg); err != nil {
+			return err
+		}
+	}
 	if err := srv.claim(ctx, s); err != nil {
 		return err
 	}
@@ -471,6 +480,43 @@ func (m *MongoDB) Clone(ctx context.Context, template string, s adapters.Slice) 
 		if err := postgres.GrantSchema(ctx, srv.pg, userName(s.Name, true), s.Password, s.Name); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// PrepareTemplate takes a built golden template's credentials away: they
+// were given to the migrate and seed that built it (a branch's code),
+// which could otherwise change what every later world starts from. On
+// FerretDB its role may no longer log in and its sessions end; on mongod
+// its user loses its roles and gets a password nobody knows. A rebuild
+// provisions it again, which gives both back. Callers serialise it (the
+// golden lock).
+func (m *MongoDB) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	srv, err := connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	user := userName(name, srv.ferret())
+	if srv.ferret() {
+		if err := postgres.LockRole(ctx, srv.pg, user); err != nil {
+			return fmt.Errorf("template %s: %w", name, err)
+		}
+		return nil
+	}
+	there, err := srv.exists(ctx, "user", user)
+	if err != nil || !there {
+		return err
+	}
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		return err
+	}
+	// Roles are checked on every command, so a kept connection loses
+	// them too; the password keeps new ones out.
+	cmd := bson.D{{Key: "updateUser", Value: user}, {Key: "pwd", Value: hex.EncodeToString(pw)}, {Key: "roles", Value: bson.A{}}}
+	if err := srv.c.Database(name).RunCommand(ctx, cmd).Err(); err != nil {
+		return fmt.Errorf("template %s: take its user's roles: %w", name, err)
 	}
 	return nil
 }

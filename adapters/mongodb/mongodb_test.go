@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -409,5 +410,132 @@ func TestRefusesAFerretDBWithoutItsPostgres(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), u.User.String()) {
 		t.Errorf("the error shows the admin's credentials: %v", err)
+	}
+}
+
+// worldPG connects to the PostgreSQL behind a FerretDB directly, as the
+// world's role: its MongoDB password is that role's, so a world's code can.
+func worldPG(t *testing.T, admin string, s adapters.Slice) *pgx.Conn {
+	t.Helper()
+	_, pg, _, _ := adminParts(admin)
+	u, _ := url.Parse(pg)
+	u.User = url.UserPassword(userName(s.Name, true), s.Password)
+	c, err := pgx.Connect(context.Background(), u.String())
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL as the world's role: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// An attack made a world superuser: its role owns its schema, so it put a
+// view calling its own function in place of FerretDB's metadata table, and
+// the next FerretDB to start read it as its first client, binky's admin
+// (binky restarts FerretDB itself when a world's client came first). The
+// world can make only what FerretDB makes now, and a FerretDB started
+// afterwards loads its catalog without running anything of the world's.
+func TestAWorldCannotPlantCodeForFerretDBsAdminToRun(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	if pg == "" {
+		t.Skip("BINKY_TEST_MONGO is a mongod: FerretDB's PostgreSQL is what this attacks")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, c := world(t, ctx, admin, "planter")
+	if _, err := c.Database(s.Name).Collection("things").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	p := worldPG(t, admin, s)
+	sch := pgx.Identifier{s.Name}.Sanitize()
+	role := pgx.Identifier{userName(s.Name, true)}.Sanitize()
+	lit := "'" + userName(s.Name, true) + "'"
+	for _, q := range []string{
+		"CREATE FUNCTION " + sch + ".f() RETURNS jsonb LANGUAGE plpgsql AS $$BEGIN IF current_user <> " + lit + " THEN EXECUTE 'ALTER ROLE " + role + " SUPERUSER'; END IF; RETURN NULL; END$$",
+		"ALTER TABLE " + sch + "._ferretdb_database_metadata RENAME TO m2",
+		"CREATE VIEW " + sch + "._ferretdb_database_metadata AS SELECT _jsonb FROM " + sch + ".m2 WHERE " + sch + ".f() IS NULL",
+	} {
+		if _, err := p.Exec(ctx, q); err == nil {
+			t.Errorf("the world's role: %s: allowed, want refused", q)
+		}
+	}
+	// FerretDB's own work still goes through for the world.
+	if _, err := c.Database(s.Name).Collection("more").InsertOne(ctx, bson.D{{Key: "y", Value: 2}}); err != nil {
+		t.Errorf("the world creates a collection through FerretDB: %v", err)
+	}
+	if err := c.Database(s.Name).Collection("more").Drop(ctx); err != nil {
+		t.Errorf("the world drops a collection through FerretDB: %v", err)
+	}
+
+	bin := adapters.FindServerBinary("ferretdb")
+	if bin == "" {
+		t.Skip("no ferretdb binary to start a second FerretDB with (make ferretdb)")
+	}
+	nobody, _ := url.Parse(pg)
+	nobody.User = url.User("binky_nobody")
+	u, _ := url.Parse(admin)
+	u.Host = startFerretDB(t, bin, nobody.String())
+	fresh := adminClient(t, u.String())
+	names, err := fresh.ListDatabaseNames(ctx, bson.D{})
+	if err != nil || !slices.Contains(names, s.Name) {
+		t.Errorf("a FerretDB started afterwards, its catalog loaded by the admin: %v (err %v), want %s among them", names, err, s.Name)
+	}
+	var super bool
+	if err := p.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil || super {
+		t.Errorf("the world's role is superuser: %v (err %v)", super, err)
+	}
+}
+
+// A built golden template's user can no longer log in or keep a session:
+// its password was given to the migrate and seed that built it (a
+// branch's code), which could otherwise change what every later world
+// starts from. Clones still copy it; a rebuild's provision gives the
+// login back.
+func TestABuiltTemplatesUserCannotChangeItAnyMore(t *testing.T) {
+	admin := adminURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := New()
+	gold, kept := world(t, ctx, admin, "golden")
+	if _, err := kept.Database(gold.Name).Collection("users").InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.Database(gold.Name).Collection("users").InsertOne(ctx, bson.D{{Key: "poison", Value: true}}); err == nil {
+		t.Error("a client the template's user kept open still writes into it")
+	}
+	addr, err := a.Resolve(ctx, gold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := dial(ctx, addr["url"]); err == nil {
+		_, err := c.Database(gold.Name).Collection("users").InsertOne(ctx, bson.D{{Key: "poison", Value: true}})
+		c.Disconnect(context.Background())
+		if err == nil {
+			t.Error("a new client of the template's user still writes into it")
+		}
+	}
+	if err := a.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatalf("prepared again (every up that copies it does): %v", err)
+	}
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: adapters.SliceName("tmpl"+run, "copy", "w-copy"+run, 0), World: "w-copy" + run, Home: gold.Home,
+		AdminURL: admin, Password: adapters.Password([]byte("attack-secret"), "mongodb", "copy"+run)}
+	t.Cleanup(func() { a.Teardown(context.Background(), s) })
+	if err := a.Clone(ctx, gold.Name, s); err != nil {
+		t.Fatalf("clone the prepared template: %v", err)
+	}
+	if err := a.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	again, err := dial(ctx, addr["url"])
+	if err != nil {
+		t.Fatalf("after provisioning again, the template's user: %v", err)
+	}
+	defer again.Disconnect(context.Background())
+	if n, err := again.Database(gold.Name).Collection("users").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Errorf("after provisioning again, the template's user reads %d documents (err %v), want 1", n, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -122,6 +123,32 @@ func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 	return nil
 }
 
+// LockRole makes role unable to log in and ends its sessions, if it
+// exists: a template's role, whose password its builder knew.
+// GrantSchema gives the login back.
+func LockRole(ctx context.Context, adminURL, role string) error {
+	lit, err := literal(role)
+	if err != nil {
+		return err
+	}
+	c, release, err := acquireAdmin(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := c.Exec(ctx, lockRole(role, lit)); err != nil {
+		return fmt.Errorf("lock role %s: %w", role, err)
+	}
+	return nil
+}
+
+// lockRole is LockRole's statement, one round trip: it runs on every up
+// that copies a template.
+func lockRole(role, lit string) string {
+	return "DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = " + lit + " AND rolcanlogin) THEN ALTER ROLE " + ident(role) + " NOLOGIN; END IF; END$$; " +
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = " + lit
+}
+
 // CopyFerretTables copies every document of every collection of FerretDB
 // database from into database to, server-side (INSERT ... SELECT), by the
 // tables FerretDB's metadata names. The collections must already exist in
@@ -214,4 +241,113 @@ func FerretSchemas(ctx context.Context, adminURL string) ([]string, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// guardTrigger is the event trigger that keeps a FerretDB's database free
+// of anything that runs code: see GuardFerretDatabase.
+const guardTrigger = "binky_ferret_guard"
+
+// guardFunction refuses, for every role but a superuser, any DDL that
+// FerretDB itself never issues. A world's role owns its schema and could
+// otherwise plant a view, rule, trigger, policy or function there; the
+// admin reads every schema's metadata table when FerretDB loads its
+// catalog (after each start) and a template's tables when binky clones
+// it, and a planted view would run its code as the admin. The function is
+// the admin's, in public (which no world may write), and resolves names
+// in pg_catalog only.
+const guardFunction = `CREATE OR REPLACE FUNCTION public.` + guardTrigger + `() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $guard$
+BEGIN
+	IF tg_tag IN ('CREATE TABLE', 'CREATE INDEX', 'DROP TABLE', 'DROP INDEX', 'DROP SCHEMA') THEN
+		RETURN;
+	END IF;
+	IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+		RETURN;
+	END IF;
+	RAISE EXCEPTION 'binky: % is refused in FerretDB''s database: a world''s role may make only what FerretDB makes (tables and indexes)', tg_tag
+		USING ERRCODE = 'insufficient_privilege';
+END
+$guard$`
+
+// plantedObjects lists, in the current database, what a role other than a
+// superuser or the admin made that could run code when another role reads
+// or writes its tables: views (and materialized and foreign tables),
+// functions, triggers, rules, policies and row security. FerretDB makes
+// none of these.
+const plantedObjects = `
+WITH planter AS (SELECT oid FROM pg_roles WHERE NOT rolsuper AND rolname <> current_user),
+ns AS (SELECT oid, nspname FROM pg_namespace
+	WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname !~ '^pg_(toast|temp_)')
+SELECT what FROM (
+	SELECT CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'foreign table ' END
+		|| quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS what
+	FROM pg_class c JOIN ns n ON n.oid = c.relnamespace
+	WHERE c.relkind IN ('v', 'm', 'f') AND c.relowner IN (SELECT oid FROM planter)
+	UNION ALL
+	SELECT 'row security on ' || quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+	FROM pg_class c JOIN ns n ON n.oid = c.relnamespace
+	WHERE c.relrowsecurity AND c.relowner IN (SELECT oid FROM planter)
+	UNION ALL
+	SELECT 'trigger ' || quote_ident(t.tgname) || ' on ' || quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+	FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN ns n ON n.oid = c.relnamespace
+	WHERE NOT t.tgisinternal AND c.relowner IN (SELECT oid FROM planter)
+	UNION ALL
+	SELECT 'rule ' || quote_ident(r.rulename) || ' on ' || quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+	FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class JOIN ns n ON n.oid = c.relnamespace
+	WHERE c.relkind NOT IN ('v', 'm') AND c.relowner IN (SELECT oid FROM planter)
+	UNION ALL
+	SELECT 'policy ' || quote_ident(p.polname) || ' on ' || quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+	FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid JOIN ns n ON n.oid = c.relnamespace
+	WHERE c.relowner IN (SELECT oid FROM planter)
+	UNION ALL
+	SELECT 'function ' || quote_ident(n.nspname) || '.' || quote_ident(p.proname)
+	FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
+	WHERE p.proowner IN (SELECT oid FROM planter)
+) o ORDER BY what LIMIT 10`
+
+// ErrPlanted is a FerretDB database holding something a world's role
+// made that FerretDB never makes, and that could run code as the admin.
+var ErrPlanted = errors.New("a world's role made objects in FerretDB's database that FerretDB never makes")
+
+// GuardFerretDatabase makes sure that nothing in adminURL's database (a
+// FerretDB's) can run code as the admin: each world's role owns its
+// schema, and FerretDB reads every schema's metadata table as the first
+// client after it starts (binky's admin), so a view planted in its place
+// would run as the admin. Where the admin is a superuser, an event trigger
+// (installed once) refuses every DDL but FerretDB's own to other roles;
+// every call also checks that nothing of the kind is there already (made
+// before the trigger, or on a server where the admin could not install
+// it), and refuses with ErrPlanted naming it. One round trip when the
+// trigger is in place.
+func GuardFerretDatabase(ctx context.Context, adminURL string) error {
+	c, release, err := acquireAdmin(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var guarded, super bool
+	var planted []string
+	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = '`+guardTrigger+`' AND evtenabled <> 'D'), `+
+		`(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), ARRAY(`+plantedObjects+`)`).Scan(&guarded, &super, &planted); err != nil {
+		return fmt.Errorf("check FerretDB's database for planted objects: %w", err)
+	}
+	if len(planted) > 0 {
+		return fmt.Errorf("%w: %s. FerretDB reads each database's tables as binky's admin when it starts, so these could run code as the admin; "+
+			"binky serves no MongoDB world until they are gone: drop them (or the world whose schema holds them)", ErrPlanted, strings.Join(planted, ", "))
+	}
+	if guarded || !super {
+		return nil
+	}
+	// Two binkys may install it at once: the loser's CREATE fails on the
+	// name, and the trigger is there either way.
+	_, err = c.Exec(ctx, guardFunction+"; DROP EVENT TRIGGER IF EXISTS "+guardTrigger+
+		"; CREATE EVENT TRIGGER "+guardTrigger+" ON ddl_command_start EXECUTE FUNCTION public."+guardTrigger+"()")
+	if err != nil {
+		var again bool
+		if qerr := c.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = '`+guardTrigger+`')`).Scan(&again); qerr == nil && again {
+			return nil
+		}
+		return fmt.Errorf("install binky's guard on FerretDB's database: %w", err)
+	}
+	return nil
 }

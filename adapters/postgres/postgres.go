@@ -452,9 +452,7 @@ func (p *Postgres) PrepareTemplate(ctx context.Context, adminURL, name string) e
 	}
 	defer release()
 	// One round trip: it runs on every up that copies the template.
-	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER; "+
-		"DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = "+lit+" AND rolcanlogin) THEN ALTER ROLE "+ident(name)+" NOLOGIN; END IF; END$$; "+
-		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = "+lit); err != nil {
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+ident(name)+" OWNER TO CURRENT_USER; "+lockRole(name, lit)); err != nil {
 		return fmt.Errorf("template %s: %w", name, err)
 	}
 	return nil
