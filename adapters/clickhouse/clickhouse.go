@@ -17,6 +17,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -415,9 +417,9 @@ func (c *ClickHouse) Clone(ctx context.Context, template string, sl adapters.Sli
 		return err
 	}
 	for _, t := range tables {
-		engine := str(t["engine"])
-		if strings.Contains(engine, "View") || strings.HasPrefix(engine, "Replicated") || engine == "Dictionary" || engine == "Distributed" {
-			return fmt.Errorf("clickhouse template %s: table %s has engine %s, which a copy per table cannot reproduce", template, str(t["name"]), engine)
+		if engine := str(t["engine"]); !copyable(engine) {
+			return fmt.Errorf("clickhouse template %s: table %s has engine %s, which a copy per table cannot reproduce "+
+				"(binky copies tables that hold their own rows: MergeTree and Log families, Memory, Set, Join, Null)", template, str(t["name"]), engine)
 		}
 	}
 	if err := c.provision(ctx, s, sl); err != nil {
@@ -430,6 +432,61 @@ func (c *ClickHouse) Clone(ctx context.Context, template string, sl adapters.Sli
 			if _, err := s.exec(ctx, q); err != nil {
 				return fmt.Errorf("copy clickhouse table %s from %s: %w", name, template, err)
 			}
+		}
+	}
+	return nil
+}
+
+// copyable reports whether a table of that engine holds its own rows on
+// this server, so that CREATE TABLE ... AS and INSERT ... SELECT copy it.
+// Only these: the others read or write elsewhere (Merge, Buffer,
+// Distributed, Dictionary, views, URL, File, MySQL, Kafka, ...), so the
+// admin copying a template's table would read, or the copy later reach,
+// what the template's user chose, another world's tables among them.
+func copyable(engine string) bool {
+	if strings.HasPrefix(engine, "Replicated") {
+		return false
+	}
+	if strings.HasSuffix(engine, "MergeTree") {
+		return true
+	}
+	switch engine {
+	case "TinyLog", "StripeLog", "Log", "Memory", "Set", "Join", "Null":
+		return true
+	}
+	return false
+}
+
+// PrepareTemplate takes a built golden template's rights from its user,
+// where the server has SQL users (on one without, every world has the
+// admin's credentials anyway): its password was given to the migrate and
+// seed that built it (a branch's code), which could otherwise change what
+// every later world starts from. The user loses its grants and gets a
+// password nobody knows, and its running queries are killed. A rebuild
+// provisions it again, which gives both back.
+func (c *ClickHouse) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	s, err := c.connect(adminURL)
+	if err != nil {
+		return err
+	}
+	if users, err := s.hasUsers(ctx); err != nil || !users {
+		return err
+	}
+	if there, err := s.userExists(ctx, name); err != nil || !there {
+		return err
+	}
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		return err
+	}
+	user := Ident(name)
+	for _, q := range []string{
+		"ALTER USER " + user + " IDENTIFIED WITH sha256_password BY " + Literal(hex.EncodeToString(pw)),
+		"REVOKE ALL ON *.* FROM " + user,
+		"KILL QUERY WHERE user = " + Literal(name) + " ASYNC",
+	} {
+		if _, err := s.exec(ctx, q); err != nil {
+			return fmt.Errorf("template %s: take its user's rights: %w", name, err)
 		}
 	}
 	return nil

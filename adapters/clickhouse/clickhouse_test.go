@@ -343,3 +343,55 @@ func TestServerErrorsReadTheirCode(t *testing.T) {
 		}
 	}
 }
+
+// A template's table that reads or writes elsewhere is never copied: the
+// admin's INSERT ... SELECT would read what the template's user pointed
+// it at (here another world's table, through a Merge table), and the
+// copy would keep reaching it. The clone fails, and binky falls back to
+// provision, migrate and seed.
+func TestACloneNeverCopiesATableThatReadsElsewhere(t *testing.T) {
+	adminURL(t)
+	ctx := context.Background()
+	s := admin(t)
+	c := New()
+	run := time.Now().UnixNano() % 1e9
+	victim := slice(fmt.Sprintf("chvictim_%d", run), "w-victim")
+	if err := c.Provision(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Teardown(context.Background(), victim) })
+	must(t, s, "CREATE TABLE "+Ident(victim.Name)+".secrets (s String) ENGINE = TinyLog")
+	must(t, s, "INSERT INTO "+Ident(victim.Name)+".secrets VALUES ('victim''s')")
+	for _, engine := range []string{
+		"Merge(" + Literal(victim.Name) + ", '^secrets$')",
+		"Buffer(" + Ident(victim.Name) + ", secrets, 1, 10, 100, 10000, 1000000, 10000000, 100000000)",
+	} {
+		tmpl := slice(fmt.Sprintf("chgoldm_%d", run), "golden")
+		if err := c.Provision(ctx, tmpl); err != nil {
+			t.Fatal(err)
+		}
+		must(t, s, "CREATE TABLE "+Ident(tmpl.Name)+".t (s String) ENGINE = "+engine)
+		dst := slice(fmt.Sprintf("chclonem_%d", run), "w-clonem")
+		err := c.Clone(ctx, tmpl.Name, dst)
+		if err == nil || !strings.Contains(err.Error(), "engine") {
+			t.Errorf("clone of a template with a %s table: %v, want a refusal naming the engine", engine, err)
+		}
+		if ok, _ := s.databaseExists(ctx, dst.Name); ok {
+			t.Errorf("the refused clone (%s) left a database behind", engine)
+		}
+		c.Teardown(ctx, dst)
+		c.Teardown(ctx, tmpl)
+	}
+}
+
+func TestOnlyTablesHoldingTheirOwnRowsAreCopyable(t *testing.T) {
+	for engine, want := range map[string]bool{
+		"MergeTree": true, "ReplacingMergeTree": true, "AggregatingMergeTree": true, "TinyLog": true, "Memory": true,
+		"ReplicatedMergeTree": false, "Merge": false, "Buffer": false, "Distributed": false, "View": false,
+		"MaterializedView": false, "Dictionary": false, "URL": false, "File": false, "MySQL": false, "Kafka": false,
+	} {
+		if got := copyable(engine); got != want {
+			t.Errorf("copyable(%s) = %v, want %v", engine, got, want)
+		}
+	}
+}

@@ -174,6 +174,16 @@ func (a *admin) addUser(ctx context.Context, accessKey, secretKey string) error 
 	return nil
 }
 
+// disableUser turns a user's keys off, keeping the user: a request signed
+// with them is refused from then on.
+func (a *admin) disableUser(ctx context.Context, accessKey string) error {
+	q := url.Values{"accessKey": {accessKey}, "status": {"disabled"}}
+	if _, err := a.do(ctx, http.MethodPut, "/set-user-status", q, nil); err != nil {
+		return fmt.Errorf("disable user %s: %w", accessKey, err)
+	}
+	return nil
+}
+
 func (a *admin) removeUser(ctx context.Context, accessKey string) error {
 	_, err := a.do(ctx, http.MethodDelete, "/remove-user", url.Values{"accessKey": {accessKey}}, nil)
 	if err != nil && !isCode(err, "XMinioAdminNoSuchUser") {

@@ -424,6 +424,34 @@ func (a *S3) Clone(ctx context.Context, template string, s adapters.Slice) error
 	return nil
 }
 
+// PrepareTemplate turns a built golden template's keys off, on a MinIO:
+// they were given to the migrate and seed that built it (a branch's
+// code), which could otherwise change what every later world starts from.
+// Clones copy it with the admin's keys; a rebuild provisions it again,
+// which turns them back on. On a plain S3 endpoint every world has the
+// options' keys anyway.
+func (a *S3) PrepareTemplate(ctx context.Context, adminURL, name string) error {
+	v, err := dial(adminURL)
+	if err != nil {
+		return err
+	}
+	if withAdmin, err := v.hasAdmin(ctx); err != nil || !withAdmin {
+		return err
+	}
+	key := AccessKey(name)
+	u, err := v.admin.user(ctx, key)
+	if err != nil || u == nil || u.Status == "disabled" {
+		return err
+	}
+	if u.PolicyName != "" && u.PolicyName != Policy(name) {
+		return fmt.Errorf("s3 user %s has policy %q, not binky's: %w", key, u.PolicyName, adapters.ErrTaken)
+	}
+	if err := v.admin.disableUser(ctx, key); err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
+	}
+	return nil
+}
+
 // Exists reports whether a template's bucket is there, for the golden
 // template's bookkeeping.
 func (a *S3) Exists(ctx context.Context, adminURL, name string) (bool, error) {

@@ -316,6 +316,49 @@ func TestCloneCopiesTheTemplatesObjects(t *testing.T) {
 	}
 }
 
+// A built golden template's keys are turned off: they were given to the
+// migrate and seed that built it (a branch's code), which could otherwise
+// change what every later world starts from. Clones still copy it with
+// the admin's keys; a rebuild's provision turns them back on.
+func TestABuiltTemplatesKeysCannotChangeItAnyMore(t *testing.T) {
+	ctx := context.Background()
+	golden, rg := provision(t, "golden")
+	g := clientFor(t, rg)
+	if err := put(ctx, g, rg["bucket"], "seed.json", "seed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := New().PrepareTemplate(ctx, golden.AdminURL, golden.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(ctx, g, rg["bucket"], "seed.json", "poison"); err == nil {
+		t.Error("the template's keys still write into it after it was built")
+	}
+	if _, err := get(ctx, g, rg["bucket"], "seed.json"); err == nil {
+		t.Error("the template's keys still read it after it was built")
+	}
+	if err := New().PrepareTemplate(ctx, golden.AdminURL, golden.Name); err != nil {
+		t.Fatalf("prepared again (every up that copies it does): %v", err)
+	}
+	s := adapters.Slice{Name: "clone_" + golden.Name[len("golden_"):], World: "w-clone", Home: golden.Home, AdminURL: golden.AdminURL, Password: "clone-password-2"}
+	t.Cleanup(func() { _ = New().Teardown(context.Background(), s) })
+	if err := New().Clone(ctx, golden.Name, s); err != nil {
+		t.Fatalf("clone the prepared template: %v", err)
+	}
+	addr, err := New().Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get(ctx, clientFor(t, addr), addr["bucket"], "seed.json"); err != nil || got != "seed" {
+		t.Errorf("the clone's seed.json = %q, %v", got, err)
+	}
+	if err := New().Provision(ctx, golden); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get(ctx, g, rg["bucket"], "seed.json"); err != nil || got != "seed" {
+		t.Errorf("after provisioning again, the template's keys read %q, %v", got, err)
+	}
+}
+
 func TestWrongAdminKeysAreAnErrorNotAPlainEndpoint(t *testing.T) {
 	u, _ := url.Parse(adminURL(t))
 	u.User = url.UserPassword(u.User.Username(), "not-the-secret")
