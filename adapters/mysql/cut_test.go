@@ -212,3 +212,85 @@ func TestCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing.T) {
 		}
 	}
 }
+
+// A world cannot take every connection of the server: its user may hold a
+// third of max_connections at once (or what options.connection_limit
+// says), so a world that leaks connections, or opens all it can, runs out
+// of its own and no one else's.
+func TestAWorldCannotTakeEveryConnection(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	m, db := New(), admin(t, u)
+	var mc int
+	if err := db.QueryRow("SELECT @@max_connections").Scan(&mc); err != nil {
+		t.Fatal(err)
+	}
+	limitOf := func(s adapters.Slice) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow("SELECT max_user_connections FROM mysql.user WHERE user = ?", UserName(s.Name)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s := testSlice(t, u, "conns")
+	if err := m.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := limitOf(s), max(10, mc/3); got != want {
+		t.Errorf("a world's user may hold %d connections, want %d (a third of max_connections %d)", got, want, mc)
+	}
+	s.Config = map[string]any{"connection_limit": int64(2)}
+	if err := m.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := m.Resolve(ctx, s)
+	var held []*sql.Conn
+	defer func() {
+		for _, h := range held {
+			h.Close()
+		}
+	}()
+	w, err := sql.Open("mysql", addr["dsn"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := 0; i < 2; i++ {
+		h, err := w.Conn(ctx)
+		if err == nil {
+			err = h.PingContext(ctx)
+		}
+		if err != nil {
+			t.Fatalf("connection %d of 2: %v", i+1, err)
+		}
+		held = append(held, h)
+	}
+	h, err := w.Conn(ctx)
+	if err == nil {
+		err = h.PingContext(ctx)
+		h.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "max_user_connections") {
+		t.Errorf("a third connection with connection_limit = 2: %v, want max_user_connections refused", err)
+	}
+	other := testSlice(t, u, "other")
+	if err := m.Provision(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	oa, _ := m.Resolve(ctx, other)
+	if err := open(t, oa["dsn"]).Ping(); err != nil {
+		t.Errorf("another world, while this one is at its cap: %v", err)
+	}
+	s.Config = map[string]any{"connection_limit": "0"}
+	if err := m.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := limitOf(s); got != 0 {
+		t.Errorf("connection_limit = 0: max_user_connections %d, want 0 (none of its own)", got)
+	}
+	s.Config = map[string]any{"connection_limit": -4}
+	if err := m.Provision(ctx, s); err == nil || !strings.Contains(err.Error(), "connection_limit") {
+		t.Errorf("connection_limit = -4: %v, want an error naming the option", err)
+	}
+}

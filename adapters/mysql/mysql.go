@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -330,12 +332,16 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 	if err := adapters.Step(ctx, "mysql.database_created"); err != nil {
 		return err
 	}
+	limit, err := c.connectionLimit(ctx, s)
+	if err != nil {
+		return err
+	}
 	for _, stmt := range []string{
 		"CREATE USER IF NOT EXISTS " + account(user) + " IDENTIFIED BY " + pw,
 		// Again for a user that existed: its password is derived, and the
 		// secret it is derived from may have been replaced. Unlocked, in
 		// case a teardown died after locking it.
-		"ALTER USER " + account(user) + " IDENTIFIED BY " + pw + " ACCOUNT UNLOCK",
+		"ALTER USER " + account(user) + " IDENTIFIED BY " + pw + " WITH MAX_USER_CONNECTIONS " + strconv.Itoa(limit) + " ACCOUNT UNLOCK",
 		"GRANT ALL PRIVILEGES ON " + grantDB(db) + ".* TO " + account(user),
 	} {
 		if err := c.exec(ctx, stmt); err != nil {
@@ -343,6 +349,35 @@ func (m *MySQL) provision(ctx context.Context, c *session, s adapters.Slice) err
 		}
 	}
 	return adapters.Step(ctx, "mysql.user_granted")
+}
+
+// maxConnections caches each server's max_connections, by admin URL: it
+// changes only with a restart (or SET GLOBAL), and a stale value moves a
+// world's cap only.
+var maxConnections sync.Map
+
+// connectionLimit is how many connections the slice's user may hold at
+// once: its options' connection_limit (0: no cap of its own), else a third
+// of the server's max_connections (at least 10). A world leaking
+// connections, or opening all it can, then runs out of its own, not
+// everyone's.
+func (c *session) connectionLimit(ctx context.Context, s adapters.Slice) (int, error) {
+	if v, ok := s.Config["connection_limit"]; ok {
+		n, err := adapters.OptionInt(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("mysql slice %s: options.connection_limit = %v: want a whole number of connections (0 for no cap)", s.Name, v)
+		}
+		return n, nil
+	}
+	if mc, ok := maxConnections.Load(s.AdminURL); ok {
+		return max(10, mc.(int)/3), nil
+	}
+	var n int
+	if err := c.c.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&n); err != nil {
+		return 0, err
+	}
+	maxConnections.Store(s.AdminURL, n)
+	return max(10, n/3), nil
 }
 
 // Resolve returns the world's address: its own user, never the admin.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -219,6 +220,37 @@ func (p *Postgres) Provision(ctx context.Context, s adapters.Slice) error {
 	return p.create(ctx, s, "")
 }
 
+// maxConnections caches each server's max_connections, by admin URL: it
+// changes only with a restart, and a stale value moves a world's cap only.
+var maxConnections sync.Map
+
+// connectionLimit is how many connections the slice's role may hold at
+// once: its options' connection_limit (0: no cap), else a third of the
+// server's max_connections (at least 10). A world leaking connections, or
+// opening all it can, then runs out of its own, not everyone's.
+func connectionLimit(ctx context.Context, c *pgx.Conn, s adapters.Slice) (int, error) {
+	if v, ok := s.Config["connection_limit"]; ok {
+		n, err := adapters.OptionInt(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("postgres slice %s: options.connection_limit = %v: want a whole number of connections (0 for no cap)", s.Name, v)
+		}
+		if n == 0 {
+			return -1, nil
+		}
+		return n, nil
+	}
+	mc, ok := maxConnections.Load(s.AdminURL)
+	if !ok {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT current_setting('max_connections')::int").Scan(&n); err != nil {
+			return 0, err
+		}
+		maxConnections.Store(s.AdminURL, n)
+		mc = n
+	}
+	return max(10, mc.(int)/3), nil
+}
+
 // walLogUpTo is the largest template cloned with STRATEGY WAL_LOG.
 const walLogUpTo = 32 << 20
 
@@ -252,6 +284,13 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	if err != nil {
 		return err
 	}
+	limit, err := connectionLimit(ctx, c, s)
+	if err != nil {
+		return err
+	}
+	// The role's login clause: its password, and how many connections it
+	// may hold at once.
+	login := "LOGIN PASSWORD " + pw + " CONNECTION LIMIT " + strconv.Itoa(limit)
 	role := ident(s.Name)
 	ro, exists, marked, err := roleOwner(ctx, c, s.Name)
 	switch {
@@ -264,7 +303,7 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if db, err := database(ctx, c, s.Name); err != nil {
 				return err
 			} else if !db.exists {
-				took, err := takePreparedSpare(ctx, c, s, template, pw, mark)
+				took, err := takePreparedSpare(ctx, c, s, template, login, mark)
 				if err != nil {
 					return err
 				}
@@ -276,15 +315,15 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 		}
 		// An admin that is not a superuser (CREATEROLE, CREATEDB) must be
 		// a member of a role to create a database owned by it.
-		if err := inTx(ctx, c, "CREATE ROLE "+role+" LOGIN PASSWORD "+pw, "COMMENT ON ROLE "+role+" IS "+mark, "GRANT "+role+" TO CURRENT_USER"); err != nil {
+		if err := inTx(ctx, c, "CREATE ROLE "+role+" "+login, "COMMENT ON ROLE "+role+" IS "+mark, "GRANT "+role+" TO CURRENT_USER"); err != nil {
 			return fmt.Errorf("create role %s: %w", s.Name, err)
 		}
 	case marked && ro.Is(s.Owner()):
-		if _, err := c.Exec(ctx, "ALTER ROLE "+role+" LOGIN PASSWORD "+pw); err != nil {
+		if _, err := c.Exec(ctx, "ALTER ROLE "+role+" "+login); err != nil {
 			return err
 		}
 	case marked && adoptable(ro, s):
-		for _, stmt := range []string{"ALTER ROLE " + role + " LOGIN PASSWORD " + pw, "COMMENT ON ROLE " + role + " IS " + mark} {
+		for _, stmt := range []string{"ALTER ROLE " + role + " " + login, "COMMENT ON ROLE " + role + " IS " + mark} {
 			if _, err := c.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("upgrade the mark of role %s: %w", s.Name, err)
 			}

@@ -280,11 +280,11 @@ func spareToTake(ctx context.Context, c *pgx.Conn, adminURL, template string) (o
 // takePreparedSpare makes the slice s out of template's prepared spare in
 // one transaction: the database renamed, opened and handed to the admin,
 // the spare's role (which owns everything in it) renamed to the slice's
-// role and given its login, both marked with mark (a quoted literal), and
+// role and given its login clause (password and connection limit), both marked with mark (a quoted literal), and
 // CONNECT for the role only. It reports whether it did: with no prepared
 // spare of binky's, or a failure (nothing changed), the caller makes the
 // slice the other way. The slice's role must not exist yet.
-func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, template, pw, mark string) (bool, error) {
+func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, template, login, mark string) (bool, error) {
 	ours, o, unlock, err := spareToTake(ctx, c, s.AdminURL, template)
 	defer unlock()
 	if err != nil || !ours || !o.prepared() {
@@ -296,7 +296,7 @@ func takePreparedSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice, templ
 		"ALTER DATABASE "+name+" ALLOW_CONNECTIONS true",
 		"ALTER DATABASE "+name+" OWNER TO CURRENT_USER",
 		"ALTER ROLE "+spare+" RENAME TO "+name,
-		"ALTER ROLE "+name+" LOGIN PASSWORD "+pw,
+		"ALTER ROLE "+name+" "+login,
 		"COMMENT ON ROLE "+name+" IS "+mark,
 		"COMMENT ON DATABASE "+name+" IS "+mark,
 		"REVOKE ALL ON DATABASE "+name+" FROM PUBLIC",

@@ -489,3 +489,96 @@ func TestCodeATemplatePlantsNeverRunsAsTheAdmin(t *testing.T) {
 		}
 	}
 }
+
+func connLimit(t *testing.T, c *pgx.Conn, role string) int {
+	t.Helper()
+	var n int
+	if err := c.QueryRow(context.Background(), "SELECT rolconnlimit FROM pg_roles WHERE rolname = $1", role).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A world cannot take every connection of the server: its role may hold a
+// third of max_connections at once (or what options.connection_limit
+// says), so a world that leaks connections, or opens all it can, runs out
+// of its own and no one else's. Clones from a template's spare get the
+// same cap.
+func TestAWorldCannotTakeEveryConnection(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	var mc int
+	if err := c.QueryRow(ctx, "SELECT current_setting('max_connections')::int").Scan(&mc); err != nil {
+		t.Fatal(err)
+	}
+	s := testSlice(t, admin, "conns")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := connLimit(t, c, s.Name), max(10, mc/3); got != want {
+		t.Errorf("a world's role may hold %d connections, want %d (a third of max_connections %d)", got, want, mc)
+	}
+
+	s.Config = map[string]any{"connection_limit": int64(3)}
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var held []*pgx.Conn
+	defer func() {
+		for _, h := range held {
+			h.Close(context.Background())
+		}
+	}()
+	addr, _ := p.Resolve(ctx, s)
+	for i := 0; i < 3; i++ {
+		h, err := pgx.Connect(ctx, addr["url"])
+		if err != nil {
+			t.Fatalf("connection %d of 3: %v", i+1, err)
+		}
+		held = append(held, h)
+	}
+	if h, err := pgx.Connect(ctx, addr["url"]); err == nil {
+		h.Close(ctx)
+		t.Error("a fourth connection with connection_limit = 3 was let in")
+	} else if !strings.Contains(err.Error(), "too many connections for role") {
+		t.Errorf("a fourth connection: %v, want too many connections for role", err)
+	}
+	other := testSlice(t, admin, "other")
+	if err := p.Provision(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	oa, _ := p.Resolve(ctx, other)
+	if oc, err := pgx.Connect(ctx, oa["url"]); err != nil {
+		t.Errorf("another world, while this one is at its cap: %v", err)
+	} else {
+		oc.Close(ctx)
+	}
+
+	s.Config = map[string]any{"connection_limit": "0"}
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := connLimit(t, c, s.Name); got != -1 {
+		t.Errorf("connection_limit = 0: the role's limit is %d, want -1 (none)", got)
+	}
+	s.Config = map[string]any{"connection_limit": "many"}
+	if err := p.Provision(ctx, s); err == nil || !strings.Contains(err.Error(), "connection_limit") {
+		t.Errorf("connection_limit = \"many\": %v, want an error naming the option", err)
+	}
+
+	gold := goldWithRows(t, admin)
+	a := testSlice(t, admin, "fromspare")
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	b := testSlice(t, admin, "fromspare2")
+	b.Config = map[string]any{"connection_limit": int64(7)}
+	if err := p.Clone(ctx, gold.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := connLimit(t, c, b.Name); got != 7 {
+		t.Errorf("a world cloned from a spare may hold %d connections, want 7", got)
+	}
+}
