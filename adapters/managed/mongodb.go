@@ -72,6 +72,12 @@ func startMongoDB(ctx context.Context, m *Servers, dir string) (string, error) {
 			return "", fmt.Errorf("restart the shared ferretdb: %w", err)
 		}
 	}
+	// Worlds' roles live on the shared postgres too: the postgres and
+	// template1 databases are closed to them, as for its own worlds (a
+	// role owning a large object there could not be dropped).
+	if err := postgres.New().Harden(ctx, pgAdmin); err != nil {
+		return "", fmt.Errorf("the shared mongodb's postgres: %w", err)
+	}
 	if err := postgres.EnsureDatabase(ctx, pgAdmin, ferretDatabase); err != nil {
 		return "", fmt.Errorf("the shared mongodb's database in the shared postgres: %w", err)
 	}

@@ -340,6 +340,21 @@ func (m *MongoDB) Provision(ctx context.Context, s adapters.Slice) error {
 }
 
 func (srv *server) provision(ctx context.Context, s adapters.Slice) error {
+	if err := srv.begin(ctx, s); err != nil {
+		return err
+	}
+	if srv.ferret() {
+		if err := srv.createDatabase(ctx, s.Name); err != nil {
+			return err
+		}
+		return srv.handOver(ctx, s)
+	}
+	return srv.mongodUser(ctx, s)
+}
+
+// begin checks the server and claims the slice's objects: what every
+// provision and clone does first.
+func (srv *server) begin(ctx context.Context, s adapters.Slice) error {
 	if err := srv.authEnforced(ctx); err != nil {
 		return err
 	}
@@ -350,31 +365,43 @@ func (srv *server) provision(ctx context.Context, s adapters.Slice) error {
 			return err
 		}
 	}
-	if err := srv.claim(ctx, s); err != nil {
+	return srv.claim(ctx, s)
+}
+
+// createDatabase makes a FerretDB database, if absent, through FerretDB
+// (which then knows of it): the admin's, until handOver. The world's role
+// could not: it may not create a schema.
+func (srv *server) createDatabase(ctx context.Context, name string) error {
+	names, err := srv.c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil || len(names) > 0 {
 		return err
 	}
-	user := userName(s.Name, srv.ferret())
-	if srv.ferret() {
-		// The world's role cannot create a schema, so the database is made
-		// through FerretDB (which then knows of it) and handed over.
-		names, err := srv.c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: s.Name}})
-		if err != nil {
-			return err
-		}
-		if len(names) == 0 {
-			db := srv.c.Database(s.Name)
-			if err := db.CreateCollection(ctx, initColl); err != nil {
-				return fmt.Errorf("create database %s: %w", s.Name, err)
-			}
-			if err := db.Collection(initColl).Drop(ctx); err != nil {
-				return fmt.Errorf("create database %s: %w", s.Name, err)
-			}
-		}
-		if err := postgres.GrantSchema(ctx, srv.pg, user, s.Password, s.Name); err != nil {
-			return fmt.Errorf("give database %s to role %s: %w", s.Name, user, err)
-		}
-		return nil
+	db := srv.c.Database(name)
+	if err := db.CreateCollection(ctx, initColl); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
 	}
+	if err := db.Collection(initColl).Drop(ctx); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// handOver gives a FerretDB database, and every table in it, to the
+// world's role, which it makes (or gives back its login). After it the
+// admin writes nothing there: the role could have planted a CHECK or
+// DEFAULT in one of its tables, which the admin's write would run.
+func (srv *server) handOver(ctx context.Context, s adapters.Slice) error {
+	user := userName(s.Name, true)
+	if err := postgres.GrantSchema(ctx, srv.pg, user, s.Password, s.Name); err != nil {
+		return fmt.Errorf("give database %s to role %s: %w", s.Name, user, err)
+	}
+	return nil
+}
+
+// mongodUser creates (or updates) the world's user on mongod, with
+// readWrite on its database only.
+func (srv *server) mongodUser(ctx context.Context, s adapters.Slice) error {
+	user := userName(s.Name, false)
 	there, err := srv.exists(ctx, "user", user)
 	if err != nil {
 		return err
@@ -434,9 +461,41 @@ func (m *MongoDB) Clone(ctx context.Context, template string, s adapters.Slice) 
 		return err
 	}
 	defer srv.close()
-	if err := srv.provision(ctx, s); err != nil {
+	if !srv.ferret() {
+		if err := srv.provision(ctx, s); err != nil {
+			return err
+		}
+		return srv.copyFrom(ctx, template, s)
+	}
+	// On FerretDB the copy is made while the database is still the
+	// admin's, and handed over only when it is done: the admin's writes
+	// (collections created, documents copied) must never land in a table
+	// the world's role owns, where a CHECK or DEFAULT of its making would
+	// run as the admin. A database left by a clone cut off (claimed as
+	// this slice's, so ours) may have been handed over: it is dropped and
+	// made again.
+	if err := srv.begin(ctx, s); err != nil {
 		return err
 	}
+	if there, err := srv.exists(ctx, "database", s.Name); err != nil {
+		return err
+	} else if there {
+		if err := srv.c.Database(s.Name).Drop(ctx); err != nil {
+			return fmt.Errorf("drop the cut-off clone %s: %w", s.Name, err)
+		}
+	}
+	if err := srv.createDatabase(ctx, s.Name); err != nil {
+		return err
+	}
+	if err := srv.copyFrom(ctx, template, s); err != nil {
+		return err
+	}
+	return srv.handOver(ctx, s)
+}
+
+// copyFrom copies every collection of template, with its documents and
+// indexes, into the slice's database.
+func (srv *server) copyFrom(ctx context.Context, template string, s adapters.Slice) error {
 	src, dst := srv.c.Database(template), srv.c.Database(s.Name)
 	cur, err := src.ListCollections(ctx, bson.D{{Key: "type", Value: "collection"}})
 	if err != nil {
@@ -473,12 +532,11 @@ func (m *MongoDB) Clone(ctx context.Context, template string, s adapters.Slice) 
 		}
 	}
 	if srv.ferret() {
+		if err := adapters.Step(ctx, "mongodb.collections_created"); err != nil {
+			return err
+		}
 		if err := postgres.CopyFerretTables(ctx, srv.pg, template, s.Name); err != nil {
 			return fmt.Errorf("clone %s: %w", template, err)
-		}
-		// The new tables are the admin's: hand them to the world's role.
-		if err := postgres.GrantSchema(ctx, srv.pg, userName(s.Name, true), s.Password, s.Name); err != nil {
-			return err
 		}
 	}
 	return nil

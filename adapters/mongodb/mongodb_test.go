@@ -539,3 +539,68 @@ func TestABuiltTemplatesUserCannotChangeItAnyMore(t *testing.T) {
 		t.Errorf("after provisioning again, the template's user reads %d documents (err %v), want 1", n, err)
 	}
 }
+
+// A clone's database stays the admin's until its documents are copied:
+// the admin's writes (collections created, documents copied) must never
+// land in a table the world's role owns, where a CHECK or DEFAULT of its
+// making would run as the admin. (An attack logged in as the role during
+// a clone, with the password its earlier life knew, and planted one.)
+func TestACloneIsTheAdminsUntilItIsCopied(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	if pg == "" {
+		t.Skip("BINKY_TEST_MONGO is a mongod: this is FerretDB's PostgreSQL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gold, g := world(t, ctx, admin, "golden")
+	if _, err := g.Database(gold.Name).Collection("users").InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	a := New()
+	if err := a.PrepareTemplate(ctx, admin, gold.Name); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	// The owners of the slice's schema and of every table in it.
+	owners := func(schema string) []string {
+		rows, err := pc.Query(ctx, `SELECT DISTINCT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = $1
+			UNION SELECT DISTINCT tableowner::text FROM pg_tables WHERE schemaname = $1`, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var me string
+	if err := pc.QueryRow(ctx, "SELECT current_user").Scan(&me); err != nil {
+		t.Fatal(err)
+	}
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: adapters.SliceName("own"+run, "copy", "w-own"+run, 0), World: "w-own" + run, Home: gold.Home,
+		AdminURL: admin, Password: adapters.Password([]byte("attack-secret"), "mongodb", "own"+run)}
+	t.Cleanup(func() { a.Teardown(context.Background(), s) })
+	var during []string
+	steps := adapters.WithSteps(ctx, func(step string) error {
+		if step == "mongodb.collections_created" {
+			during = owners(s.Name)
+		}
+		return nil
+	})
+	if err := a.Clone(steps, gold.Name, s); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 1 || during[0] != me {
+		t.Errorf("while the documents were copied, the clone's schema and tables belonged to %v, want the admin (%s) alone", during, me)
+	}
+	if after := owners(s.Name); len(after) != 1 || after[0] != userName(s.Name, true) {
+		t.Errorf("after the clone, its schema and tables belong to %v, want the world's role alone", after)
+	}
+}

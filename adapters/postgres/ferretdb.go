@@ -117,6 +117,10 @@ func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 	}
 	for _, stmt := range []string{"DROP OWNED BY " + ident(role), "DROP ROLE " + ident(role)} {
 		if _, err := c.Exec(ctx, stmt); err != nil {
+			// Kept (it owns something elsewhere): it must not log in with
+			// the password its world knew, which a world of the same name
+			// would get again.
+			_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN")
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
@@ -269,12 +273,35 @@ BEGIN
 END
 $guard$`
 
+// shapeTrigger refuses, at the end of a CREATE TABLE by any role but a
+// superuser, a table FerretDB would not make (see misshapen): the DDL
+// trigger before it lets CREATE TABLE through, and its clauses are where
+// a CHECK or DEFAULT would hide.
+const shapeTrigger = "binky_ferret_shape"
+
+var shapeFunction = `CREATE OR REPLACE FUNCTION public.` + shapeTrigger + `() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $shape$
+DECLARE
+	bad text;
+BEGIN
+	IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+		RETURN;
+	END IF;
+	SELECT string_agg(what, ', ') INTO bad FROM (` + misshapen(`SELECT e.objid FROM pg_event_trigger_ddl_commands() e JOIN pg_class c ON c.oid = e.objid
+		WHERE e.classid = 'pg_catalog.pg_class'::regclass AND c.relkind IN ('r', 'p')`) + `) v(what);
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'binky: a table in FerretDB''s database may have only FerretDB''s columns (_jsonb, _ferretdb_record_id), no defaults, checks, inheritance or partitions: %', bad
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+END
+$shape$`
+
 // plantedObjects lists, in the current database, what a role other than a
 // superuser or the admin made that could run code when another role reads
 // or writes its tables: views (and materialized and foreign tables),
 // functions, triggers, rules, policies and row security. FerretDB makes
 // none of these.
-const plantedObjects = `
+var plantedObjects = `
 WITH planter AS (SELECT oid FROM pg_roles WHERE NOT rolsuper AND rolname <> current_user),
 ns AS (SELECT oid, nspname FROM pg_namespace
 	WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname !~ '^pg_(toast|temp_)')
@@ -303,7 +330,34 @@ SELECT what FROM (
 	SELECT 'function ' || quote_ident(n.nspname) || '.' || quote_ident(p.proname)
 	FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
 	WHERE p.proowner IN (SELECT oid FROM planter)
+	UNION ALL
+	` + misshapen(`SELECT c.oid FROM pg_class c JOIN ns n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND c.relowner IN (SELECT oid FROM planter)`) + `
 ) o ORDER BY what LIMIT 10`
+
+// misshapen lists what makes a table of tables (a query of pg_class oids)
+// other than the tables FerretDB makes, whose only columns are _jsonb and,
+// when capped, _ferretdb_record_id as the primary key: a default (or
+// generated column), a CHECK, foreign key or exclusion constraint, another
+// column, inheritance, partitioning. A CHECK or DEFAULT runs whatever it
+// calls (query_to_xml runs any SELECT) as whoever writes a row: it is how
+// a world's table would run its code as the admin.
+func misshapen(tables string) string {
+	return `SELECT 'partitioned table ' || c.oid::regclass::text FROM pg_class c WHERE c.relkind = 'p' AND c.oid IN (` + tables + `)
+	UNION ALL
+	SELECT 'default on ' || d.adrelid::regclass::text || '.' || quote_ident(a.attname)
+	FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid IN (` + tables + `)
+	UNION ALL
+	SELECT 'constraint ' || quote_ident(k.conname) || ' on ' || k.conrelid::regclass::text
+	FROM pg_constraint k WHERE k.contype NOT IN ('p', 'u') AND k.conrelid IN (` + tables + `)
+	UNION ALL
+	SELECT 'column ' || quote_ident(a.attname) || ' of ' || a.attrelid::regclass::text
+	FROM pg_attribute a WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attrelid IN (` + tables + `)
+		AND NOT (a.attname = '_jsonb' AND a.atttypid = 'pg_catalog.jsonb'::regtype)
+		AND NOT (a.attname = '_ferretdb_record_id' AND a.atttypid = 'pg_catalog.int8'::regtype)
+	UNION ALL
+	SELECT 'inheritance of ' || i.inhrelid::regclass::text FROM pg_inherits i WHERE i.inhrelid IN (` + tables + `)`
+}
 
 // ErrPlanted is a FerretDB database holding something a world's role
 // made that FerretDB never makes, and that could run code as the admin.
@@ -327,7 +381,7 @@ func GuardFerretDatabase(ctx context.Context, adminURL string) error {
 	defer release()
 	var guarded, super bool
 	var planted []string
-	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = '`+guardTrigger+`' AND evtenabled <> 'D'), `+
+	if err := c.QueryRow(ctx, `SELECT (SELECT count(*) = 2 FROM pg_event_trigger WHERE evtname IN ('`+guardTrigger+`', '`+shapeTrigger+`') AND evtenabled <> 'D'), `+
 		`(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), ARRAY(`+plantedObjects+`)`).Scan(&guarded, &super, &planted); err != nil {
 		return fmt.Errorf("check FerretDB's database for planted objects: %w", err)
 	}
@@ -340,11 +394,13 @@ func GuardFerretDatabase(ctx context.Context, adminURL string) error {
 	}
 	// Two binkys may install it at once: the loser's CREATE fails on the
 	// name, and the trigger is there either way.
-	_, err = c.Exec(ctx, guardFunction+"; DROP EVENT TRIGGER IF EXISTS "+guardTrigger+
-		"; CREATE EVENT TRIGGER "+guardTrigger+" ON ddl_command_start EXECUTE FUNCTION public."+guardTrigger+"()")
+	_, err = c.Exec(ctx, guardFunction+"; "+shapeFunction+
+		"; DROP EVENT TRIGGER IF EXISTS "+guardTrigger+"; DROP EVENT TRIGGER IF EXISTS "+shapeTrigger+
+		"; CREATE EVENT TRIGGER "+guardTrigger+" ON ddl_command_start EXECUTE FUNCTION public."+guardTrigger+"()"+
+		"; CREATE EVENT TRIGGER "+shapeTrigger+" ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION public."+shapeTrigger+"()")
 	if err != nil {
 		var again bool
-		if qerr := c.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = '`+guardTrigger+`')`).Scan(&again); qerr == nil && again {
+		if qerr := c.QueryRow(ctx, `SELECT count(*) = 2 FROM pg_event_trigger WHERE evtname IN ('`+guardTrigger+`', '`+shapeTrigger+`')`).Scan(&again); qerr == nil && again {
 			return nil
 		}
 		return fmt.Errorf("install binky's guard on FerretDB's database: %w", err)

@@ -67,6 +67,7 @@ func TestAWorldsRoleCannotPlantCodeInFerretDBsDatabase(t *testing.T) {
 		"CREATE UNIQUE INDEX coll_id ON " + s + ".coll ((_jsonb -> '_id'))",
 		"DROP INDEX " + s + ".coll_id",
 		"DROP TABLE " + s + ".coll",
+		"CREATE TABLE " + s + ".capped (_ferretdb_record_id bigint PRIMARY KEY, _jsonb jsonb)",
 	} {
 		if _, err := w.Exec(ctx, q); err != nil {
 			t.Errorf("FerretDB's own DDL, as the world: %s: %v", q, err)
@@ -84,6 +85,18 @@ func TestAWorldsRoleCannotPlantCodeInFerretDBsDatabase(t *testing.T) {
 		"CREATE POLICY p ON " + s + ".t USING (true)",
 		"CREATE TRIGGER tr BEFORE INSERT ON " + s + ".t FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()",
 		"GRANT SELECT ON " + s + ".t TO PUBLIC",
+		// CREATE TABLE goes through, but not with a CHECK or DEFAULT: the
+		// admin writing a row would run what they call (an attack used
+		// query_to_xml, which runs any SELECT), nor with anything else
+		// FerretDB never makes.
+		"CREATE TABLE " + s + ".c1 (_jsonb jsonb CHECK (query_to_xml('select 1', true, false, '') IS NOT NULL))",
+		"CREATE TABLE " + s + ".c2 (_jsonb jsonb DEFAULT (query_to_xml('select 1', true, false, '')::text)::jsonb)",
+		"CREATE TABLE " + s + ".c3 (_jsonb jsonb, extra text)",
+		"CREATE TABLE " + s + ".c4 (_jsonb text)",
+		"CREATE TABLE " + s + ".c5 () INHERITS (" + s + ".t)",
+		"CREATE TABLE " + s + ".c6 (_jsonb jsonb) PARTITION BY LIST (_jsonb)",
+		"CREATE TABLE " + s + ".c7 (_ferretdb_record_id bigint REFERENCES " + s + ".capped, _jsonb jsonb)",
+		"CREATE TABLE " + s + ".c8 (LIKE " + s + ".capped INCLUDING ALL, n serial)",
 	} {
 		_, err := w.Exec(ctx, q)
 		if err == nil || !strings.Contains(err.Error(), "binky") {
@@ -108,14 +121,15 @@ func TestCodePlantedBeforeTheGuardIsRefused(t *testing.T) {
 	s := ident(schema)
 	if _, err := w.Exec(ctx, "CREATE FUNCTION "+s+".evil() RETURNS jsonb LANGUAGE sql AS $$SELECT '{}'::jsonb$$; "+
 		"DROP TABLE "+s+"._ferretdb_database_metadata; "+
-		"CREATE VIEW "+s+"._ferretdb_database_metadata AS SELECT "+s+".evil() AS _jsonb"); err != nil {
+		"CREATE VIEW "+s+"._ferretdb_database_metadata AS SELECT "+s+".evil() AS _jsonb; "+
+		"CREATE TABLE "+s+".trap (_jsonb jsonb CHECK (query_to_xml('select 1', true, false, '') IS NOT NULL))"); err != nil {
 		t.Fatal(err)
 	}
 	err := GuardFerretDatabase(ctx, dbURL)
 	if !errors.Is(err, ErrPlanted) {
 		t.Fatalf("guard a database holding a planted view: %v, want ErrPlanted", err)
 	}
-	for _, want := range []string{"function " + schema + ".evil", "view " + schema + "._ferretdb_database_metadata"} {
+	for _, want := range []string{"function " + schema + ".evil", "view " + schema + "._ferretdb_database_metadata", "constraint trap_check on " + schema + ".trap"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal does not name %q: %v", want, err)
 		}
@@ -125,7 +139,7 @@ func TestCodePlantedBeforeTheGuardIsRefused(t *testing.T) {
 	if err := ac.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = $1)", guardTrigger).Scan(&guarded); err != nil || guarded {
 		t.Errorf("the guard was installed over planted code (%v, %v): nothing may be read before they are gone", guarded, err)
 	}
-	if _, err := ac.Exec(ctx, "DROP VIEW "+s+"._ferretdb_database_metadata; DROP FUNCTION "+s+".evil()"); err != nil {
+	if _, err := ac.Exec(ctx, "DROP VIEW "+s+"._ferretdb_database_metadata; DROP FUNCTION "+s+".evil(); DROP TABLE "+s+".trap"); err != nil {
 		t.Fatal(err)
 	}
 	if err := GuardFerretDatabase(ctx, dbURL); err != nil {
@@ -169,4 +183,45 @@ func TestLockRoleEndsATemplatesSessionsAndLogins(t *testing.T) {
 		t.Fatalf("after GrantSchema, the role: %v", err)
 	}
 	c.Close(ctx)
+}
+
+// A world's role that owns something outside FerretDB's database (here a
+// large object in another database it could connect to) cannot be
+// dropped: it is kept, but it may no longer log in with the password its
+// world knew, which a world of the same name would get again.
+func TestARoleThatCannotBeDroppedNoLongerLogsIn(t *testing.T) {
+	dbURL, w, _ := ferretDatabase(t, true)
+	ctx := context.Background()
+	role := w.Config().User
+	admin := adminURL(t)
+	ac := adminConn(t, admin)
+	other := "binky_pin_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	if _, err := ac.Exec(ctx, "CREATE DATABASE "+ident(other)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ac.Exec(context.Background(), "DROP DATABASE "+ident(other)+" WITH (FORCE)")
+		ac.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(role))
+	})
+	if _, err := ac.Exec(ctx, "GRANT CONNECT ON DATABASE "+ident(other)+" TO "+ident(role)); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(dbURL)
+	u.User = url.UserPassword(role, "guard-pw-1")
+	u.Path = "/" + other
+	pin, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pin.Exec(ctx, "SELECT lo_create(0)"); err != nil {
+		t.Fatal(err)
+	}
+	pin.Close(ctx)
+	if err := DropSchemaRole(ctx, dbURL, role); err == nil {
+		t.Fatal("dropped a role that owns a large object in another database")
+	}
+	var login bool
+	if err := ac.QueryRow(ctx, "SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", role).Scan(&login); err != nil || login {
+		t.Errorf("the kept role can log in: %v (err %v)", login, err)
+	}
 }
