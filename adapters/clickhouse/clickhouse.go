@@ -422,6 +422,14 @@ func (c *ClickHouse) Clone(ctx context.Context, template string, sl adapters.Sli
 				"(binky copies tables that hold their own rows: MergeTree and Log families, Memory, Set, Join, Null)", template, str(t["name"]), engine)
 		}
 	}
+	// A MATERIALIZED column is computed by the INSERT, which the admin
+	// runs: its expression, the template user's choice, would run with
+	// the admin's rights.
+	if cols, err := s.rows(ctx, "SELECT table, name FROM system.columns WHERE database = "+Literal(template)+" AND default_kind = 'MATERIALIZED' ORDER BY table, name"); err != nil {
+		return err
+	} else if len(cols) > 0 {
+		return fmt.Errorf("clickhouse template %s: column %s.%s is MATERIALIZED, which a copy would compute with the admin's rights", template, str(cols[0]["table"]), str(cols[0]["name"]))
+	}
 	if err := c.provision(ctx, s, sl); err != nil {
 		return err
 	}
