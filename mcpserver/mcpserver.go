@@ -69,6 +69,7 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp(newCancelFilter(io.Disca
 func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(noteRequestID)
+	hooks.AddBeforeReadResource(noteReadID)
 	var v *validator // reads m's tools, so it is made after m
 	validate := func(next server.ToolHandlerFunc) server.ToolHandlerFunc { return v.middleware(next) }
 	m := server.NewMCPServer("git-binky", s.Version,

@@ -533,3 +533,31 @@ func serveRaw(t *testing.T, add func(*Server, *server.MCPServer)) (*testing.T, *
 	t.Cleanup(func() { cancel(); inW.Close() })
 	return t, inW, outR
 }
+
+// A world that does not exist is "resource not found" (-32002), as mcp-go
+// answers a URI no resource matches, not an internal error: mcp-go makes
+// -32603 of every handler error, and the client would take binky for
+// broken. A URI of the wrong shape is not found either; other reads and
+// errors keep their codes.
+func TestAMissingWorldsEnvIsResourceNotFound(t *testing.T) {
+	s, _ := repo(t, "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n")
+	c := start(t, s)
+	for _, uri := range []string{"binky://worlds/no-such-world/env", "binky://worlds/a/b/env"} {
+		r := c.call("resources/read", fmt.Sprintf(`{"uri":%q}`, uri))
+		pe, _ := r["protocolError"].(map[string]any)
+		if pe == nil || pe["code"] != float64(mcp.RESOURCE_NOT_FOUND) {
+			t.Errorf("read %s: %v, want error code %d (resource not found)", uri, r, mcp.RESOURCE_NOT_FOUND)
+		}
+	}
+	if pe, _ := c.call("resources/read", `{"uri":"binky://worlds/no-such-world/env"}`)["protocolError"].(map[string]any); pe == nil ||
+		!strings.Contains(fmt.Sprint(pe["message"]), "no-such-world") {
+		t.Errorf("the not-found error does not name the world: %v", pe)
+	}
+	// Here no daemon answers: an error of binky's own, which keeps mcp-go's code.
+	if pe, _ := c.call("resources/read", `{"uri":"binky://worlds"}`)["protocolError"].(map[string]any); pe != nil && pe["code"] == float64(mcp.RESOURCE_NOT_FOUND) {
+		t.Errorf("read binky://worlds: %v, not a missing resource", pe)
+	}
+	if pe, _ := c.call("tools/call", `{"name":"nosuchtool","arguments":{}}`)["protocolError"].(map[string]any); pe != nil && pe["code"] == float64(mcp.RESOURCE_NOT_FOUND) {
+		t.Errorf("an unrelated error took the resource's code: %v", pe)
+	}
+}

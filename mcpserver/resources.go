@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -49,15 +51,39 @@ func (s *Server) envResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	name, ok := strings.CutPrefix(req.Params.URI, "binky://worlds/")
 	name, ok2 := strings.CutSuffix(name, "/env")
 	if !ok || !ok2 || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("resource %q: want %s", req.Params.URI, envTemplate)
+		return nil, notFound(ctx, req, fmt.Errorf("resource %q: want %s", req.Params.URI, envTemplate))
 	}
 	// A URI escapes what a worktree name may hold (spaces, accents).
 	if n, err := url.PathUnescape(name); err == nil {
 		name = n
 	}
 	c, err := world.OpenCoordinates(ctx, s.Home, s.Dir, name)
+	if errors.Is(err, gitx.ErrNoSuchWorktree) {
+		return nil, notFound(ctx, req, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return jsonContents(req.Params.URI, c.Redacted())
+}
+
+// notFound answers req with err as "resource not found" (-32002; invalid
+// params, -32602, for clients of protocol 2026-07-28 and later, as mcp-go
+// answers a URI no resource matches), not as the internal error mcp-go
+// makes of every handler error.
+func notFound(ctx context.Context, req mcp.ReadResourceRequest, err error) error {
+	f, _ := ctx.Value(filterKey{}).(*cancelFilter)
+	if f == nil || req.Params.Meta == nil {
+		return err
+	}
+	key, ok := req.Params.Meta.AdditionalFields[requestIDField].(string)
+	if !ok {
+		return err
+	}
+	code := mcp.RESOURCE_NOT_FOUND
+	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		code = mcp.INVALID_PARAMS
+	}
+	f.setCode(key, code)
+	return err
 }

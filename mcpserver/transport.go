@@ -29,10 +29,15 @@ type cancelFilter struct {
 	// answered yet, and whether one was answered with a result.
 	initializing map[string]bool
 	initialized  atomic.Bool
+
+	// Error codes a resource handler chose, by request id: mcp-go answers
+	// every handler error with -32603 (internal error), and a world that
+	// does not exist is not the server's failure.
+	codes map[string]int
 }
 
 func newCancelFilter(out io.Writer) *cancelFilter {
-	return &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}}
+	return &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}, codes: map[string]int{}}
 }
 
 // watch returns in as mcp-go should read it, noting cancellations.
@@ -179,13 +184,24 @@ const requestIDField = "git-binky/request-id"
 // noteRequestID is a beforeCallTool hook: it runs once mcp-go can cancel
 // the call, and leaves its id where skipCancelled finds it.
 func noteRequestID(_ context.Context, id any, req *mcp.CallToolRequest) {
-	if req.Params.Meta == nil {
-		req.Params.Meta = &mcp.Meta{}
+	req.Params.Meta = withRequestID(req.Params.Meta, id)
+}
+
+// noteReadID is a beforeReadResource hook: it leaves the request's id
+// where a resource handler finds it to choose its error's code.
+func noteReadID(_ context.Context, id any, req *mcp.ReadResourceRequest) {
+	req.Params.Meta = withRequestID(req.Params.Meta, id)
+}
+
+func withRequestID(meta *mcp.Meta, id any) *mcp.Meta {
+	if meta == nil {
+		meta = &mcp.Meta{}
 	}
-	if req.Params.Meta.AdditionalFields == nil {
-		req.Params.Meta.AdditionalFields = map[string]any{}
+	if meta.AdditionalFields == nil {
+		meta.AdditionalFields = map[string]any{}
 	}
-	req.Params.Meta.AdditionalFields[requestIDField] = idKeyOf(id)
+	meta.AdditionalFields[requestIDField] = idKeyOf(id)
+	return meta
 }
 
 // skipCancelled does not run a call the client cancelled before it
@@ -230,6 +246,9 @@ func (f *cancelFilter) Write(p []byte) (int, error) {
 		if len(f.initializing) > 0 {
 			f.noteInitializedLocked(line)
 		}
+		if len(f.codes) > 0 {
+			line = f.recodeLocked(line)
+		}
 		if !f.dropLocked(line) {
 			if _, err := f.out.Write(line); err != nil {
 				f.pending = f.pending[i+1:]
@@ -238,6 +257,39 @@ func (f *cancelFilter) Write(p []byte) (int, error) {
 		}
 		f.pending = append([]byte(nil), f.pending[i+1:]...)
 	}
+}
+
+// setCode makes code the error code of the response to the request with
+// id (as idKeyOf writes it), if that response is an error.
+func (f *cancelFilter) setCode(key string, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.codes[key] = code
+}
+
+// recodeLocked gives an error response the code its handler chose.
+func (f *cancelFilter) recodeLocked(line []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil || len(m["id"]) == 0 || len(m["method"]) > 0 {
+		return line
+	}
+	key := idKey(m["id"])
+	code, ok := f.codes[key]
+	if !ok {
+		return line
+	}
+	delete(f.codes, key)
+	var e map[string]json.RawMessage
+	if json.Unmarshal(m["error"], &e) != nil || e == nil {
+		return line
+	}
+	e["code"], _ = json.Marshal(code)
+	m["error"], _ = json.Marshal(e)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return append(out, '\n')
 }
 
 func (f *cancelFilter) dropLocked(line []byte) bool {
