@@ -101,6 +101,16 @@ func adminParts(adminURL string) (driverURL, pg string, u *url.URL, err error) {
 }
 
 func connect(ctx context.Context, adminURL string) (*server, error) {
+	return dialServer(ctx, adminURL, true)
+}
+
+// dialServer connects as the admin. With strict, a FerretDB whose catalog
+// misses a database its PostgreSQL holds is an error (ErrStaleCatalog);
+// without, it is served anyway, for Teardown: a world whose metadata
+// FerretDB cannot load (a world can write rows there that break it) must
+// still be removable, and what teardown cannot see (a mark it cannot
+// read) it does not drop.
+func dialServer(ctx context.Context, adminURL string, strict bool) (*server, error) {
 	driverURL, pg, _, err := adminParts(adminURL)
 	if err != nil {
 		return nil, err
@@ -126,7 +136,7 @@ func connect(ctx context.Context, adminURL string) (*server, error) {
 		c.Disconnect(context.Background())
 		return nil, fmt.Errorf("mongodb admin_url %s has a postgres parameter, but the server is not FerretDB: remove it", adapters.Redact(driverURL))
 	case ferret:
-		if err := srv.catalogCurrent(ctx); err != nil {
+		if err := srv.catalogCurrent(ctx); err != nil && (strict || !errors.Is(err, ErrStaleCatalog)) {
 			c.Disconnect(context.Background())
 			return nil, err
 		}
@@ -166,7 +176,8 @@ func (srv *server) catalogCurrent(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w (%s): a world's client connected to it first after it started; restart FerretDB (binky restarts its managed one itself)",
+		return fmt.Errorf("%w (%s): a world's client connected to it first after it started (restart FerretDB: binky restarts its managed one itself), "+
+			"or FerretDB could not read their metadata (its log says why: a world's role can write rows there that FerretDB cannot load; remove the world that owns it, which works regardless)",
 			ErrStaleCatalog, strings.Join(missing, ", "))
 	}
 	return nil
@@ -392,7 +403,7 @@ func (srv *server) createDatabase(ctx context.Context, name string) error {
 // DEFAULT in one of its tables, which the admin's write would run.
 func (srv *server) handOver(ctx context.Context, s adapters.Slice) error {
 	user := userName(s.Name, true)
-	if err := postgres.GrantSchema(ctx, srv.pg, user, s.Password, s.Name); err != nil {
+	if err := postgres.GrantSchema(ctx, srv.pg, user, s.Password, s.Name, s.Config); err != nil {
 		return fmt.Errorf("give database %s to role %s: %w", s.Name, user, err)
 	}
 	return nil
@@ -648,11 +659,24 @@ func (m *MongoDB) Resolve(ctx context.Context, s adapters.Slice) (adapters.Addre
 // Teardown drops the world's database and user, each only if marked as
 // the world's, and then their marks.
 func (m *MongoDB) Teardown(ctx context.Context, s adapters.Slice) error {
-	srv, err := connect(ctx, s.AdminURL)
+	srv, err := dialServer(ctx, s.AdminURL, false)
 	if err != nil {
 		return err
 	}
 	defer srv.close()
+	if srv.ferret() {
+		// The role first loses its login and its sessions: one of them in
+		// an open transaction would hold dropDatabase waiting, and with it
+		// FerretDB's catalog lock, so every other world's call.
+		role := userName(s.Name, true)
+		if w, marked, err := srv.owner(ctx, "role", role); err != nil {
+			return err
+		} else if marked && w.Is(s.Owner()) {
+			if err := postgres.LockRole(ctx, srv.pg, role); err != nil {
+				return err
+			}
+		}
+	}
 	var errs []error
 	for _, o := range srv.objects(s) {
 		kind, name := o[0], o[1]
@@ -687,7 +711,12 @@ func (m *MongoDB) Teardown(ctx context.Context, s adapters.Slice) error {
 func (srv *server) drop(ctx context.Context, kind, name string) error {
 	switch kind {
 	case "database":
-		return srv.c.Database(name).Drop(ctx)
+		if err := srv.c.Database(name).Drop(ctx); err != nil || !srv.ferret() {
+			return err
+		}
+		// FerretDB drops only what its catalog holds: a database it could
+		// not load is dropped in PostgreSQL.
+		return postgres.DropSchema(ctx, srv.pg, name)
 	case "role":
 		return postgres.DropSchemaRole(ctx, srv.pg, name)
 	default:

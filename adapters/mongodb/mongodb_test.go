@@ -604,3 +604,118 @@ func TestACloneIsTheAdminsUntilItIsCopied(t *testing.T) {
 		t.Errorf("after the clone, its schema and tables belong to %v, want the world's role alone", after)
 	}
 }
+
+// A world's open transaction does not hold its teardown (nor, through
+// FerretDB's catalog lock, every other world's calls): the role loses its
+// login and its sessions before its database is dropped. (An attack kept
+// one open and hung every world's provision.)
+func TestATransactionAWorldKeepsOpenDoesNotHoldItsTeardown(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	if pg == "" {
+		t.Skip("BINKY_TEST_MONGO is a mongod: this is FerretDB's PostgreSQL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, c := world(t, ctx, admin, "holder")
+	if _, err := c.Database(s.Name).Collection("things").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	p := worldPG(t, admin, s)
+	if _, err := p.Exec(ctx, "BEGIN; SELECT count(*) FROM "+pgx.Identifier{s.Name, "_ferretdb_database_metadata"}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- New().Teardown(ctx, s) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("teardown: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("teardown still waits for the world's open transaction after 15 s")
+	}
+	pc, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	var there bool
+	if err := pc.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", s.Name).Scan(&there); err != nil || there {
+		t.Errorf("the world's schema is still there after teardown: %v (err %v)", there, err)
+	}
+}
+
+// A world can write a row into its FerretDB metadata that FerretDB cannot
+// load: a FerretDB started afterwards then misses databases in its
+// catalog, even for the admin. That world can still be removed (teardown
+// does not need the whole catalog, and drops in PostgreSQL what FerretDB
+// could not load), and binky says what happened instead of taking the
+// databases for absent.
+func TestAWorldWhoseMetadataFerretDBCannotLoadIsStillRemovable(t *testing.T) {
+	admin := adminURL(t)
+	_, pg, _, _ := adminParts(admin)
+	bin := adapters.FindServerBinary("ferretdb")
+	if pg == "" || bin == "" {
+		t.Skip("needs BINKY_TEST_MONGO to be a FerretDB and its binary (make ferretdb)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Not world(): the shared FerretDB keeps listing the database this
+	// test drops behind its back, so a teardown through it would refuse.
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	s := adapters.Slice{Name: "breaker_" + run, World: "w-breaker" + run, Home: "home" + run, AdminURL: admin, Password: "0123456789abcdef"}
+	if err := New().Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := New().Resolve(ctx, s)
+	c, err := dial(ctx, addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.Background())
+	if _, err := c.Database(s.Name).Collection("things").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	p := worldPG(t, admin, s)
+	if _, err := p.Exec(ctx, "INSERT INTO "+pgx.Identifier{s.Name, "_ferretdb_database_metadata"}.Sanitize()+` VALUES ('{"x": 1}')`); err != nil {
+		t.Fatal(err)
+	}
+	nobody, _ := url.Parse(pg)
+	nobody.User = url.User("binky_nobody")
+	u, _ := url.Parse(admin)
+	u.Host = startFerretDB(t, bin, nobody.String())
+	fresh := s
+	fresh.AdminURL = u.String()
+	// The first client (binky's Ready, on its managed one) gets FerretDB's
+	// load error; later ones a catalog without the databases it missed.
+	if err := Ready(ctx, u.String()); err == nil {
+		t.Error("Ready on a FerretDB that could not load a world's metadata: no error")
+	}
+	other := adapters.Slice{Name: "after_breaker_" + fmt.Sprintf("%x", time.Now().UnixNano())[8:], World: "w-after", Home: s.Home, AdminURL: u.String(), Password: "0123456789abcdef"}
+	if err := New().Provision(ctx, other); err == nil {
+		New().Teardown(context.Background(), other)
+		t.Error("provisioned on a FerretDB whose catalog misses a database")
+	} else if !errors.Is(err, ErrStaleCatalog) || !strings.Contains(err.Error(), "metadata") {
+		t.Errorf("provision on a FerretDB that could not load a world's metadata: %v, want ErrStaleCatalog saying why", err)
+	}
+	if err := New().Teardown(ctx, fresh); err != nil {
+		t.Fatalf("teardown of the world whose metadata FerretDB could not load: %v", err)
+	}
+	there, err := postgresSchema(ctx, pg, s.Name)
+	if err != nil || there {
+		New().Teardown(context.Background(), s)
+		t.Errorf("the world's schema is still there after teardown: %v (err %v)", there, err)
+	}
+}
+
+func postgresSchema(ctx context.Context, pg, name string) (bool, error) {
+	pc, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		return false, err
+	}
+	defer pc.Close(context.Background())
+	var there bool
+	err = pc.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", name).Scan(&there)
+	return there, err
+}

@@ -11,9 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/git-binky/git-binky/adapters"
 )
 
 // RoleExists reports whether a role of that name exists on the server of
@@ -46,7 +49,7 @@ func SchemaExists(ctx context.Context, adminURL, schema string) (bool, error) {
 // and every table in it, in adminURL's database: the role can then do
 // anything inside its schema and nothing outside it (it gets no CREATE on
 // the database, so it cannot make another schema).
-func GrantSchema(ctx context.Context, adminURL, role, password, schema string) error {
+func GrantSchema(ctx context.Context, adminURL, role, password, schema string, options map[string]any) error {
 	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
 		return err
@@ -56,15 +59,22 @@ func GrantSchema(ctx context.Context, adminURL, role, password, schema string) e
 	if err != nil {
 		return err
 	}
+	// As a postgres world's role: a third of the server's connections, or
+	// what the service's options say.
+	limit, err := connectionLimit(ctx, c, adapters.Slice{Name: schema, AdminURL: adminURL, Config: options})
+	if err != nil {
+		return err
+	}
+	login := "LOGIN PASSWORD " + pw + " CONNECTION LIMIT " + strconv.Itoa(limit)
 	var n int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolname = $1`, role).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
-		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(role)+" LOGIN NOCREATEDB NOCREATEROLE PASSWORD "+pw); err != nil {
+		if _, err := c.Exec(ctx, "CREATE ROLE "+ident(role)+" NOCREATEDB NOCREATEROLE "+login); err != nil {
 			return fmt.Errorf("create role %s: %w", role, err)
 		}
-	} else if _, err := c.Exec(ctx, "ALTER ROLE "+ident(role)+" LOGIN PASSWORD "+pw); err != nil {
+	} else if _, err := c.Exec(ctx, "ALTER ROLE "+ident(role)+" "+login); err != nil {
 		return fmt.Errorf("alter role %s: %w", role, err)
 	}
 	// An admin that is not a superuser must be a member of a role to give
@@ -123,6 +133,20 @@ func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 			_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN")
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
+	}
+	return nil
+}
+
+// DropSchema drops schema and everything in it, if it is there, waiting
+// 10 s at most for a lock a session holds on it.
+func DropSchema(ctx context.Context, adminURL, schema string) error {
+	c, release, err := acquireAdmin(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := inTx(ctx, c, "SET LOCAL lock_timeout = '10s'", "DROP SCHEMA IF EXISTS "+ident(schema)+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
 	}
 	return nil
 }

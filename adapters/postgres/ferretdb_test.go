@@ -39,7 +39,7 @@ func ferretDatabase(t *testing.T, guard bool) (dbURL string, world *pgx.Conn, sc
 		}
 	}
 	inDatabase(t, admin, db, "CREATE SCHEMA "+ident(schema)+"; CREATE TABLE "+ident(schema)+"._ferretdb_database_metadata (_jsonb jsonb)")
-	if err := GrantSchema(ctx, dbURL, role, "guard-pw-1", schema); err != nil {
+	if err := GrantSchema(ctx, dbURL, role, "guard-pw-1", schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	wu := *u
@@ -175,7 +175,7 @@ func TestLockRoleEndsATemplatesSessionsAndLogins(t *testing.T) {
 		t.Fatalf("lock a role that is not there: %v", err)
 	}
 	schema := strings.TrimPrefix(role, "mongo_")
-	if err := GrantSchema(ctx, dbURL, role, "guard-pw-1", schema); err != nil {
+	if err := GrantSchema(ctx, dbURL, role, "guard-pw-1", schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	c, err := pgx.Connect(ctx, u.String())
