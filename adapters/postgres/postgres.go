@@ -355,7 +355,9 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			}
 			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template)
 			if err == nil {
-				_, err = cc.Exec(ctx, stmt)
+				// Closed until PUBLIC's CONNECT is revoked (below): a
+				// session another world opened in between would stay.
+				_, err = cc.Exec(ctx, stmt+" ALLOW_CONNECTIONS false")
 			}
 			closeCopier()
 			if err != nil {
@@ -383,15 +385,14 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 		return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
 	}
 	// Handed to the admin before the grants: a change of owner rewrites
-	// the grants the old owner held.
-	for _, stmt := range []string{
-		"ALTER DATABASE " + role + " OWNER TO CURRENT_USER",
-		"REVOKE ALL ON DATABASE " + role + " FROM PUBLIC",
-		"GRANT CONNECT, TEMPORARY, CREATE ON DATABASE " + role + " TO " + role,
-	} {
-		if _, err := c.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("%s: %w", stmt, err)
-		}
+	// the grants the old owner held. Opened (it was made closed) only once
+	// PUBLIC may no longer connect. One round trip.
+	grants := "ALTER DATABASE " + role + " OWNER TO CURRENT_USER; " +
+		"REVOKE ALL ON DATABASE " + role + " FROM PUBLIC; " +
+		"GRANT CONNECT, TEMPORARY, CREATE ON DATABASE " + role + " TO " + role + "; " +
+		"ALTER DATABASE " + role + " ALLOW_CONNECTIONS true"
+	if _, err := c.Exec(ctx, grants); err != nil {
+		return fmt.Errorf("hand database %s to the admin and grant it to its role: %w", s.Name, err)
 	}
 	dc, err := connect(ctx, s.AdminURL, s.Name)
 	if err != nil {

@@ -582,3 +582,45 @@ func TestAWorldCannotTakeEveryConnection(t *testing.T) {
 		t.Errorf("a world cloned from a spare may hold %d connections, want 7", got)
 	}
 }
+
+// A new world's database takes no connection until PUBLIC's CONNECT is
+// revoked: it is made closed and opened after the grants. (An attack
+// polled as another world's role and got a session in that gap, which the
+// REVOKE did not end.)
+func TestANewDatabaseIsClosedUntilItsGrantsAreSet(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	other := testSlice(t, admin, "poller")
+	if err := p.Provision(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	oa, _ := p.Resolve(ctx, other)
+	s := testSlice(t, admin, "fresh")
+	var gap error
+	steps := adapters.WithSteps(ctx, func(step string) error {
+		if step != "postgres.database_created" {
+			return nil
+		}
+		u, _ := url.Parse(oa["url"])
+		u.Path = "/" + s.Name
+		c, err := pgx.Connect(ctx, u.String())
+		if err == nil {
+			c.Close(ctx)
+			gap = errors.New("another world's role connected")
+		}
+		return nil
+	})
+	if err := p.Provision(steps, s); err != nil {
+		t.Fatal(err)
+	}
+	if gap != nil {
+		t.Errorf("between the new database and its grants: %v", gap)
+	}
+	sa, _ := p.Resolve(ctx, s)
+	c, err := pgx.Connect(ctx, sa["url"])
+	if err != nil {
+		t.Fatalf("the world's own role, after provision: %v", err)
+	}
+	c.Close(ctx)
+}
