@@ -170,3 +170,48 @@ func TestCloneRefusesWhatItCannotCopyFaithfully(t *testing.T) {
 		t.Error("clone of a template that does not exist succeeded")
 	}
 }
+
+// What a copy would get wrong, or compute with the admin's rights, is
+// refused before anything is made (the daemon then provisions, migrates
+// and seeds): a system-versioned table (no BASE TABLE: it was silently
+// left out), a MERGE table (its rows are another table's: copied twice),
+// and DES_DECRYPT in a stored generated column or a CHECK (with the
+// server's key file it answers the admin, not the template's user; an
+// attack read decrypted values out of a clone).
+func TestCloneRefusesTablesItWouldCopyWrongOrAsTheAdmin(t *testing.T) {
+	u := adminURL(t)
+	ctx := context.Background()
+	m := New()
+	db := admin(t, u)
+	for i, tc := range []struct{ ddl, want string }{
+		{"CREATE TABLE {db}.v (id INT) WITH SYSTEM VERSIONING", "system-versioned"},
+		{"CREATE TABLE {db}.a (id INT) ENGINE=MyISAM; CREATE TABLE {db}.m (id INT) ENGINE=MRG_MyISAM UNION=({db}.a) INSERT_METHOD=LAST", "MRG_MyISAM"},
+		{"CREATE TABLE {db}.s (a VARBINARY(200), b VARBINARY(200) AS (DES_DECRYPT(a)) STORED)", "DES_DECRYPT"},
+		{"CREATE TABLE {db}.c (a VARBINARY(200), CONSTRAINT k CHECK (DES_DECRYPT(a) IS NULL OR a IS NOT NULL))", "DES_DECRYPT"},
+	} {
+		run := fmt.Sprintf("%x%d", time.Now().UnixNano(), i)[8:]
+		gold := adapters.Slice{Name: "binky_golden_odd_" + run, World: "golden", Home: "h" + run, AdminURL: u, Password: "0a0a0a0a"}
+		world := adapters.Slice{Name: "odd_copy_" + run, World: "w" + run, Home: "h" + run, AdminURL: u, Password: "0b0b0b0b"}
+		if err := m.Provision(ctx, gold); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Teardown(context.Background(), world); m.Teardown(context.Background(), gold) })
+		for _, stmt := range strings.Split(strings.ReplaceAll(tc.ddl, "{db}", ident(DBName(gold.Name))), "; ") {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		err := m.Clone(ctx, gold.Name, world)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("clone of a template with %q: %v, want a refusal naming %s", tc.ddl, err, tc.want)
+		}
+		c, err := connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if there, _ := c.exists(ctx, "database", DBName(world.Name)); there {
+			t.Errorf("the refused clone (%s) left a database", tc.ddl)
+		}
+		c.Close()
+	}
+}
