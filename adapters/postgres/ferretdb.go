@@ -323,8 +323,8 @@ $shape$`
 // plantedObjects lists, in the current database, what a role other than a
 // superuser or the admin made that could run code when another role reads
 // or writes its tables: views (and materialized and foreign tables),
-// functions, triggers, rules, policies and row security. FerretDB makes
-// none of these.
+// functions, triggers, rules, policies, row security, and tables of a
+// shape FerretDB does not make (misshapen). FerretDB makes none of these.
 var plantedObjects = `
 WITH planter AS (SELECT oid FROM pg_roles WHERE NOT rolsuper AND rolname <> current_user),
 ns AS (SELECT oid, nspname FROM pg_namespace
@@ -391,8 +391,9 @@ var ErrPlanted = errors.New("a world's role made objects in FerretDB's database 
 // FerretDB's) can run code as the admin: each world's role owns its
 // schema, and FerretDB reads every schema's metadata table as the first
 // client after it starts (binky's admin), so a view planted in its place
-// would run as the admin. Where the admin is a superuser, an event trigger
-// (installed once) refuses every DDL but FerretDB's own to other roles;
+// would run as the admin. Where the admin is a superuser, two event
+// triggers (installed once) refuse other roles every DDL but FerretDB's
+// own, and every table of another shape than FerretDB's;
 // every call also checks that nothing of the kind is there already (made
 // before the trigger, or on a server where the admin could not install
 // it), and refuses with ErrPlanted naming it. One round trip when the
