@@ -111,7 +111,9 @@ func GrantSchema(ctx context.Context, adminURL, role, password, schema string, o
 
 // DropSchemaRole ends role's sessions, drops what it owns or was granted
 // in adminURL's database (its schema, if FerretDB has not dropped it yet),
-// and drops the role. The caller has checked that the role is binky's.
+// and drops the role, taking back what other databases granted it (a
+// postgres world may grant on its tables to any role). The caller has
+// checked that the role is binky's.
 func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 	c, release, err := acquireAdmin(ctx, adminURL)
 	if err != nil {
@@ -125,14 +127,16 @@ func DropSchemaRole(ctx context.Context, adminURL, role string) error {
 	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role); err != nil {
 		return err
 	}
-	for _, stmt := range []string{"DROP OWNED BY " + ident(role), "DROP ROLE " + ident(role)} {
-		if _, err := c.Exec(ctx, stmt); err != nil {
-			// Kept (it owns something elsewhere): it must not log in with
-			// the password its world knew, which a world of the same name
-			// would get again.
-			_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN")
-			return fmt.Errorf("%s: %w", stmt, err)
-		}
+	if _, err := c.Exec(ctx, "DROP OWNED BY "+ident(role)); err != nil {
+		return fmt.Errorf("DROP OWNED BY %s: %w", role, err)
+	}
+	// As a postgres world's role: what other databases grant it is taken
+	// back, what it owns there keeps it.
+	if err := dropRole(ctx, c, adminURL, role); err != nil {
+		// Kept: it must not log in with the password its world knew,
+		// which a world of the same name would get again.
+		_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN")
+		return err
 	}
 	return nil
 }

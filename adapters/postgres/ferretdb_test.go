@@ -225,3 +225,30 @@ func TestARoleThatCannotBeDroppedNoLongerLogsIn(t *testing.T) {
 		t.Errorf("the kept role can log in: %v (err %v)", login, err)
 	}
 }
+
+// A postgres world may GRANT on its tables to any role it can name, a
+// FerretDB world's among them: that grant lives in the postgres world's
+// database and does not keep the FerretDB world's role from being dropped.
+func TestAGrantFromAPostgresWorldDoesNotKeepAFerretRoleAlive(t *testing.T) {
+	dbURL, w, _ := ferretDatabase(t, true)
+	ctx := context.Background()
+	role := w.Config().User
+	admin := adminURL(t)
+	p := New()
+	granter := testSlice(t, admin, "granter")
+	if err := p.Provision(ctx, granter); err != nil {
+		t.Fatal(err)
+	}
+	gc := asWorld(t, p, granter)
+	if _, err := gc.Exec(ctx, "CREATE TABLE shared (x int); GRANT SELECT ON shared TO "+ident(role)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close(ctx)
+	if err := DropSchemaRole(ctx, dbURL, role); err != nil {
+		t.Fatalf("drop the FerretDB world's role: %v", err)
+	}
+	var n int
+	if err := adminConn(t, admin).QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = $1", role).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the role is still there (%d, %v)", n, err)
+	}
+}
