@@ -635,13 +635,7 @@ func TestATransactionAWorldKeepsOpenDoesNotHoldItsTeardown(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("teardown still waits for the world's open transaction after 15 s")
 	}
-	pc, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close(context.Background())
-	var there bool
-	if err := pc.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", s.Name).Scan(&there); err != nil || there {
+	if there, err := postgresSchema(ctx, pg, s.Name); err != nil || there {
 		t.Errorf("the world's schema is still there after teardown: %v (err %v)", there, err)
 	}
 }
