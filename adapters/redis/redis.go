@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -99,6 +100,31 @@ func hasACL(ctx context.Context, c *goredis.Client) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("ask the redis server whether it has ACLs: %w", err)
+}
+
+// openUsers lists the enabled users that need no password (ACL LIST's
+// "on" and "nopass"): anyone who reaches the server may become one of
+// them, with AUTH <user> <anything>, HELLO's AUTH or RESET (which makes a
+// connection "default" again), and a world's processes reach the server.
+// A stock Redis without requirepass has one: "default", with every right.
+// Where there is any, a world's own user keeps nobody out, and binky says
+// so (isolation "none") rather than claim it.
+func openUsers(ctx context.Context, c *goredis.Client) ([]string, error) {
+	lines, err := c.Do(ctx, "ACL", "LIST").StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis ACL LIST: %w", err)
+	}
+	var open []string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		if slices.Contains(f[2:], "on") && slices.Contains(f[2:], "nopass") {
+			open = append(open, f[1])
+		}
+	}
+	return open, nil
 }
 
 // reserved is the one slice name whose prefix would hold every marker
@@ -355,6 +381,15 @@ func (r *Redis) Resolve(ctx context.Context, s adapters.Slice) (adapters.Address
 	if acl {
 		u.User = url.UserPassword(s.Name, s.Password)
 		addr["user"], addr["password"] = s.Name, s.Password
+		// The world still gets its own user: on a server whose open
+		// user is closed later, its next up is isolated again.
+		open, err := openUsers(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
+		}
+		if len(open) > 0 {
+			addr["isolation"] = adapters.IsolationNone
+		}
 	} else {
 		// No ACLs (before Redis 6): the server has one password, every
 		// world's; the prefix is a convention, which status says.

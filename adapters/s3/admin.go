@@ -142,13 +142,28 @@ func (a *admin) probe(ctx context.Context) error {
 type userInfo struct {
 	PolicyName string `json:"policyName"`
 	Status     string `json:"status"`
+	// notUser: the access key is taken, but not by a user: a service
+	// account or temporary credentials (MinIO answers user-info for those
+	// with XMinioIAMActionNotAllowed). Any user may make service accounts
+	// of its own with access keys it chooses, so a world could take the
+	// key a later world's user would get.
+	notUser bool
 }
 
-// user returns the user of that access key, or nil when there is none.
+// ours reports whether the user is one binky made with policy pol (or
+// one whose policy a crash kept it from attaching).
+func (u *userInfo) ours(pol string) bool {
+	return !u.notUser && (u.PolicyName == "" || u.PolicyName == pol)
+}
+
+// user returns the user of that access key, or nil when the key is free.
 func (a *admin) user(ctx context.Context, accessKey string) (*userInfo, error) {
 	out, err := a.do(ctx, http.MethodGet, "/user-info", url.Values{"accessKey": {accessKey}}, nil)
 	if isCode(err, "XMinioAdminNoSuchUser") {
 		return nil, nil
+	}
+	if isCode(err, "XMinioIAMActionNotAllowed") {
+		return &userInfo{notUser: true}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up user %s: %w", accessKey, err)

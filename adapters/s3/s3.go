@@ -146,7 +146,8 @@ func code(err error) string {
 // bucket's tags, the bucket itself), hand the bucket to others (its
 // policy), or keep teardown from emptying it (object locks, retention).
 // Everything else (other buckets, listing buckets, creating them, the
-// admin API) is denied because nothing allows it.
+// admin API) is denied because nothing allows it, but a user's own
+// service accounts, which MinIO allows unless denied (below).
 func worldPolicy(bucket string) []byte {
 	res := []string{"arn:aws:s3:::" + bucket, "arn:aws:s3:::" + bucket + "/*"}
 	doc := map[string]any{
@@ -159,6 +160,15 @@ func worldPolicy(bucket string) []byte {
 				"s3:PutBucketObjectLockConfiguration", "s3:PutObjectRetention", "s3:PutObjectLegalHold",
 				"s3:BypassGovernanceRetention", "s3:PutReplicationConfiguration", "s3:PutBucketNotification",
 			}, "Resource": res},
+			// MinIO lets every user manage service accounts of its own
+			// unless a policy denies it (nothing allowing it is not
+			// enough): a world could otherwise take, as a service
+			// account's access key, the key binky will give a later
+			// world's user (keys are named after slices), and keep keys
+			// of its own choosing.
+			{"Effect": "Deny", "Action": []string{
+				"admin:CreateServiceAccount", "admin:UpdateServiceAccount", "admin:RemoveServiceAccount",
+			}},
 		},
 	}
 	b, _ := json.Marshal(doc)
@@ -211,6 +221,8 @@ func (a *S3) Provision(ctx context.Context, s adapters.Slice) error {
 			// account for is someone else's: never overwrite it.
 			if u, err := v.admin.user(ctx, key); err != nil {
 				return err
+			} else if u != nil && u.notUser {
+				return fmt.Errorf("s3 access key %s belongs to a service account or temporary credentials, not to a user binky made: %w", key, adapters.ErrTaken)
 			} else if u != nil {
 				return fmt.Errorf("s3 user %s exists without its bucket: %w", key, adapters.ErrTaken)
 			}
@@ -229,8 +241,8 @@ func (a *S3) Provision(ctx context.Context, s adapters.Slice) error {
 	}
 	if u, err := v.admin.user(ctx, key); err != nil {
 		return err
-	} else if u != nil && u.PolicyName != "" && u.PolicyName != pol {
-		return fmt.Errorf("s3 user %s has policy %q, not binky's: %w", key, u.PolicyName, adapters.ErrTaken)
+	} else if u != nil && !u.ours(pol) {
+		return fmt.Errorf("s3 access key %s is not the user binky made (policy %q): %w", key, u.PolicyName, adapters.ErrTaken)
 	}
 	if err := v.admin.addPolicy(ctx, pol, worldPolicy(bucket)); err != nil {
 		return err
@@ -331,7 +343,7 @@ func (a *S3) Teardown(ctx context.Context, s adapters.Slice) error {
 		}
 		// A user of that name under another policy is not the one binky
 		// made for this bucket: leave it.
-		if u != nil && (u.PolicyName == "" || u.PolicyName == pol) {
+		if u != nil && u.ours(pol) {
 			if err := v.admin.removeUser(ctx, key); err != nil {
 				return err
 			}
@@ -443,8 +455,8 @@ func (a *S3) PrepareTemplate(ctx context.Context, adminURL, name string) error {
 	if err != nil || u == nil || u.Status == "disabled" {
 		return err
 	}
-	if u.PolicyName != "" && u.PolicyName != Policy(name) {
-		return fmt.Errorf("s3 user %s has policy %q, not binky's: %w", key, u.PolicyName, adapters.ErrTaken)
+	if !u.ours(Policy(name)) {
+		return fmt.Errorf("s3 access key %s is not the user binky made (policy %q): %w", key, u.PolicyName, adapters.ErrTaken)
 	}
 	if err := v.admin.disableUser(ctx, key); err != nil {
 		return fmt.Errorf("template %s: %w", name, err)
@@ -493,7 +505,7 @@ func (a *S3) List(ctx context.Context, adminURL string) ([]adapters.Owned, error
 		}
 		if u, err := v.admin.user(ctx, AccessKey(slice)); err != nil {
 			return nil, err
-		} else if u != nil && (u.PolicyName == "" || u.PolicyName == Policy(slice)) {
+		} else if u != nil && u.ours(Policy(slice)) {
 			out = append(out, adapters.Owned{Slice: slice, Kind: "user", Name: AccessKey(slice), Owner: owner})
 		}
 		if p, err := v.admin.policy(ctx, Policy(slice)); err != nil {

@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -473,5 +474,58 @@ func TestAPlainS3EndpointGivesWorldsTheOptionsKeys(t *testing.T) {
 	}
 	if ok, _ := c.BucketExists(ctx, addr["bucket"]); ok {
 		t.Error("teardown left the bucket")
+	}
+}
+
+// addServiceAccount asks, with a's keys, for a service account of
+// targetUser ("" for a's own user) whose access key is accessKey.
+func (a *admin) addServiceAccount(ctx context.Context, targetUser, accessKey, secretKey string) error {
+	req := map[string]string{"accessKey": accessKey, "secretKey": secretKey}
+	if targetUser != "" {
+		req["targetUser"] = targetUser
+	}
+	body, _ := json.Marshal(req)
+	sealed, err := encryptData(a.secret, body)
+	if err != nil {
+		return err
+	}
+	_, err = a.do(ctx, http.MethodPut, "/add-service-account", nil, sealed)
+	return err
+}
+
+// Access keys are named after slices, so a world that could make service
+// accounts could take a later world's key before its up (which then
+// failed outright). A world's keys may not make them; a key some service
+// account holds anyway (the admin made it) gives the later world a salted
+// name, as any name binky did not make does.
+func TestAWorldCannotTakeTheAccessKeyOfALaterWorld(t *testing.T) {
+	ctx := context.Background()
+	_, ra := provision(t, "sq_a")
+	v := adminServer(t)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())[8:]
+	later := adapters.Slice{Name: "sq_later_" + run, World: "w-sq-later-" + run, Home: "h-test", AdminURL: adminURL(t),
+		Password: adapters.Password([]byte("s3-test-secret"), "s3", "later"+run)}
+	as := &admin{endpoint: v.endpoint, key: ra["access_key"], secret: ra["secret_key"], region: ra["region"], http: http.DefaultClient}
+	err := as.addServiceAccount(ctx, "", AccessKey(later.Name), "squatter-secret-123")
+	if err == nil || !isCode(err, "AccessDenied") && !strings.Contains(err.Error(), "Access Denied") {
+		t.Errorf("a service account made with A's keys: %v, want AccessDenied", err)
+	}
+	if err := as.addServiceAccount(ctx, "", "", ""); err == nil || !isCode(err, "AccessDenied") && !strings.Contains(err.Error(), "Access Denied") {
+		t.Errorf("a service account of MinIO's naming made with A's keys: %v, want AccessDenied", err)
+	}
+	// The admin may: the key is then a service account's, never binky's.
+	if err := v.admin.addServiceAccount(ctx, ra["access_key"], AccessKey(later.Name), "squatter-secret-123"); err != nil {
+		t.Fatal(err)
+	}
+	err = New().Provision(ctx, later)
+	if err == nil {
+		New().Teardown(context.Background(), later)
+		t.Fatal("provisioned a slice whose access key a service account holds")
+	}
+	if !errors.Is(err, adapters.ErrTaken) {
+		t.Errorf("provision of a slice whose access key a service account holds: %v, want ErrTaken (the daemon then salts the name)", err)
+	}
+	if _, _, exists, _, err := v.mark(ctx, Bucket(later.Name)); err != nil || exists {
+		t.Errorf("the refused slice left its bucket: %v %v", exists, err)
 	}
 }

@@ -85,7 +85,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			}
 			fmt.Fprintf(out, "      %s  %s slice %s (%s)\n", sl.Service, sl.Adapter, sl.Name, made)
 			if sl.Isolation == adapters.IsolationNone {
-				fmt.Fprintf(out, "        isolation not enforced: this %s server cannot give a world credentials of its own, so it can reach every world's slice\n", sl.Adapter)
+				fmt.Fprintf(out, "        isolation not enforced: on this %s server a world can reach every world's slice (it has no user per world, or a user anyone may log in as: docs/isolation.md)\n", sl.Adapter)
 			}
 		}
 	}
