@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -27,15 +29,91 @@ func (h Home) Trusted(hash string) bool {
 	return err == nil
 }
 
-// Trust approves the config src, found at path, for automatic starts.
+// Trust approves the config src, found at path, for automatic starts,
+// with the env files it names as they are now beside it.
 func (h Home) Trust(src []byte, path string) error {
 	if err := os.MkdirAll(h.TrustDir(), 0o700); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
 	// The content is kept so that a later daemon restarts exactly what
 	// was approved, whatever the worktree holds by then.
-	b, _ := json.Marshal(trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)})
-	return WriteFileAtomic(filepath.Join(h.TrustDir(), TrustHash(src)), b, 0o600)
+	e := trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)}
+	file := filepath.Join(h.TrustDir(), TrustHash(src))
+	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
+		e.EnvFiles = old.EnvFiles
+	}
+	if files := envFileDigests(src, path); len(files) > 0 && !slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) }) {
+		// The same binky.toml on several branches may name env files
+		// that differ: each approved set is kept (the newest few).
+		e.EnvFiles = append(e.EnvFiles, files)
+		if len(e.EnvFiles) > maxEnvFileSets {
+			e.EnvFiles = e.EnvFiles[len(e.EnvFiles)-maxEnvFileSets:]
+		}
+	}
+	b, _ := json.Marshal(e)
+	return WriteFileAtomic(file, b, 0o600)
+}
+
+// maxEnvFileSets bounds the env-file sets one approved config keeps.
+const maxEnvFileSets = 32
+
+// TrustedHere reports whether the config src, found at path, may start
+// automatically: it is approved (Trusted), and so are the env files it
+// names, as they are now. An env file's values reach every process's
+// environment (PATH, LD_PRELOAD, NODE_OPTIONS...) and ${env.X} in shell
+// commands, and a branch can change them as freely as binky.toml: a
+// checkout of someone else's branch must not run what it put there.
+func (h Home) TrustedHere(src []byte, path string) bool {
+	hash := TrustHash(src)
+	if !h.Trusted(hash) {
+		return false
+	}
+	files := envFileDigests(src, path)
+	if len(files) == 0 {
+		return true
+	}
+	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
+}
+
+// envFileDigests names each env file the config src (at path) reads,
+// as written, with the SHA-256 of its content beside the config ("absent"
+// when there is none): what approving the config approves of them.
+func envFileDigests(src []byte, path string) map[string]string {
+	cfg, _ := ParseConfig(path, src)
+	if cfg == nil {
+		return nil
+	}
+	names := []string{cfg.Project.EnvFile}
+	for _, n := range cfg.ServiceNames() {
+		names = append(names, cfg.Services[n].EnvFile)
+	}
+	files := map[string]string{}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), n))
+		if err != nil {
+			files[n] = "absent"
+			continue
+		}
+		sum := sha256.Sum256(b)
+		files[n] = hex.EncodeToString(sum[:])
+	}
+	return files
+}
+
+func readTrustEntry(file string) (trustEntry, error) {
+	var e trustEntry
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return e, err
+	}
+	return e, json.Unmarshal(b, &e)
 }
 
 // Standing is what a world record says about who may act on the world and
@@ -68,6 +146,9 @@ type trustEntry struct {
 	Path     string    `json:"path"`
 	Approved time.Time `json:"approved"`
 	Source   string    `json:"source,omitempty"`
+	// EnvFiles are the sets of env files (name as the config writes it →
+	// SHA-256 of the content, or "absent") approved with this config.
+	EnvFiles []map[string]string `json:"env_files,omitempty"`
 }
 
 // ApprovedSource returns the content of the approved config with this hash,

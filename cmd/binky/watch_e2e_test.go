@@ -191,6 +191,41 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	f.waitHealthy("changed")
 }
 
+// An env file's values reach every process (PATH, LD_PRELOAD, ${env.X}
+// in shell commands): a branch that changes only the env file binky.toml
+// names is as unapproved as one that changes binky.toml (a helper's
+// attack ran its code through the hook that way).
+func TestAChangedEnvFileWaitsForTrust(t *testing.T) {
+	f := newFixture(t, strings.Replace(oneService, "name = \"acme\"\n", "name = \"acme\"\nenv_file = \".env.defaults\"\n", 1))
+	os.WriteFile(filepath.Join(f.repo, ".env.defaults"), []byte("GREETING=hi\n"), 0o644)
+	f.mustGit(f.repo, "add", ".env.defaults")
+	f.mustGit(f.repo, "commit", "-qm", "env defaults")
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "branch", "same")
+	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
+	os.WriteFile(filepath.Join(f.repo, ".env.defaults"), []byte("GREETING=hi\nNODE_OPTIONS=--require ./evil.js\n"), 0o644)
+	f.mustGit(f.repo, "commit", "-qam", "change only the env file")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+
+	// The approved env file, on another branch: started.
+	f.mustGit(f.repo, "worktree", "add", "-q", "../same", "same")
+	f.waitHealthy("same")
+
+	out := f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
+	if !strings.Contains(out, "git binky trust") {
+		t.Errorf("the hook did not say how to approve:\n%s", out)
+	}
+	f.eventually("changed waits for trust", func() bool {
+		w, ok := f.find("changed")
+		return ok && w.State == "untrusted"
+	})
+	if w, _ := f.find("changed"); len(w.Services) != 0 {
+		t.Fatalf("a config whose env file is not approved was started: %+v", w.Services)
+	}
+	f.mustBinky(filepath.Join(f.tmp, "changed"), "trust")
+	f.waitHealthy("changed")
+}
+
 func TestWorktreeAddSucceedsWithoutGitBinkyOnPath(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
