@@ -252,6 +252,9 @@ func hasErrors(diags []Diagnostic) bool {
 // ParseConfig decodes src strictly and validates it. It never panics; the
 // returned config is nil when the TOML itself cannot be decoded.
 func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
+	if line, col, msg, ok := shapeProblem(src); !ok {
+		return nil, []Diagnostic{{File: path, Line: line, Column: col, Severity: SeverityError, Message: msg}}
+	}
 	cfg := &Config{Path: path, Source: src, pos: &lazyLocator{src: src}}
 	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(cfg)
 	if err != nil {

@@ -1,0 +1,89 @@
+package world
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A branch's binky.toml is parsed before anyone approved it: shapes whose
+// decoding costs quadratic time and memory are refused first, quickly,
+// with where.
+func TestConfigsNestedTooDeeplyAreRefusedBeforeDecoding(t *testing.T) {
+	head := "[project]\nname = \"acme\"\n[services.api]\ncmd = \"sleep 1\"\n"
+	for name, tc := range map[string]struct {
+		src        string
+		line, col  int
+		mentioning string
+	}{
+		"inline tables 20,000 deep (took the daemon past 17 GB)": {
+			head + "env = { X = " + strings.Repeat("{a=", 20000) + "1" + strings.Repeat("}", 20000) + " }\n", 5, 13 + 3*(maxDepth-1), "nested"},
+		"arrays 20,000 deep":              {head + "ports = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", 5, 9 + maxDepth, "nested"},
+		"a dotted key of 20,000 parts":    {head + "env" + strings.Repeat(".a", 20000) + " = 1\n", 5, 4 + 2*(maxKeyParts-1), "dotted"},
+		"a header of 20,000 parts":        {head + "[x" + strings.Repeat(".a", 20000) + "]\n", 5, 3 + 2*(maxKeyParts-1), "dotted"},
+		"a dotted key in an inline table": {head + "env = { " + strings.Repeat("a.", 40) + "b = 1 }\n", 5, 8 + 2*maxKeyParts, "dotted"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			cfg, diags := ParseConfig("binky.toml", []byte(tc.src))
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("took %s", took)
+			}
+			if cfg != nil || len(diags) != 1 {
+				t.Fatalf("parsed: %v %v", cfg != nil, diags)
+			}
+			d := diags[0]
+			if d.Severity != SeverityError || d.Line != tc.line || d.Column != tc.col || !strings.Contains(d.Message, tc.mentioning) {
+				t.Errorf("diagnostic %s (line %d column %d), want an error at %d:%d mentioning %q", d, d.Line, d.Column, tc.line, tc.col, tc.mentioning)
+			}
+		})
+	}
+}
+
+// What real configs hold is not miscounted: brackets, dots and '#' in
+// strings and comments, multi-line strings, floats in arrays, quoted keys
+// with dots, a few levels of inline tables.
+func TestConfigShapesRealConfigsUseAreRead(t *testing.T) {
+	src := `# a comment with {{{{[[[[ and a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.A.B.C.D.E.F.G
+[project]
+name = "acme" # trailing {[ comment
+[services.api]
+cmd = "echo '{[' # not a comment a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.A.B.C.D.E.F.G"
+migrate = """
+psql -c "select '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{' "" \"""
+"""
+seed = '''a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.A.B.C.D.E.F.G [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[['''
+env = { "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.A.B.C.D.E.F.G" = "x", LEVEL = "info" }
+[services.api.health]
+http = "/healthz"
+[services.db]
+adapter = "postgres"
+options = { weights = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5, 20.5, 21.5, 22.5, 23.5, 24.5, 25.5, 26.5, 27.5, 28.5, 29.5, 30.5, 31.5, 32.5, 33.5, 34.5] }
+`
+	if line, col, msg, ok := shapeProblem([]byte(src)); !ok {
+		t.Fatalf("refused at %d:%d: %s", line, col, msg)
+	}
+	if cfg, diags := ParseConfig("binky.toml", []byte(src)); cfg == nil {
+		t.Fatalf("did not decode: %v", diags)
+	}
+	if line, col, msg, ok := shapeProblem([]byte("x = { a = { b = { c = { d = [[[1]]] } } } }\n")); !ok {
+		t.Errorf("a few levels refused at %d:%d: %s", line, col, msg)
+	}
+	// And every example config in the repository.
+	files, _ := filepath.Glob(filepath.Join("..", "examples", "*", "binky.toml"))
+	more, _ := filepath.Glob(filepath.Join("..", "examples", "*", "*", "binky.toml"))
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line, col, msg, ok := shapeProblem(b); !ok {
+			t.Errorf("%s refused at %d:%d: %s", f, line, col, msg)
+		}
+	}
+	if len(files)+len(more) == 0 {
+		t.Error("no example configs found")
+	}
+}
