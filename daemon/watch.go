@@ -383,7 +383,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		return
 	}
 	if !d.home.TrustedHere(w.Config.Source, w.Config.Path) {
-		_, _ = w.Update(ctx, func(r *world.Record) error {
+		_, _ = w.Note(ctx, func(r *world.Record) error {
 			r.State, r.Reason = world.StateUntrusted, untrustedReason(w)
 			return nil
 		})

@@ -84,6 +84,13 @@ func validEnvName(s string) bool {
 }
 
 // validate finds the structural errors that make a config unusable.
+// MaxPortsPerWorld bounds the ports one world's config may ask for. The
+// range is the machine's (1,000 ports by default): without a bound, a
+// branch whose binky.toml asked for a thousand took them all the moment
+// its worktree was made or `env` ran in it, approved or not, and no other
+// world could come up.
+const MaxPortsPerWorld = 128
+
 func (c *Config) validate() []Diagnostic {
 	var diags []Diagnostic
 	errAt := func(key []string, format string, args ...any) {
@@ -103,9 +110,13 @@ func (c *Config) validate() []Diagnostic {
 	}
 	urls := map[string]string{}
 	names := c.ServiceNames()
+	ports := 0
 	for _, name := range names {
 		s := c.Services[name]
 		key := []string{"services", name}
+		if ports += len(s.PortKeys()); ports > MaxPortsPerWorld && ports-len(s.PortKeys()) <= MaxPortsPerWorld {
+			errAt(key, "the services up to %q ask for %d ports: a world holds at most %d (ports come from one range every world on this machine shares)", name, ports, MaxPortsPerWorld)
+		}
 		if !validServiceName(name) {
 			errAt(key, "service name %q: use letters, digits, '_' and '-' (it becomes %s_PORT and part of URLs)", name, EnvName(name))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -170,5 +171,33 @@ func TestRecordsSurviveAPartialWrite(t *testing.T) {
 	recs, err := h.Records()
 	if err != nil || len(recs) != 1 || recs[0].Ports["api"] != 4000 {
 		t.Fatalf("Records = %+v, %v", recs, err)
+	}
+}
+
+// One config may not ask for more than its share of the machine's range:
+// a branch asking for a thousand ports took them all before.
+func TestAConfigAskingForMorePortsThanAWorldMayHoldIsRefused(t *testing.T) {
+	cfgWith := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[project]\nname = \"acme\"\n[services.api]\ncmd = \"sleep 1\"\nurl = \"api\"\nports = [")
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "\"p%d\"", i)
+		}
+		b.WriteString("]\n[services.zz]\ncmd = \"sleep 1\"\nurl = \"zz\"\n")
+		return b.String()
+	}
+	// api holds 1 + n ports, zz one more.
+	if _, diags := ParseConfig("binky.toml", []byte(cfgWith(MaxPortsPerWorld-2))); hasErrors(diags) {
+		t.Fatalf("%d ports refused: %v", MaxPortsPerWorld, diags)
+	}
+	_, diags := ParseConfig("binky.toml", []byte(cfgWith(MaxPortsPerWorld-1)))
+	if !hasErrors(diags) {
+		t.Fatalf("%d ports accepted", MaxPortsPerWorld+1)
+	}
+	if d := diags[0]; d.Line != 7 || !strings.Contains(d.Message, `up to "zz"`) || !strings.Contains(d.Message, fmt.Sprint(MaxPortsPerWorld+1)) {
+		t.Errorf("diagnostic %s: want it at [services.zz] (line 7), naming the count", d)
 	}
 }

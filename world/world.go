@@ -160,7 +160,7 @@ func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, er
 		return nil, err
 	}
 	defer unlock()
-	rec, err := w.ensureLocked(ctx, settings)
+	rec, err := w.ensureLocked(ctx, settings, true)
 	if err != nil || fn == nil {
 		return rec, err
 	}
@@ -170,7 +170,26 @@ func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, er
 	return rec, w.Home.SaveRecord(rec)
 }
 
-func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, error) {
+// Note is Update for a world that is not to run (its config is not
+// approved): its record is made or changed, but no port is allocated for
+// it. A branch nobody approved must not hold any of the machine's ports.
+func (w *World) Note(ctx context.Context, fn func(*Record) error) (*Record, error) {
+	unlock, err := w.Home.LockWorld(ctx, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := w.ensureLocked(ctx, Settings{}, false)
+	if err != nil {
+		return rec, err
+	}
+	if err := fn(rec); err != nil {
+		return rec, err
+	}
+	return rec, w.Home.SaveRecord(rec)
+}
+
+func (w *World) ensureLocked(ctx context.Context, settings Settings, allocate bool) (*Record, error) {
 	rec, err := w.Home.LoadRecord(w.ID)
 	dirty := false
 	switch {
@@ -211,6 +230,9 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings) (*Record, e
 		if err := w.Home.SaveRecord(rec); err != nil {
 			return nil, err
 		}
+	}
+	if !allocate {
+		return rec, nil
 	}
 	changed, err := w.Home.NewAllocator(settings).Ensure(ctx, rec, w.PortKeys())
 	if changed {

@@ -187,6 +187,11 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	if w, _ := f.find("changed"); len(w.Services) != 0 {
 		t.Fatalf("an untrusted config was started: %+v", w.Services)
 	}
+	// Nor does it hold ports: a branch nobody approved asking for many
+	// took the machine's whole range before.
+	if w, _ := f.find("changed"); len(w.Ports) != 0 {
+		t.Errorf("an untrusted world holds ports %v", w.Ports)
+	}
 	f.mustBinky(filepath.Join(f.tmp, "changed"), "trust")
 	f.waitHealthy("changed")
 }
