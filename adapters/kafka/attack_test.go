@@ -350,3 +350,40 @@ func TestTheMarksTopicCarriesTheAdminsACL(t *testing.T) {
 		}
 	})
 }
+
+// Kafka ends no session when its user is deleted: a process of a removed
+// world that outlived it stays User:<slice>. Another home must not then
+// get that name (and that principal's ACLs) for a world of its own; the
+// daemon gives that world a salted name. The same home may take it back.
+func TestAnotherHomeNeverTakesANameARemovedWorldHeld(t *testing.T) {
+	eachBroker(t, func(t *testing.T, u string) {
+		ctx := context.Background()
+		name := "retired_" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+		mine := adapters.Slice{Name: name, World: "w-1", Home: "home-a", AdminURL: u, Password: "pw-a"}
+		if err := New().Provision(ctx, mine); err != nil {
+			t.Fatal(err)
+		}
+		kept := worldClient(t, mine) // the session that outlives the world
+		if err := kept.ProduceSync(ctx, &kgo.Record{Topic: Prefix(name) + "x", Value: []byte("a")}).FirstErr(); err != nil &&
+			!errors.Is(err, kerr.UnknownTopicOrPartition) {
+			t.Logf("first produce: %v", err)
+		}
+		if err := New().Teardown(ctx, mine); err != nil {
+			t.Fatal(err)
+		}
+		theirs := adapters.Slice{Name: name, World: "w-2", Home: "home-b", AdminURL: u, Password: "pw-b"}
+		if err := New().Provision(ctx, theirs); !errors.Is(err, adapters.ErrTaken) {
+			if err == nil {
+				New().Teardown(context.Background(), theirs)
+			}
+			t.Fatalf("another home provisioned a name a removed world held: %v, want ErrTaken", err)
+		}
+		again := adapters.Slice{Name: name, World: "w-3", Home: "home-a", AdminURL: u, Password: "pw-a"}
+		if err := New().Provision(ctx, again); err != nil {
+			t.Fatalf("the same home taking its retired name back: %v", err)
+		}
+		if err := New().Teardown(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -30,8 +30,18 @@ import (
 )
 
 // MarksTopic holds binky's ownership marks: key = slice name, value =
-// adapters.Mark of its owner, a tombstone once torn down.
+// adapters.Mark of its owner; once torn down, retiredPrefix and the mark
+// (an older binky wrote a tombstone).
 const MarksTopic = "__binky_marks"
+
+// retiredPrefix starts the mark of a slice that was torn down. Kafka ends
+// no session when its user is deleted (only connections.max.reauth.ms
+// makes a broker check a login again), so a process of the removed world
+// that outlived it stays logged in as User:<slice>; whoever gets that name
+// next gets that principal's ACLs. Another home therefore never takes a
+// name this one retired (its worlds get a salted one); this home may, with
+// the same derived password.
+const retiredPrefix = "retired:"
 
 // DefaultMechanism is the SASL mechanism of the admin and the worlds' users
 // when the admin URL names none.
@@ -219,28 +229,35 @@ func marksACL(admin string) *kadm.ACLBuilder {
 }
 
 // marks reads every live mark: the newest record of each slice, tombstones
-// dropping it. An absent marks topic means none.
+// and retirements dropping it. An absent marks topic means none.
 func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) {
+	live, _, err := s.allMarks(ctx)
+	return live, err
+}
+
+// allMarks reads the live marks, and the owners of slices torn down
+// (retired) whose name nobody has taken since.
+func (s *session) allMarks(ctx context.Context) (live, retired map[string]adapters.Owner, err error) {
+	out, retired := map[string]adapters.Owner{}, map[string]adapters.Owner{}
 	ends, err := s.adm.ListEndOffsets(ctx, MarksTopic)
 	if err != nil {
-		return nil, s.fail("read the end of "+MarksTopic, err)
+		return nil, nil, s.fail("read the end of "+MarksTopic, err)
 	}
 	end, ok := ends.Lookup(MarksTopic, 0)
 	if !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return map[string]adapters.Owner{}, nil
+		return out, retired, nil
 	}
 	if end.Err != nil {
-		return nil, s.fail("read the end of "+MarksTopic, end.Err)
+		return nil, nil, s.fail("read the end of "+MarksTopic, end.Err)
 	}
-	out := map[string]adapters.Owner{}
 	if end.Offset <= 0 {
-		return out, nil
+		return out, retired, nil
 	}
 	consumer, err := s.admin.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		MarksTopic: {0: kgo.NewOffset().AtStart()},
 	}), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
-		return nil, s.fail("read "+MarksTopic, err)
+		return nil, nil, s.fail("read "+MarksTopic, err)
 	}
 	defer consumer.Close()
 	// Compaction can remove the records just below the end (a tombstone
@@ -256,7 +273,7 @@ func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) 
 		fs := consumer.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return nil, s.fail("read "+MarksTopic, err)
+			return nil, nil, s.fail("read "+MarksTopic, err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
@@ -265,15 +282,22 @@ func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) 
 			}
 		})
 		if ferr != nil {
-			return nil, s.fail("read "+MarksTopic, ferr)
+			return nil, nil, s.fail("read "+MarksTopic, ferr)
 		}
 		done, got := false, false
 		fs.EachRecord(func(r *kgo.Record) {
 			got = true
-			if r.Value == nil {
-				delete(out, string(r.Key))
+			key := string(r.Key)
+			if rest, ok := strings.CutPrefix(string(r.Value), retiredPrefix); ok {
+				delete(out, key)
+				if o, ok := adapters.ParseMark(rest); ok {
+					retired[key] = o
+				}
+			} else if r.Value == nil {
+				delete(out, key)
 			} else if o, ok := adapters.ParseMark(string(r.Value)); ok {
-				out[string(r.Key)] = o
+				out[key] = o
+				delete(retired, key)
 			}
 			if r.Offset >= end.Offset-1 {
 				done = true
@@ -281,19 +305,19 @@ func (s *session) marks(ctx context.Context) (map[string]adapters.Owner, error) 
 		})
 		switch {
 		case done, seen && !got:
-			return out, nil
+			return out, retired, nil
 		case !seen && !got:
-			return nil, s.fail("read "+MarksTopic, fmt.Errorf("no record came within %s though its end offset is %d", wait, end.Offset))
+			return nil, nil, s.fail("read "+MarksTopic, fmt.Errorf("no record came within %s though its end offset is %d", wait, end.Offset))
 		}
 		seen = true
 	}
 }
 
-// setMark writes the slice's mark, or its tombstone when o is nil.
-func (s *session) setMark(ctx context.Context, slice string, o *adapters.Owner) error {
-	rec := &kgo.Record{Topic: MarksTopic, Partition: 0, Key: []byte(slice)}
-	if o != nil {
-		rec.Value = []byte(adapters.Mark(*o))
+// setMark writes the slice's mark, or its retirement when retired.
+func (s *session) setMark(ctx context.Context, slice string, o adapters.Owner, retired bool) error {
+	rec := &kgo.Record{Topic: MarksTopic, Partition: 0, Key: []byte(slice), Value: []byte(adapters.Mark(o))}
+	if retired {
+		rec.Value = append([]byte(retiredPrefix), rec.Value...)
 	}
 	if err := s.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return s.fail("write the mark of "+slice+" to "+MarksTopic, err)
@@ -427,7 +451,7 @@ func (k *Kafka) Provision(ctx context.Context, s adapters.Slice) error {
 	if err := ss.ensureMarks(ctx); err != nil {
 		return err
 	}
-	marks, err := ss.marks(ctx)
+	marks, retired, err := ss.allMarks(ctx)
 	if err != nil {
 		return err
 	}
@@ -437,6 +461,9 @@ func (k *Kafka) Provision(ctx context.Context, s adapters.Slice) error {
 			return fmt.Errorf("kafka prefix %s: %w", Prefix(s.Name), adapters.ErrTaken)
 		}
 	} else {
+		if o, ok := retired[s.Name]; ok && o.Home != s.Home {
+			return fmt.Errorf("kafka prefix %s: another home's world had this name, and a session it kept would reach this one's topics: %w", Prefix(s.Name), adapters.ErrTaken)
+		}
 		why, err := ss.foreign(ctx, s.Name)
 		if err != nil {
 			return err
@@ -444,7 +471,7 @@ func (k *Kafka) Provision(ctx context.Context, s adapters.Slice) error {
 		if why != "" {
 			return fmt.Errorf("kafka prefix %s (%s, not made by binky): %w", Prefix(s.Name), why, adapters.ErrTaken)
 		}
-		if err := ss.setMark(ctx, s.Name, &owner); err != nil {
+		if err := ss.setMark(ctx, s.Name, owner, false); err != nil {
 			return err
 		}
 		// Two homes racing for one name both wrote: the newest mark is the
@@ -572,7 +599,7 @@ func (k *Kafka) Teardown(ctx context.Context, s adapters.Slice) error {
 			return ss.fail("delete the consumer groups under "+prefix, err)
 		}
 	}
-	return ss.setMark(ctx, s.Name, nil)
+	return ss.setMark(ctx, s.Name, s.Owner(), true)
 }
 
 // List returns, for every slice binky marked, its prefix, and its SCRAM
