@@ -189,15 +189,26 @@ func unavailable(w http.ResponseWriter, rt Route, why string) {
 	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: git binky up %s\n", rt.Service, rt.World, rt.Project, why, world.ShellArg(rt.World))
 }
 
-// notFound lists the hosts the proxy knows, so a typo is easy to fix; it
-// serves nothing of any world.
+// notFound lists the hosts the proxy knows under the domain the request
+// named, so a typo is easy to fix; it serves nothing of any world. A host
+// under no world's domain (evil.example, a bare IP) gets no list: a page
+// that rebinds its own name to 127.0.0.1 would otherwise read every
+// world's host, project and worktree from it. A loopback IP lists all.
 func (p *Proxy) notFound(w http.ResponseWriter, host string) {
-	routes := p.Routes()
+	// An address typed as a loopback IP is not a name anyone could rebind.
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	loopback := ip != nil && ip.IsLoopback()
+	var routes []Route
+	for _, r := range p.Routes() {
+		if d := routeDomain(r.Host); loopback || host == d || strings.HasSuffix(host, "."+d) {
+			routes = append(routes, r)
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusNotFound)
 	fmt.Fprintf(w, "<!doctype html><title>binky: no world here</title><h1>No world answers to %s</h1>\n", html.EscapeString(host))
 	if len(routes) == 0 {
-		fmt.Fprint(w, "<p>No world is known yet: <code>git binky up</code> in a worktree starts one.</p>\n")
+		fmt.Fprint(w, "<p>No world is known here: <code>git binky up</code> in a worktree starts one, and <code>git binky status</code> lists their URLs.</p>\n")
 		return
 	}
 	fmt.Fprint(w, "<p>Known worlds:</p><ul>\n")
@@ -210,6 +221,16 @@ func (p *Proxy) notFound(w http.ResponseWriter, host string) {
 			html.EscapeString(r.Service), html.EscapeString(r.World), html.EscapeString(r.Project), html.EscapeString(state))
 	}
 	fmt.Fprint(w, "</ul>\n")
+}
+
+// routeDomain is the domain of a route's host, <url>.<world>.<project>.<domain>
+// (world.Host): what follows its first three labels.
+func routeDomain(host string) string {
+	parts := strings.SplitN(host, ".", 4)
+	if len(parts) < 4 {
+		return host
+	}
+	return parts[3]
 }
 
 // Listen opens the proxy's listeners on loopback only: 127.0.0.1 and, where

@@ -106,6 +106,14 @@ func TestUnknownHostListsWorldsAndServesNoneOfThem(t *testing.T) {
 			t.Errorf("%s: the 404 page does not list the known worlds: %q", host, body)
 		}
 	}
+	// A name under no world's domain is what a page that rebinds its own
+	// name to 127.0.0.1 sends: it learns nothing of the worlds.
+	for _, host := range []string{"evil.example", "evil.example:1355", "localhost.evil.example", "acme.localhost.evil.example"} {
+		code, body := get(t, srv.URL, host, "/")
+		if code != http.StatusNotFound || strings.Contains(body, "login-fix") {
+			t.Errorf("%s: %d %q, want a 404 naming no world", host, code, body)
+		}
+	}
 }
 
 func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
