@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -386,4 +387,39 @@ func TestAnotherHomeNeverTakesANameARemovedWorldHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A broker's superusers are principals, whatever they log in with: a
+// world named like one (here a PLAIN superuser, which has no SCRAM
+// credential binky could see) was a superuser. Its name is now refused
+// (the daemon salts it) and nothing of it is left; another name works.
+func TestANameTheBrokerTreatsAsASuperuserIsNeverAWorlds(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "admin-secret"), kfake.Superuser("PLAIN", "acme_ops", "ops-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	u := "kafka://admin:admin-secret@" + strings.Join(c.ListenAddrs(), ",") + "?mechanism=SCRAM-SHA-256"
+	ctx := context.Background()
+	s := adapters.Slice{Name: "acme_ops", World: "w-ops", Home: "h", AdminURL: u, Password: "pw-ops"}
+	if err := New().Provision(ctx, s); !errors.Is(err, adapters.ErrTaken) {
+		t.Fatalf("provision of a superuser's name: %v, want ErrTaken", err)
+	}
+	ss, err := open(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.close()
+	if users, err := ss.users(ctx); err != nil || users["acme_ops"] != nil {
+		t.Errorf("the SCRAM user binky made is still there (%v)", err)
+	}
+	if n, err := ss.principalACLs(ctx, "acme_ops"); err != nil || n != 0 {
+		t.Errorf("%d ACLs of the superuser's principal left (%v)", n, err)
+	}
+	ok := adapters.Slice{Name: "acme_w1", World: "w-1", Home: "h", AdminURL: u, Password: "pw-1"}
+	if err := New().Provision(ctx, ok); err != nil {
+		t.Fatalf("an ordinary name beside it: %v", err)
+	}
+	New().Teardown(ctx, ok)
 }

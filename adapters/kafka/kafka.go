@@ -11,6 +11,8 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -505,7 +507,79 @@ func (k *Kafka) Provision(ctx context.Context, s adapters.Slice) error {
 	if err != nil {
 		return ss.fail("create the ACLs of "+Principal(s.Name), err)
 	}
+	// The user must be held to its ACLs. A broker's super.users names
+	// principals whatever they log in with (PLAIN, mTLS, OAuth: no SCRAM
+	// credential foreign() could see), so a world named like one became a
+	// superuser; and a broker that allows everyone where no ACL names a
+	// resource (allow.everyone.if.no.acl.found=true) lets every world at
+	// the cluster: grant itself any topic, change any user's password.
+	free, err := ss.confined(ctx, s.Name, s.Password)
+	if err != nil {
+		return err
+	}
+	if free {
+		open, perr := ss.brokerOpen(ctx)
+		if terr := k.Teardown(ctx, s); terr != nil {
+			return fmt.Errorf("kafka user %s may act on the whole cluster, and undoing it failed: %w", s.Name, terr)
+		}
+		switch {
+		case perr != nil:
+			return perr
+		case open:
+			return fmt.Errorf("kafka at %s lets any user act on the cluster where no ACL names it (allow.everyone.if.no.acl.found=true?): "+
+				"a world could grant itself every topic; set it to false, or give worlds a broker of their own", ss.admin.where())
+		}
+		return fmt.Errorf("kafka principal %s is a superuser on this broker (super.users): %w", Principal(s.Name), adapters.ErrTaken)
+	}
 	return nil
+}
+
+// confined reports whether the SCRAM user is refused what only the
+// cluster's admins may do (describing every ACL), logging in as it.
+func (s *session) confined(ctx context.Context, user, password string) (free bool, err error) {
+	a := s.admin
+	a.Mechanism, _ = s.admin.worldMechanism()
+	a.User, a.Password = user, password
+	cl, err := a.Client(kgo.RequestRetries(1), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		return false, s.fail("log in as "+user, err)
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().
+		ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err == nil {
+		for _, r := range res {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	var ae *kadm.AuthError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, kerr.ClusterAuthorizationFailed), errors.As(err, &ae):
+		return false, nil
+	}
+	return false, s.fail("check what "+user+" may do", err)
+}
+
+// brokerOpen reports whether a user that no ACL names may act on the
+// cluster: a throwaway SCRAM user is made, asked, and dropped.
+func (s *session) brokerOpen(ctx context.Context) (bool, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	user, pw := "binky_probe_"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[:])+"-probe"
+	_, mech := s.admin.worldMechanism()
+	res, err := s.adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: mech, Iterations: scramIterations, Password: pw}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return false, s.fail("make a throwaway user to ask the broker", err)
+	}
+	defer s.adm.AlterUserSCRAMs(context.WithoutCancel(ctx), []kadm.DeleteSCRAM{{User: user, Mechanism: mech}}, nil)
+	return s.confined(ctx, user, pw)
 }
 
 // Resolve returns the world's address: its brokers, prefix and SCRAM user.
