@@ -76,6 +76,26 @@ func TestStatusRendering(t *testing.T) {
 	}
 }
 
+// A worktree's path is any folder name git took: the escape sequences in
+// it reach the terminal as text, never as sequences.
+func TestStatusPrintsAPathsEscapeSequencesAsText(t *testing.T) {
+	s := api.Status{Worlds: []api.World{{
+		Project: "acme", Worktree: "esc", Path: "/tmp/e\x1b]0;PWNED\a\x1b[2Jx", State: "untrusted",
+		Message: "/tmp/e\x1b[2Jx/binky.toml is not approved",
+	}}}
+	for _, tty := range []bool{false, true} {
+		app, out, _ := testApp(t, t.TempDir(), tty)
+		renderStatus(app.Out, s, app.Style())
+		got := out.String()
+		if strings.Contains(got, "\x1b]0;") || strings.Contains(got, "\x1b[2J") || strings.ContainsRune(got, 7) {
+			t.Errorf("tty=%v: a path's escape sequence reached the terminal: %q", tty, got)
+		}
+		if !strings.Contains(got, `/tmp/e\x1b]0;PWNED\x07\x1b[2Jx`) || !strings.Contains(got, `why: /tmp/e\x1b[2Jx/binky.toml`) {
+			t.Errorf("tty=%v: the path is not shown with its control characters escaped: %q", tty, got)
+		}
+	}
+}
+
 func TestVerifyRendering(t *testing.T) {
 	res := verify.Result{World: "feat", Checks: []verify.Check{
 		{Cmd: "make test", Passed: true, Seconds: 1.2},
