@@ -96,9 +96,15 @@ func envFileDigests(src []byte, path string) map[string]string {
 		if n == "" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), n))
-		if err != nil {
+		b, err := readRegular(filepath.Join(filepath.Dir(path), n), MaxEnvFileSize)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			files[n] = "absent"
+			continue
+		case err != nil:
+			// A link to /dev/zero or a pipe, a folder, a huge file: never
+			// read, and never what an approval saw (it fails every start).
+			files[n] = "unreadable"
 			continue
 		}
 		sum := sha256.Sum256(b)

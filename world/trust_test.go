@@ -134,3 +134,56 @@ func TestApprovedSourceIsWhatWasApproved(t *testing.T) {
 		t.Fatalf("ApprovedConfig: %+v, %v", cfg, err)
 	}
 }
+
+// Approving a config approves its env files as they are; a change to one
+// (a branch's) is unapproved until approved again, and each approved set
+// stays approved. An env file that is no regular file (a committed link
+// to /dev/zero) is never read, here or when processes start.
+func TestApprovalCoversTheEnvFilesAsTheyAre(t *testing.T) {
+	dir := t.TempDir()
+	home := Home{Dir: filepath.Join(dir, "home")}
+	src := []byte("[project]\nname = \"acme\"\nenv_file = \".env\"\n[services.web]\ncmd = \"true\"\nurl = \"web\"\nenv_file = \"web.env\"\n")
+	path := filepath.Join(dir, ConfigFile)
+	write := func(name, content string) {
+		t.Helper()
+		os.Remove(filepath.Join(dir, name))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".env", "LEVEL=info\n")
+	write("web.env", "A=1\n")
+	if home.TrustedHere(src, path) {
+		t.Fatal("trusted before any approval")
+	}
+	if err := home.Trust(src, path); err != nil {
+		t.Fatal(err)
+	}
+	if !home.TrustedHere(src, path) {
+		t.Fatal("not trusted right after approval")
+	}
+	write("web.env", "A=1\nLD_PRELOAD=/tmp/evil.so\n")
+	if home.TrustedHere(src, path) {
+		t.Error("a service's env file changed, and the config is still trusted")
+	}
+	if err := home.Trust(src, path); err != nil {
+		t.Fatal(err)
+	}
+	write("web.env", "A=1\n")
+	if !home.TrustedHere(src, path) {
+		t.Error("the first approved set is no longer approved after a second was")
+	}
+	os.Remove(filepath.Join(dir, ".env"))
+	if home.TrustedHere(src, path) {
+		t.Error("the project's env file is gone, and the config is still trusted")
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	if home.TrustedHere(src, path) {
+		t.Error("an env file linking to /dev/zero is trusted")
+	}
+	if _, err := ReadEnvFile(filepath.Join(dir, ".env")); err == nil {
+		t.Error("ReadEnvFile read /dev/zero")
+	}
+}

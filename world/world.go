@@ -2,6 +2,7 @@ package world
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -435,16 +436,21 @@ func (w *World) Lookup(c Coordinates, self string, env map[string]string) Lookup
 	}
 }
 
+// MaxEnvFileSize bounds an env file binky reads: a branch may commit one
+// that links to /dev/zero or a pipe, and it is read (to know whether it
+// is approved) before anyone approved it.
+const MaxEnvFileSize = 1 << 20
+
 // ReadEnvFile parses a dotenv file: KEY=value lines, '#' comments, optional
-// "export " and quotes. A missing file is an error naming it.
+// "export " and quotes. A missing file is an error naming it; so is
+// anything but a regular file of at most MaxEnvFileSize.
 func ReadEnvFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	b, err := readRegular(path, MaxEnvFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("env_file: %w", err)
 	}
-	defer f.Close()
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	n := 0
 	for sc.Scan() {
 		n++
