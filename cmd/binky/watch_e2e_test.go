@@ -176,24 +176,34 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n"), 0o644)
 	f.mustGit(f.repo, "commit", "-qam", "change the config")
 	f.mustGit(f.repo, "checkout", "-q", "main")
-	out := f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
+	f.addWaitsForTrustThenStarts("changed")
+}
+
+// addWaitsForTrustThenStarts adds a worktree of branch (whose binky.toml
+// or env files no one approved): the hook says how to approve, the world
+// waits, untrusted, with no service and no port, until 'git binky trust'
+// in it starts it.
+func (f *fixture) addWaitsForTrustThenStarts(branch string) {
+	f.t.Helper()
+	out := f.mustGit(f.repo, "worktree", "add", "-q", "../"+branch, branch)
 	if !strings.Contains(out, "git binky trust") {
-		t.Errorf("the hook did not say how to approve:\n%s", out)
+		f.t.Errorf("the hook did not say how to approve:\n%s", out)
 	}
-	f.eventually("changed waits for trust", func() bool {
-		w, ok := f.find("changed")
+	f.eventually(branch+" waits for trust", func() bool {
+		w, ok := f.find(branch)
 		return ok && w.State == "untrusted"
 	})
-	if w, _ := f.find("changed"); len(w.Services) != 0 {
-		t.Fatalf("an untrusted config was started: %+v", w.Services)
+	w, _ := f.find(branch)
+	if len(w.Services) != 0 {
+		f.t.Fatalf("an unapproved world was started: %+v", w.Services)
 	}
 	// Nor does it hold ports: a branch nobody approved asking for many
 	// took the machine's whole range before.
-	if w, _ := f.find("changed"); len(w.Ports) != 0 {
-		t.Errorf("an untrusted world holds ports %v", w.Ports)
+	if len(w.Ports) != 0 {
+		f.t.Errorf("an unapproved world holds ports %v", w.Ports)
 	}
-	f.mustBinky(filepath.Join(f.tmp, "changed"), "trust")
-	f.waitHealthy("changed")
+	f.mustBinky(filepath.Join(f.tmp, branch), "trust")
+	f.waitHealthy(branch)
 }
 
 // An env file's values reach every process (PATH, LD_PRELOAD, ${env.X}
@@ -216,19 +226,7 @@ func TestAChangedEnvFileWaitsForTrust(t *testing.T) {
 	f.mustGit(f.repo, "worktree", "add", "-q", "../same", "same")
 	f.waitHealthy("same")
 
-	out := f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
-	if !strings.Contains(out, "git binky trust") {
-		t.Errorf("the hook did not say how to approve:\n%s", out)
-	}
-	f.eventually("changed waits for trust", func() bool {
-		w, ok := f.find("changed")
-		return ok && w.State == "untrusted"
-	})
-	if w, _ := f.find("changed"); len(w.Services) != 0 {
-		t.Fatalf("a config whose env file is not approved was started: %+v", w.Services)
-	}
-	f.mustBinky(filepath.Join(f.tmp, "changed"), "trust")
-	f.waitHealthy("changed")
+	f.addWaitsForTrustThenStarts("changed")
 }
 
 func TestWorktreeAddSucceedsWithoutGitBinkyOnPath(t *testing.T) {
