@@ -382,7 +382,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	if mode == "off" {
 		return
 	}
-	if !d.home.TrustedHere(w.Config.Source, w.Config.Path) {
+	if !d.home.TrustedConfig(w.Config) {
 		_, _ = w.Note(ctx, func(r *world.Record) error {
 			r.State, r.Reason = world.StateUntrusted, untrustedReason(w)
 			return nil
@@ -554,7 +554,7 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 	running := r.group != nil
 	env := r.env
 	w, err := world.FromWorktree(d.home, repo, &wt)
-	untrusted := err == nil && !d.home.TrustedHere(w.Config.Source, w.Config.Path)
+	untrusted := err == nil && !d.home.TrustedConfig(w.Config)
 	if running && untrusted && rec.Approved != "" {
 		// The moved worktree's binky.toml is not the approved one: the
 		// services restart there on the config approved before, as a
@@ -632,7 +632,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		if err != nil {
 			return
 		}
-		if !d.home.TrustedHere(w.Config.Source, w.Config.Path) {
+		if !d.home.TrustedConfig(w.Config) {
 			// The running services keep the approved config (a crash
 			// restart runs it); status says the worktree's file is not it.
 			if d.running(w.ID) {

@@ -268,7 +268,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// unapproved binky.toml is stopped: the hook, the watcher, a worktree
 	// move and a reload must not run what the user never approved.
 	approved := world.TrustHash(w.Config.Source)
-	if !d.home.TrustedHere(w.Config.Source, w.Config.Path) {
+	if !d.home.TrustedConfig(w.Config) {
 		msg := untrustedReason(w)
 		d.setState(w.ID, world.StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
@@ -938,7 +938,7 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	currentTrusted := false
 	if werr == nil {
 		current := world.TrustHash(w.Config.Source)
-		currentTrusted = d.home.TrustedHere(w.Config.Source, w.Config.Path)
+		currentTrusted = d.home.TrustedConfig(w.Config)
 		if current != rec.Approved && !currentTrusted {
 			untrusted = fmt.Sprintf("%s changed since its services started and is not approved: they keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path)
 		}

@@ -189,8 +189,11 @@ const (
 )
 
 // MaxConfigSize is the largest binky.toml binky reads: far above any real
-// one, and far below what would hurt the daemon, a hook or a prompt's env.
-const MaxConfigSize = 1 << 20
+// one (a few KiB), and far below what would hurt the daemon, a hook or a
+// prompt's env. Decoding costs ~1 s per MiB here even for plain keys, and
+// up to ~3 s and 660 MB allocated per MiB for the worst shapes
+// shapeProblem lets through: 256 KiB keeps the worst under a second.
+const MaxConfigSize = 256 << 10
 
 // ReadConfigFile reads the binky.toml at path, refusing what a branch
 // could commit to stall or exhaust whoever reads it: a symbolic link to a

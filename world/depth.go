@@ -3,35 +3,55 @@ package world
 import "fmt"
 
 // maxDepth bounds how deeply a binky.toml may nest inline tables and
-// arrays, and maxKeyParts how many parts a dotted key or table header may
-// have. BurntSushi/toml takes time and memory quadratic in either: 4,000
-// nested inline tables (16 KB) took 4.6 s to decode here, 20,000 (80 KB)
-// grew the daemon past 17 GB; a 4,000-part dotted key took 0.8 s. A
-// branch's binky.toml is read before anyone approved it (to know whether
-// it is approved), so it is measured first. Real configs use a handful.
+// arrays, and maxPath how long a key's whole path may be: its table
+// header's parts, the keys of the inline tables it sits in, and its own
+// dotted parts. BurntSushi/toml takes time and memory quadratic in both:
+// 4,000 nested inline tables (16 KB) took 4.6 s to decode here, 20,000
+// (80 KB) grew the daemon past 17 GB; a 4,000-part dotted key took 0.8 s;
+// 32-part keys in 31 nested inline tables, repeated over 1 MB, 57 s and
+// 24 GB. A branch's binky.toml is read before anyone approved it (to know
+// whether it is approved), so it is measured first. Real configs use a
+// handful of each.
 const (
-	maxDepth    = 32
-	maxKeyParts = 32
+	maxDepth = 6
+	maxPath  = 10
 )
 
+// frame is an open inline table or array: its bracket, and the length of
+// the key path it is the value of.
+type frame struct {
+	open byte
+	path int
+}
+
 // shapeProblem scans src, outside strings and comments, for nesting past
-// maxDepth or a key of more than maxKeyParts parts, and returns where
-// (1-based line and column) with what, or ok when there is none. It reads
-// each byte once.
+// maxDepth or a key path past maxPath, and returns where (1-based line and
+// column) with what, or ok when there is none. It reads each byte once.
 func shapeProblem(src []byte) (line, col int, msg string, ok bool) {
 	line, lineAt := 1, 0
-	var stack []byte // the open '{' and '[' of values
-	inKey := true    // reading a key: at a line's start (top level), after '{' or ','
-	header := false  // inside a [table] or [[array]] header
+	var stack []frame
+	inKey := true   // reading a key: at a line's start (top level), after '{' or ','
+	header := false // inside a [table] or [[array]] header
+	headerPath := 0 // the parts of the table header the lines below belong to
 	lineStart := true
-	parts := 1
+	parts := 1 // the parts of the key being read
+	base := func() int {
+		if len(stack) == 0 {
+			return headerPath
+		}
+		return stack[len(stack)-1].path
+	}
 	at := func(i int) (int, int) { return line, i - lineAt + 1 }
+	tooLong := func(i int) (int, int, string, bool) {
+		l, cl := at(i)
+		return l, cl, fmt.Sprintf("a key path of more than %d parts (its table's, the inline tables' it is in, its own dotted ones): binky reads no longer ones", maxPath), false
+	}
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		if lineStart && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			lineStart = false
 			if c == '[' && len(stack) == 0 {
-				header, parts = true, 1
+				header, headerPath, parts = true, 1, 1
 				continue
 			}
 		}
@@ -56,10 +76,19 @@ func shapeProblem(src []byte) (line, col int, msg string, ok bool) {
 			if header {
 				continue
 			}
-			stack = append(stack, c)
+			// An inline table or array is the value of the key just read,
+			// or an element of the array it is in.
+			path := base() + parts
+			if len(stack) > 0 && stack[len(stack)-1].open == '[' {
+				path = base() + 1
+			}
+			stack = append(stack, frame{c, path})
 			if len(stack) > maxDepth {
 				l, cl := at(i)
 				return l, cl, fmt.Sprintf("tables and arrays nested more than %d deep: binky reads no deeper", maxDepth), false
+			}
+			if path+1 > maxPath {
+				return tooLong(i)
 			}
 			inKey, parts = c == '{', 1
 		case '}', ']':
@@ -71,7 +100,7 @@ func shapeProblem(src []byte) (line, col int, msg string, ok bool) {
 			}
 			inKey = false
 		case ',':
-			if len(stack) > 0 && stack[len(stack)-1] == '{' {
+			if len(stack) > 0 && stack[len(stack)-1].open == '{' {
 				inKey, parts = true, 1
 			}
 		case '=':
@@ -79,11 +108,16 @@ func shapeProblem(src []byte) (line, col int, msg string, ok bool) {
 				inKey = false
 			}
 		case '.':
-			if inKey || header {
+			switch {
+			case header:
+				headerPath++
+				if headerPath > maxPath {
+					return tooLong(i)
+				}
+			case inKey:
 				parts++
-				if parts > maxKeyParts {
-					l, cl := at(i)
-					return l, cl, fmt.Sprintf("a key of more than %d dotted parts: binky reads no longer keys", maxKeyParts), false
+				if base()+parts > maxPath {
+					return tooLong(i)
 				}
 			}
 		}

@@ -42,7 +42,8 @@ func (h Home) Trust(src []byte, path string) error {
 	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
 		e.EnvFiles = old.EnvFiles
 	}
-	if files := envFileDigests(src, path); len(files) > 0 && !slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) }) {
+	cfg, _ := ParseConfig(path, src)
+	if files := envFileDigests(cfg); len(files) > 0 && !slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) }) {
 		// The same binky.toml on several branches may name env files
 		// that differ: each approved set is kept (the newest few).
 		e.EnvFiles = append(e.EnvFiles, files)
@@ -64,11 +65,24 @@ const maxEnvFileSets = 32
 // commands, and a branch can change them as freely as binky.toml: a
 // checkout of someone else's branch must not run what it put there.
 func (h Home) TrustedHere(src []byte, path string) bool {
-	hash := TrustHash(src)
+	if !h.Trusted(TrustHash(src)) {
+		return false
+	}
+	cfg, _ := ParseConfig(path, src)
+	return h.TrustedConfig(cfg)
+}
+
+// TrustedConfig is TrustedHere for a config already parsed (cfg.Source,
+// found at cfg.Path); nil is never trusted.
+func (h Home) TrustedConfig(cfg *Config) bool {
+	if cfg == nil {
+		return false
+	}
+	hash := TrustHash(cfg.Source)
 	if !h.Trusted(hash) {
 		return false
 	}
-	files := envFileDigests(src, path)
+	files := envFileDigests(cfg)
 	if len(files) == 0 {
 		return true
 	}
@@ -79,14 +93,14 @@ func (h Home) TrustedHere(src []byte, path string) bool {
 	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
 }
 
-// envFileDigests names each env file the config src (at path) reads,
-// as written, with the SHA-256 of its content beside the config ("absent"
-// when there is none): what approving the config approves of them.
-func envFileDigests(src []byte, path string) map[string]string {
-	cfg, _ := ParseConfig(path, src)
+// envFileDigests names each env file the config reads, as written, with
+// the SHA-256 of its content beside the config ("absent" when there is
+// none): what approving the config approves of them.
+func envFileDigests(cfg *Config) map[string]string {
 	if cfg == nil {
 		return nil
 	}
+	path := cfg.Path
 	names := []string{cfg.Project.EnvFile}
 	for _, n := range cfg.ServiceNames() {
 		names = append(names, cfg.Services[n].EnvFile)
