@@ -568,8 +568,9 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 	if running && untrusted {
 		// No approved config to restart on: a restart would refuse the
 		// file and leave the world stopped, so the services keep running
-		// as they were (their folder moved with them).
-		_, err = w.Update(ctx, func(*world.Record) error { return nil })
+		// as they were (their folder moved with them). Recorded without
+		// allocating: the unapproved file's ports are not to be held.
+		_, err = w.Note(ctx, func(*world.Record) error { return nil })
 		r.mu.Unlock()
 		if err != nil {
 			d.log.Error("move: update record", "world", rec.Worktree, "err", err)
@@ -584,7 +585,12 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 			d.log.Error("move: stop", "world", rec.Worktree, "err", err)
 		}
 	}
-	if err == nil {
+	switch {
+	case err == nil && untrusted:
+		// An unapproved world holds no ports (a review moved eight worktrees
+		// of a branch asking for 128 each and took the whole range).
+		_, err = w.Note(ctx, func(*world.Record) error { return nil })
+	case err == nil:
 		_, err = w.Update(ctx, func(*world.Record) error { return nil })
 	}
 	r.mu.Unlock()

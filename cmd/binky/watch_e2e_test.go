@@ -179,6 +179,30 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	f.addWaitsForTrustThenStarts("changed")
 }
 
+// Moving an unapproved worktree records its new place, and still gives it
+// no port (a review took the whole range by moving eight of them).
+func TestAMovedUnapprovedWorktreeHoldsNoPorts(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
+	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n"), 0o644)
+	f.mustGit(f.repo, "commit", "-qam", "change the config")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
+	f.eventually("changed waits for trust", func() bool {
+		w, ok := f.find("changed")
+		return ok && w.State == "untrusted"
+	})
+	f.mustGit(f.repo, "worktree", "move", "../changed", "../moved")
+	f.eventually("the record follows the move", func() bool {
+		w, ok := f.find("changed")
+		return ok && filepath.Base(w.Path) == "moved"
+	})
+	if w, _ := f.find("changed"); len(w.Ports) != 0 || len(w.Services) != 0 {
+		t.Errorf("a moved unapproved world holds ports %v, services %v", w.Ports, w.Services)
+	}
+}
+
 // addWaitsForTrustThenStarts adds a worktree of branch (whose binky.toml
 // or env files no one approved): the hook says how to approve, the world
 // waits, untrusted, with no service and no port, until 'git binky trust'
