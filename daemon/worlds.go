@@ -937,17 +937,27 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	w, werr := world.FromWorktree(d.home, repo, wt)
 	currentTrusted := false
 	if werr == nil {
-		current := world.TrustHash(w.Config.Source)
 		currentTrusted = d.home.TrustedConfig(w.Config)
-		if current != rec.Approved && !currentTrusted {
-			untrusted = fmt.Sprintf("%s changed since its services started and is not approved: they keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path)
+		if !currentTrusted {
+			untrusted = fmt.Sprintf("%s (or an env_file it names) changed since its services started and is not approved: they keep running the approved config ('git binky up' approves the new files, then 'git binky reload' runs them)", w.Config.Path)
 		}
 	}
 	cfg, err := d.home.ApprovedConfig(rec.Approved, filepath.Join(rec.Path, world.ConfigFile))
 	switch {
 	case err == nil:
 		// Whatever the worktree's file says now (or if it does not load),
-		// the approved one says how to run what was started.
+		// the approved one says how to run what was started; but the env
+		// files it names are read from the worktree as they are now, so
+		// they must be as approved too, or a branch checked out since gets
+		// its PATH or LD_PRELOAD into the next restart (a review's attack:
+		// a health command ran its code after a daemon restart).
+		if !d.home.TrustedConfig(cfg) {
+			d.log.Warn("adopted services will not be restarted: the env files their config names changed since it was approved", "world", rec.Worktree)
+			if untrusted == "" {
+				untrusted = fmt.Sprintf("an env_file %s names changed since its services started and is not approved: they are not restarted or health-checked ('git binky up' approves it, then 'git binky reload' runs it)", filepath.Join(rec.Path, world.ConfigFile))
+			}
+			return bare(), untrusted
+		}
 		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
 			return bare(), untrusted
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/api"
 )
@@ -172,6 +173,45 @@ func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 	if w := f.world("wb"); w.State != "running" {
 		t.Errorf("after reload: %s (%s)", w.State, w.Message)
 	}
+}
+
+// The env files an approved config names are read from the worktree when
+// a service restarts: after a daemon restart, a branch checked out since
+// with other env files (a review's attack: PATH=./evilbin, and the health
+// command ran its code) gets its services adopted but never restarted.
+func TestAdoptedServicesAreNotRestartedWithAnEnvFileChangedSince(t *testing.T) {
+	f := newFixture(t, strings.Replace(approvedConfig, "[services.api]\n", "[services.api]\nenv_file = \"api.env\"\n", 1))
+	os.WriteFile(filepath.Join(f.repo, "api.env"), []byte("NOTE=approved\n"), 0o644)
+	f.mustGit(f.repo, "add", "api.env")
+	f.mustGit(f.repo, "commit", "-qm", "api env")
+	f.mustGit(f.repo, "checkout", "-q", "-b", "evil")
+	os.WriteFile(filepath.Join(f.repo, "api.env"), []byte("NOTE=evil\nLD_PRELOAD=/tmp/evil.so\n"), 0o644)
+	f.mustGit(f.repo, "commit", "-qam", "only the env file")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+
+	f.mustBinky(f.repo, "up", "wb")
+	wb := filepath.Join(f.tmp, "wb")
+	f.mustGit(wb, "checkout", "-q", "--detach", "evil")
+	f.killDaemon()
+
+	w := f.world("wb") // a new daemon adopts wb's service
+	if w.State != "untrusted" || !strings.Contains(w.Message, "env_file") {
+		t.Errorf("adopted world whose env file changed: state %q, message %q", w.State, w.Message)
+	}
+	before := service(w, "api")
+	if before.PID == 0 {
+		t.Fatalf("api not adopted: %+v", before)
+	}
+	if err := signalPID(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if s := service(f.world("wb"), "api"); s.PID != 0 && s.PID != before.PID {
+		t.Fatalf("api was restarted with the unapproved env file: %+v", s)
+	}
+	// Approving it (an explicit up) is what lets it run.
+	f.mustBinky(wb, "reload")
+	f.waitHealthy("wb")
 }
 
 func TestUpCutOffByTheDaemonsDeathEndsFailedWithAReason(t *testing.T) {
