@@ -268,7 +268,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// unapproved binky.toml is stopped: the hook, the watcher, a worktree
 	// move and a reload must not run what the user never approved.
 	approved := world.TrustHash(w.Config.Source)
-	if !d.home.TrustedConfig(w.Config) {
+	// The env files are read once, here: what is judged is what every
+	// process of this up gets, however long it waits for its turn.
+	w.PinEnvFiles()
+	if !d.home.TrustedWorld(w) {
 		msg := untrustedReason(w)
 		d.setState(w.ID, world.StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}

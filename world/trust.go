@@ -93,6 +93,30 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
 }
 
+// TrustedWorld is TrustedConfig for the env files w pinned (PinEnvFiles):
+// the bytes its processes will get are the ones judged.
+func (h Home) TrustedWorld(w *World) bool {
+	if w.pinned == nil {
+		return h.TrustedConfig(w.Config)
+	}
+	hash := TrustHash(w.Config.Source)
+	if !h.Trusted(hash) {
+		return false
+	}
+	if len(w.pinned) == 0 {
+		return true
+	}
+	files := map[string]string{}
+	for n, pf := range w.pinned {
+		files[n] = pf.digest
+	}
+	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
+}
+
 // envFileDigests names each env file the config reads, as written, with
 // the SHA-256 of its content beside the config ("absent" when there is
 // none): what approving the config approves of them.
@@ -100,31 +124,32 @@ func envFileDigests(cfg *Config) map[string]string {
 	if cfg == nil {
 		return nil
 	}
-	path := cfg.Path
-	names := []string{cfg.Project.EnvFile}
-	for _, n := range cfg.ServiceNames() {
-		names = append(names, cfg.Services[n].EnvFile)
-	}
 	files := map[string]string{}
-	for _, n := range names {
-		if n == "" {
+	for _, n := range envFileNames(cfg) {
+		b, err := readRegular(filepath.Join(filepath.Dir(cfg.Path), n), MaxEnvFileSize)
+		if err != nil {
+			files[n] = unreadableDigest(err)
 			continue
 		}
-		b, err := readRegular(filepath.Join(filepath.Dir(path), n), MaxEnvFileSize)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			files[n] = "absent"
-			continue
-		case err != nil:
-			// A link to /dev/zero or a pipe, a folder, a huge file: never
-			// read, and never what an approval saw (it fails every start).
-			files[n] = "unreadable"
-			continue
-		}
-		sum := sha256.Sum256(b)
-		files[n] = hex.EncodeToString(sum[:])
+		files[n] = contentDigest(b)
 	}
 	return files
+}
+
+// contentDigest is an env file's digest in an approval: its SHA-256.
+func contentDigest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// unreadableDigest is the digest of an env file that could not be read:
+// "absent", or "unreadable" for a link to /dev/zero or a pipe, a folder, a
+// huge file (never read, never what an approval saw: it fails every start).
+func unreadableDigest(err error) string {
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	return "unreadable"
 }
 
 func readTrustEntry(file string) (trustEntry, error) {

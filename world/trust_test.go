@@ -187,3 +187,38 @@ func TestApprovalCoversTheEnvFilesAsTheyAre(t *testing.T) {
 		t.Error("ReadEnvFile read /dev/zero")
 	}
 }
+
+// An up reads the env files once: the bytes its trust check judged are
+// the ones its processes get, even if a checkout changes the files while
+// it waits for its turn (a review's attack ran a branch's PATH that way).
+func TestAnUpsProcessesGetTheEnvFilesItsTrustCheckRead(t *testing.T) {
+	tmp := t.TempDir()
+	cfg := "[project]\nname = \"acme\"\nenv_file = \".env\"\n[services.web]\ncmd = \"true\"\nurl = \"web\"\n"
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": cfg, ".env": "LEVEL=info\n"})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	w, err := Open(home, repo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := home.Trust(w.Config.Source, w.Config.Path); err != nil {
+		t.Fatal(err)
+	}
+	w.PinEnvFiles()
+	if !home.TrustedWorld(w) {
+		t.Fatal("the approved env file, pinned, is not trusted")
+	}
+	os.WriteFile(filepath.Join(repo, ".env"), []byte("LEVEL=info\nPATH=./evilbin:/usr/bin\n"), 0o644)
+	env, err := w.ProcessEnv(&Record{Ports: map[string]int{}}, []string{"PATH=/usr/bin:/bin"}, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["PATH"] != "/usr/bin:/bin" || env["LEVEL"] != "info" {
+		t.Errorf("a process got PATH %q, LEVEL %q: the env file as changed after the check", env["PATH"], env["LEVEL"])
+	}
+	// A World that pins now judges the changed file.
+	again, _ := Open(home, repo, "")
+	again.PinEnvFiles()
+	if home.TrustedWorld(again) {
+		t.Error("the changed env file, pinned afresh, is trusted")
+	}
+}

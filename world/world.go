@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,18 @@ type World struct {
 	// https is off.
 	ProxyPort int
 	HTTPSPort int
+
+	// pinned are the env files read once, by PinEnvFiles, for the trust
+	// check of an up: every process that up starts gets these values,
+	// whatever the files say by the time it starts.
+	pinned map[string]pinnedFile
+}
+
+// pinnedFile is one env file as PinEnvFiles read it.
+type pinnedFile struct {
+	values map[string]string
+	err    error
+	digest string // what an approval records of it (envFileDigests)
 }
 
 // Open finds the world of the worktree named name in the repository around
@@ -449,6 +462,48 @@ func ReadEnvFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("env_file: %w", err)
 	}
+	return parseEnvFile(path, b)
+}
+
+// PinEnvFiles reads the env files w's config names, once: the trust check
+// of an up (Home.TrustedWorld) judges these bytes, and ProcessEnv gives
+// every process of that up these values. Read twice, a branch checked out
+// in between (while the up waited for its turn, or provisioned) would have
+// its env files run unapproved.
+func (w *World) PinEnvFiles() {
+	w.pinned = map[string]pinnedFile{}
+	for _, n := range envFileNames(w.Config) {
+		path := filepath.Join(w.Worktree.Path, n)
+		b, err := readRegular(path, MaxEnvFileSize)
+		var pf pinnedFile
+		switch {
+		case err != nil:
+			pf.digest, pf.err = unreadableDigest(err), fmt.Errorf("env_file: %w", err)
+		default:
+			pf.digest = contentDigest(b)
+			pf.values, pf.err = parseEnvFile(path, b)
+		}
+		w.pinned[n] = pf
+	}
+}
+
+// envFileNames are the env files cfg names, project's first, once each.
+func envFileNames(cfg *Config) []string {
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	add(cfg.Project.EnvFile)
+	for _, n := range cfg.ServiceNames() {
+		add(cfg.Services[n].EnvFile)
+	}
+	return names
+}
+
+// parseEnvFile parses the content b of the env file at path.
+func parseEnvFile(path string, b []byte) (map[string]string, error) {
 	out := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	n := 0
@@ -516,7 +571,13 @@ func (w *World) ProcessEnvFor(coords Coordinates, rec *Record, base []string, se
 		if f == "" {
 			continue
 		}
-		fileEnv, err := ReadEnvFile(filepath.Join(w.Worktree.Path, f))
+		var fileEnv map[string]string
+		var err error
+		if pf, ok := w.pinned[f]; ok {
+			fileEnv, err = pf.values, pf.err
+		} else {
+			fileEnv, err = ReadEnvFile(filepath.Join(w.Worktree.Path, f))
+		}
 		if err != nil {
 			return nil, err
 		}
