@@ -114,17 +114,22 @@ env = { SERVICE = "api" }
 health = { http = "/healthz" }
 `
 
+// upThenCheckOutAndKillTheDaemon brings up a world in a new worktree name,
+// checks branch out in it (its files, not the ones approved), and kills
+// the daemon: the next command starts a daemon that adopts the services.
+func (f *fixture) upThenCheckOutAndKillTheDaemon(name, branch string) string {
+	f.t.Helper()
+	f.mustBinky(f.repo, "up", name)
+	wt := filepath.Join(f.tmp, name)
+	f.mustGit(wt, "checkout", "-q", "--detach", branch)
+	f.killDaemon()
+	return wt
+}
+
 func TestAdoptedServiceRestartsOnlyTheApprovedCommand(t *testing.T) {
 	f := newFixture(t, approvedConfig)
-	f.mustGit(f.repo, "checkout", "-q", "-b", "evil")
-	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(evilConfig), 0o644)
-	f.mustGit(f.repo, "commit", "-qam", "another command")
-	f.mustGit(f.repo, "checkout", "-q", "main")
-
-	f.mustBinky(f.repo, "up", "wb")
-	wb := filepath.Join(f.tmp, "wb")
-	f.mustGit(wb, "checkout", "-q", "--detach", "evil")
-	f.killDaemon()
+	f.commitOnBranch("evil", "binky.toml", evilConfig)
+	wb := f.upThenCheckOutAndKillTheDaemon("wb", "evil")
 
 	// Any command starts a new daemon, which adopts wb's service.
 	w := f.world("wb")
@@ -184,15 +189,8 @@ func TestAdoptedServicesAreNotRestartedWithAnEnvFileChangedSince(t *testing.T) {
 	os.WriteFile(filepath.Join(f.repo, "api.env"), []byte("NOTE=approved\n"), 0o644)
 	f.mustGit(f.repo, "add", "api.env")
 	f.mustGit(f.repo, "commit", "-qm", "api env")
-	f.mustGit(f.repo, "checkout", "-q", "-b", "evil")
-	os.WriteFile(filepath.Join(f.repo, "api.env"), []byte("NOTE=evil\nLD_PRELOAD=/tmp/evil.so\n"), 0o644)
-	f.mustGit(f.repo, "commit", "-qam", "only the env file")
-	f.mustGit(f.repo, "checkout", "-q", "main")
-
-	f.mustBinky(f.repo, "up", "wb")
-	wb := filepath.Join(f.tmp, "wb")
-	f.mustGit(wb, "checkout", "-q", "--detach", "evil")
-	f.killDaemon()
+	f.commitOnBranch("evil", "api.env", "NOTE=evil\nLD_PRELOAD=/tmp/evil.so\n")
+	wb := f.upThenCheckOutAndKillTheDaemon("wb", "evil")
 
 	w := f.world("wb") // a new daemon adopts wb's service
 	if w.State != "untrusted" || !strings.Contains(w.Message, "env_file") {

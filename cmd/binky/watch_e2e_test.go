@@ -172,10 +172,7 @@ func TestMovedWorktreeIsFollowedAndRestartedThere(t *testing.T) {
 func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
-	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
-	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n"), 0o644)
-	f.mustGit(f.repo, "commit", "-qam", "change the config")
-	f.mustGit(f.repo, "checkout", "-q", "main")
+	f.commitOnBranch("changed", "binky.toml", oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n")
 	f.addWaitsForTrustThenStarts("changed")
 }
 
@@ -184,10 +181,7 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 func TestAMovedUnapprovedWorktreeHoldsNoPorts(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
-	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
-	os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n"), 0o644)
-	f.mustGit(f.repo, "commit", "-qam", "change the config")
-	f.mustGit(f.repo, "checkout", "-q", "main")
+	f.commitOnBranch("changed", "binky.toml", oneService+"[services.worker]\ncmd = \"testsvc\"\nurl = \"worker\"\n")
 	f.mustGit(f.repo, "worktree", "add", "-q", "../changed", "changed")
 	f.eventually("changed waits for trust", func() bool {
 		w, ok := f.find("changed")
@@ -201,6 +195,19 @@ func TestAMovedUnapprovedWorktreeHoldsNoPorts(t *testing.T) {
 	if w, _ := f.find("changed"); len(w.Ports) != 0 || len(w.Services) != 0 {
 		t.Errorf("a moved unapproved world holds ports %v, services %v", w.Ports, w.Services)
 	}
+}
+
+// commitOnBranch commits file with content on a new branch made from
+// main, and checks main out again.
+func (f *fixture) commitOnBranch(branch, file, content string) {
+	f.t.Helper()
+	f.mustGit(f.repo, "checkout", "-q", "-b", branch)
+	if err := os.WriteFile(filepath.Join(f.repo, file), []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.mustGit(f.repo, "add", file)
+	f.mustGit(f.repo, "commit", "-qm", "change "+file)
+	f.mustGit(f.repo, "checkout", "-q", "main")
 }
 
 // addWaitsForTrustThenStarts adds a worktree of branch (whose binky.toml
@@ -241,10 +248,7 @@ func TestAChangedEnvFileWaitsForTrust(t *testing.T) {
 	f.mustGit(f.repo, "commit", "-qm", "env defaults")
 	f.mustBinky(f.repo, "install")
 	f.mustGit(f.repo, "branch", "same")
-	f.mustGit(f.repo, "checkout", "-q", "-b", "changed")
-	os.WriteFile(filepath.Join(f.repo, ".env.defaults"), []byte("GREETING=hi\nNODE_OPTIONS=--require ./evil.js\n"), 0o644)
-	f.mustGit(f.repo, "commit", "-qam", "change only the env file")
-	f.mustGit(f.repo, "checkout", "-q", "main")
+	f.commitOnBranch("changed", ".env.defaults", "GREETING=hi\nNODE_OPTIONS=--require ./evil.js\n")
 
 	// The approved env file, on another branch: started.
 	f.mustGit(f.repo, "worktree", "add", "-q", "../same", "same")
