@@ -642,7 +642,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 			// The running services keep the approved config (a crash
 			// restart runs it); status says the worktree's file is not it.
 			if d.running(w.ID) {
-				d.setState(w.ID, world.StateUntrusted, fmt.Sprintf("%s changed (checkout) and is not approved: the services keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path))
+				d.setState(w.ID, world.StateUntrusted, fmt.Sprintf("%s (or an env_file it names) changed (checkout) and is not approved: the services keep running the approved config ('git binky up' approves the new file, then 'git binky reload' runs it)", w.Config.Path))
 			}
 			return
 		}

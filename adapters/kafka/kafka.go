@@ -545,14 +545,24 @@ func (s *session) confined(ctx context.Context, user, password string) (free boo
 		return false, s.fail("log in as "+user, err)
 	}
 	defer cl.Close()
-	res, err := kadm.NewClient(cl).DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().
-		ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
-	if err == nil {
-		for _, r := range res {
-			if r.Err != nil {
-				err = r.Err
+	describe := func() error {
+		res, err := kadm.NewClient(cl).DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().
+			ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+		if err == nil {
+			for _, r := range res {
+				if r.Err != nil {
+					err = r.Err
+				}
 			}
 		}
+		return err
+	}
+	// A new SCRAM credential reaches a cluster's other brokers a moment
+	// later: a login refused right after it was made is asked again.
+	err = describe()
+	for deadline := time.Now().Add(5 * time.Second); errors.Is(err, kerr.SaslAuthenticationFailed) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		err = describe()
 	}
 	var ae *kadm.AuthError
 	switch {
