@@ -84,6 +84,23 @@ func validEnvName(s string) bool {
 }
 
 // validate finds the structural errors that make a config unusable.
+// localDomain reports whether d is a domain world URLs may end in: DNS
+// labels ending in "localhost" (always this machine) or "test" (reserved,
+// never on the internet). A branch's binky.toml chooses it, and any other
+// would let a branch nobody approved point API_URL-like variables that
+// 'git binky env' exports at a host of its own (a review's attack:
+// ANTHROPIC_BASE_URL at evil.example).
+func localDomain(d string) bool {
+	labels := strings.Split(d, ".")
+	for _, l := range labels {
+		if !validLabel(l) {
+			return false
+		}
+	}
+	last := labels[len(labels)-1]
+	return last == "localhost" || last == "test"
+}
+
 // MaxPortsPerWorld bounds the ports one world's config may ask for. The
 // range is the machine's (1,000 ports by default): without a bound, a
 // branch whose binky.toml asked for a thousand took them all the moment
@@ -100,6 +117,9 @@ func (c *Config) validate() []Diagnostic {
 	case "up", "provision", "off":
 	default:
 		errAt([]string{"project", "auto"}, "auto = %q: must be \"up\", \"provision\" or \"off\"", c.Project.Auto)
+	}
+	if !localDomain(c.Project.Domain) {
+		errAt([]string{"project", "domain"}, "domain = %q: a world's URLs go into its environment (<SERVICE>_URL, which SDKs read as their API's base URL) and must name this machine: use localhost (the default), a name ending in .localhost, or one ending in .test (never resolved on the internet)", c.Project.Domain)
 	}
 	if c.Project.Name != "" && !validLabel(c.Project.Name) {
 		errAt([]string{"project", "name"}, "name = %q: a project name is part of every URL, so it must be lowercase letters, digits and '-' (like %q)", c.Project.Name, DNSLabel(c.Project.Name))

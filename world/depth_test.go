@@ -98,3 +98,44 @@ options = { weights = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 
 		t.Error("no example configs found")
 	}
 }
+
+// A branch's binky.toml names the domain of the URLs 'git binky env'
+// exports (an SDK reads ANTHROPIC_BASE_URL, PIP_INDEX_URL...): only names
+// of this machine are taken.
+func TestTheDomainOfWorldURLsMustNameThisMachine(t *testing.T) {
+	cfg := func(domain string) string {
+		return "[project]\nname = \"acme\"\ndomain = \"" + domain + "\"\n[services.anthropic_base]\ncmd = \"true\"\nurl = \"x\"\n"
+	}
+	for _, ok := range []string{"localhost", "dev.localhost", "test", "acme.test"} {
+		if _, diags := ParseConfig("binky.toml", []byte(cfg(ok))); hasErrors(diags) {
+			t.Errorf("domain %q refused: %v", ok, diags)
+		}
+	}
+	for _, bad := range []string{"evil.example", "com", "evil.example/v1#", "localhost.evil.example", "Localhost", "lvh.me", "a..localhost", "x:80.localhost"} {
+		_, diags := ParseConfig("binky.toml", []byte(cfg(bad)))
+		if !hasErrors(diags) || diags[0].Line != 3 || !strings.Contains(diags[0].Message, "domain") {
+			t.Errorf("domain %q: %v, want an error on line 3 about the domain", bad, diags)
+		}
+	}
+}
+
+// Diagnostics find their position by scanning the file; a file full of
+// quotes made that scan copy the rest of the file at each one (4 s and
+// 5.6 GB for 256 KiB). The worst shapes a review found now take well
+// under a second.
+func TestPositionsOfDiagnosticsAreFoundInLinearTime(t *testing.T) {
+	fill := func(head string, unit string) []byte {
+		return []byte(head + strings.Repeat(unit, (MaxConfigSize-len(head)-1)/len(unit)) + "\n")
+	}
+	for name, src := range map[string][]byte{
+		"a type error, then a comment of quotes":   fill("[project]\nname = 1 #", "'"),
+		"an unknown key, then a comment of quotes": fill("zz = 1 #", "'"),
+		"empty multi-line strings":                 fill("zz = [''''''", ",''''''"),
+	} {
+		start := time.Now()
+		_, diags := ParseConfig("binky.toml", src)
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: %s (%d diagnostics)", name, took, len(diags))
+		}
+	}
+}
