@@ -382,7 +382,10 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	if mode == "off" {
 		return
 	}
-	if !d.home.TrustedConfig(w.Config) {
+	// Read once: a provision's migrate and seed get the bytes judged here
+	// (an up pins them again itself).
+	w.PinEnvFiles()
+	if !d.home.TrustedWorld(w) {
 		_, _ = w.Note(ctx, func(r *world.Record) error {
 			r.State, r.Reason = world.StateUntrusted, untrustedReason(w)
 			return nil

@@ -940,7 +940,8 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	w, werr := world.FromWorktree(d.home, repo, wt)
 	currentTrusted := false
 	if werr == nil {
-		currentTrusted = d.home.TrustedConfig(w.Config)
+		w.PinEnvFiles()
+		currentTrusted = d.home.TrustedWorld(w)
 		if !currentTrusted {
 			untrusted = fmt.Sprintf("%s (or an env_file it names) changed since its services started and is not approved: they keep running the approved config ('git binky up' approves the new files, then 'git binky reload' runs them)", w.Config.Path)
 		}
@@ -954,14 +955,17 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		// they must be as approved too, or a branch checked out since gets
 		// its PATH or LD_PRELOAD into the next restart (a review's attack:
 		// a health command ran its code after a daemon restart).
-		if !d.home.TrustedConfig(cfg) {
-			d.log.Warn("adopted services will not be restarted: the env files their config names changed since it was approved", "world", rec.Worktree)
-			if untrusted == "" {
-				untrusted = fmt.Sprintf("an env_file %s names changed since its services started and is not approved: they are not restarted or health-checked ('git binky up' approves it, then 'git binky reload' runs it)", filepath.Join(rec.Path, world.ConfigFile))
-			}
+		// Pinned where the worktree is now, so the bytes judged are the
+		// ones the restarts get.
+		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
 			return bare(), untrusted
 		}
-		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
+		w.PinEnvFiles()
+		if !d.home.TrustedWorld(w) {
+			d.log.Warn("adopted services will not be restarted: the env files their config names changed since it was approved", "world", rec.Worktree)
+			if untrusted == "" {
+				untrusted = fmt.Sprintf("an env_file %s names changed since its services started and is not approved: they are not restarted or health-checked ('git binky up' approves it, then 'git binky reload' runs it)", filepath.Join(wt.Path, world.ConfigFile))
+			}
 			return bare(), untrusted
 		}
 	case werr != nil || !currentTrusted:
