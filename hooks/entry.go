@@ -123,7 +123,7 @@ func PostCheckout(ctx context.Context, c Checkout) {
 	}
 	if event == api.EventBorn && !c.Home.TrustedHere(src, filepath.Join(wt.Path, world.ConfigFile)) {
 		fmt.Fprintf(c.Err, "git-binky: %s's binky.toml (or an env_file it names) differs from every one approved on this machine, so its world is not started.\n"+
-			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", wt.Name, wt.Path)
+			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", world.Inert(wt.Name), world.Inert(wt.Path))
 	}
 	if c.Daemon == nil {
 		return
@@ -132,6 +132,6 @@ func PostCheckout(ctx context.Context, c Checkout) {
 	defer cancel()
 	if err := c.Daemon.Call(ctx, api.Request{Op: api.OpHook, Event: event, Dir: wt.Path, Env: CallerEnv(os.Environ())}, nil, nil); err != nil {
 		fmt.Fprintf(c.Err, "git-binky: could not reach the daemon (%s); 'git binky up' in %s starts the world by hand\n",
-			strings.TrimSpace(err.Error()), wt.Path)
+			world.Inert(strings.TrimSpace(err.Error())), world.Inert(wt.Path))
 	}
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
 )
 
 type statusOptions struct {
@@ -55,25 +54,6 @@ func runStatus(cmd *cobra.Command, app *App, opts statusOptions) error {
 	return nil
 }
 
-// inert escapes the control characters of s (\x1b...). A worktree's path
-// is anyone's choice (git worktree add takes any folder name), and one
-// holding a terminal's escape sequences would retitle, clear or rewrite
-// the terminal of whoever runs status.
-func inert(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // renderStatus writes the worlds grouped by project, then the shared servers.
 func renderStatus(out io.Writer, s api.Status, st style) {
 	if len(s.Worlds) == 0 {
@@ -89,9 +69,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		if w.Missing {
 			state += ", worktree missing"
 		}
-		fmt.Fprintf(out, "  %s  [%s]  %s\n", inert(w.Worktree), st.state(state), inert(w.Path))
+		fmt.Fprintf(out, "  %s  [%s]  %s\n", world.Inert(w.Worktree), st.state(state), world.Inert(w.Path))
 		if w.Message != "" {
-			fmt.Fprintf(out, "      why: %s\n", inert(w.Message))
+			fmt.Fprintf(out, "      why: %s\n", world.Inert(w.Message))
 		}
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {

@@ -41,9 +41,9 @@ func (s style) ok(text string) string   { return s.wrap("32", "✓ ") + text }
 func (s style) bold(text string) string { return s.wrap("1", text) }
 
 // printServices writes one line per service: name, pid, port, state.
-func printServices(w io.Writer, st style, world api.World, indent string) {
+func printServices(w io.Writer, st style, wd api.World, indent string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	for _, s := range world.Services {
+	for _, s := range wd.Services {
 		pid := ""
 		if s.PID != 0 {
 			pid = fmt.Sprintf("pid %d", s.PID)
@@ -63,24 +63,24 @@ func printServices(w io.Writer, st style, world api.World, indent string) {
 			extra = append(extra, fmt.Sprintf("exit %d", *s.ExitCode))
 		}
 		if s.Message != "" && s.State != "healthy" {
-			extra = append(extra, s.Message)
+			extra = append(extra, world.Inert(s.Message))
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", indent, s.Name, pid, port, st.state(s.State), strings.Join(extra, ", "))
 	}
 	// Ports of services that have no process (yet): env was run, not up.
 	have := map[string]bool{}
-	for _, s := range world.Services {
+	for _, s := range wd.Services {
 		have[s.Name] = true
 	}
-	keys := make([]string, 0, len(world.Ports))
-	for k := range world.Ports {
+	keys := make([]string, 0, len(wd.Ports))
+	for k := range wd.Ports {
 		if svc, _, _ := strings.Cut(k, "."); !have[svc] {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s%s\t\t:%d\t\t\n", indent, strings.Replace(k, ".", " ", 1), world.Ports[k])
+		fmt.Fprintf(tw, "%s%s\t\t:%d\t\t\n", indent, strings.Replace(k, ".", " ", 1), wd.Ports[k])
 	}
 	tw.Flush()
 }

@@ -81,13 +81,14 @@ func TestStatusRendering(t *testing.T) {
 func TestStatusPrintsAPathsEscapeSequencesAsText(t *testing.T) {
 	s := api.Status{Worlds: []api.World{{
 		Project: "acme", Worktree: "esc", Path: "/tmp/e\x1b]0;PWNED\a\x1b[2Jx", State: "untrusted",
-		Message: "/tmp/e\x1b[2Jx/binky.toml is not approved",
+		Message:  "/tmp/e\x1b[2Jx/binky.toml is not approved",
+		Services: []api.Service{{Name: "api", State: "crashed", Message: "exit 1: \x1b]0;OWNED\a"}},
 	}}}
 	for _, tty := range []bool{false, true} {
 		app, out, _ := testApp(t, t.TempDir(), tty)
 		renderStatus(app.Out, s, app.Style())
 		got := out.String()
-		if strings.Contains(got, "\x1b]0;") || strings.Contains(got, "\x1b[2J") || strings.ContainsRune(got, 7) {
+		if strings.Contains(got, "\x1b]0;") || strings.Contains(got, "\x1b[2J") || strings.ContainsRune(got, 7) || !strings.Contains(got, `exit 1: \x1b]0;OWNED\x07`) {
 			t.Errorf("tty=%v: a path's escape sequence reached the terminal: %q", tty, got)
 		}
 		if !strings.Contains(got, `/tmp/e\x1b]0;PWNED\x07\x1b[2Jx`) || !strings.Contains(got, `why: /tmp/e\x1b[2Jx/binky.toml`) {
