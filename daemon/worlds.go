@@ -951,12 +951,10 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 	case err == nil:
 		// Whatever the worktree's file says now (or if it does not load),
 		// the approved one says how to run what was started; but the env
-		// files it names are read from the worktree as they are now, so
-		// they must be as approved too, or a branch checked out since gets
-		// its PATH or LD_PRELOAD into the next restart (a review's attack:
-		// a health command ran its code after a daemon restart).
-		// Pinned where the worktree is now, so the bytes judged are the
-		// ones the restarts get.
+		// files it names come from the worktree, so they are pinned where
+		// it is now and must be as approved, or a branch checked out since
+		// gets its PATH or LD_PRELOAD into the next restart (a review's
+		// attack: a health command ran its code after a daemon restart).
 		if w, err = world.FromConfig(d.home, repo, wt, cfg); err != nil {
 			return bare(), untrusted
 		}

@@ -43,7 +43,7 @@ func (h Home) Trust(src []byte, path string) error {
 		e.EnvFiles = old.EnvFiles
 	}
 	cfg, _ := ParseConfig(path, src)
-	if files := envFileDigests(cfg); len(files) > 0 && !slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) }) {
+	if files := envFileDigests(cfg); len(files) > 0 && !e.holds(files) {
 		// The same binky.toml on several branches may name env files
 		// that differ: each approved set is kept (the newest few).
 		e.EnvFiles = append(e.EnvFiles, files)
@@ -82,15 +82,7 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 	if !h.Trusted(hash) {
 		return false
 	}
-	files := envFileDigests(cfg)
-	if len(files) == 0 {
-		return true
-	}
-	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
-	if err != nil {
-		return false
-	}
-	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
+	return h.envFilesApproved(hash, envFileDigests(cfg))
 }
 
 // TrustedWorld is TrustedConfig for the env files w pinned (PinEnvFiles):
@@ -103,17 +95,25 @@ func (h Home) TrustedWorld(w *World) bool {
 	if !h.Trusted(hash) {
 		return false
 	}
-	if len(w.pinned) == 0 {
-		return true
-	}
 	files := map[string]string{}
 	for n, pf := range w.pinned {
 		files[n] = pf.digest
 	}
-	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
-	if err != nil {
-		return false
+	return h.envFilesApproved(hash, files)
+}
+
+// envFilesApproved reports whether the approval of the config with this
+// hash holds the env-file set files (none to approve is approved).
+func (h Home) envFilesApproved(hash string, files map[string]string) bool {
+	if len(files) == 0 {
+		return true
 	}
+	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
+	return err == nil && e.holds(files)
+}
+
+// holds reports whether files is one of the entry's approved sets.
+func (e trustEntry) holds(files map[string]string) bool {
 	return slices.ContainsFunc(e.EnvFiles, func(f map[string]string) bool { return maps.Equal(f, files) })
 }
 

@@ -169,12 +169,24 @@ func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, er
 	if err != nil {
 		return nil, err
 	}
+	return w.update(ctx, fn, &settings)
+}
+
+// Note is Update for a world that is not to run (its config is not
+// approved): its record is made or changed, but no port is allocated for
+// it. A branch nobody approved must not hold any of the machine's ports.
+func (w *World) Note(ctx context.Context, fn func(*Record) error) (*Record, error) {
+	return w.update(ctx, fn, nil)
+}
+
+// update is Update, allocating ports with settings unless it is nil.
+func (w *World) update(ctx context.Context, fn func(*Record) error, settings *Settings) (*Record, error) {
 	unlock, err := w.Home.LockWorld(ctx, w.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	rec, err := w.ensureLocked(ctx, settings, true)
+	rec, err := w.ensureLocked(ctx, settings)
 	if err != nil || fn == nil {
 		return rec, err
 	}
@@ -184,26 +196,7 @@ func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, er
 	return rec, w.Home.SaveRecord(rec)
 }
 
-// Note is Update for a world that is not to run (its config is not
-// approved): its record is made or changed, but no port is allocated for
-// it. A branch nobody approved must not hold any of the machine's ports.
-func (w *World) Note(ctx context.Context, fn func(*Record) error) (*Record, error) {
-	unlock, err := w.Home.LockWorld(ctx, w.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	rec, err := w.ensureLocked(ctx, Settings{}, false)
-	if err != nil {
-		return rec, err
-	}
-	if err := fn(rec); err != nil {
-		return rec, err
-	}
-	return rec, w.Home.SaveRecord(rec)
-}
-
-func (w *World) ensureLocked(ctx context.Context, settings Settings, allocate bool) (*Record, error) {
+func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, error) {
 	rec, err := w.Home.LoadRecord(w.ID)
 	dirty := false
 	switch {
@@ -245,10 +238,10 @@ func (w *World) ensureLocked(ctx context.Context, settings Settings, allocate bo
 			return nil, err
 		}
 	}
-	if !allocate {
+	if settings == nil {
 		return rec, nil
 	}
-	changed, err := w.Home.NewAllocator(settings).Ensure(ctx, rec, w.PortKeys())
+	changed, err := w.Home.NewAllocator(*settings).Ensure(ctx, rec, w.PortKeys())
 	if changed {
 		if serr := w.Home.SaveRecord(rec); serr != nil && err == nil {
 			err = serr
