@@ -130,7 +130,11 @@ func startMySQL(ctx context.Context, m *Servers, dir string) (string, error) {
 		"--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
 		// A developer's server: a crash may lose the last second of
 		// commits, as the shared postgres's synchronous_commit=off does.
-		"--innodb-flush-log-at-trx-commit=2")
+		"--innodb-flush-log-at-trx-commit=2",
+		// No DATA/INDEX DIRECTORY: CREATE on its own database (every
+		// world has it) would otherwise make files anywhere the server's
+		// account may write, another home's server's data folder included.
+		"--symbolic-links=0")
 	cmd.Dir = "/"
 	// Its own session: the server outlives the daemon and ignores the
 	// terminal's signals.

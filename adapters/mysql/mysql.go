@@ -475,7 +475,7 @@ func (m *MySQL) teardown(ctx context.Context, c *session, s adapters.Slice) erro
 		}
 	}
 	if ours["database"] {
-		if err := c.exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)); err != nil {
+		if err := c.dropDatabase(ctx, db); err != nil {
 			return fmt.Errorf("drop database %s: %w", db, err)
 		}
 		if err := c.unmark(ctx, "database", db); err != nil {
@@ -558,7 +558,9 @@ func (m *MySQL) Exists(ctx context.Context, adminURL, name string) (bool, error)
 // PrepareTemplate locks a built golden template's user and ends its
 // sessions: its password was given to the migrate and seed that built it
 // (a branch's code), which could otherwise change what every later world
-// starts from. A rebuild provisions it again, which unlocks it.
+// starts from. A rebuild provisions it again, which unlocks it. A
+// template that a prepared XA transaction still holds rows of is refused
+// (xa.go): locking its user does not end that transaction.
 func (m *MySQL) PrepareTemplate(ctx context.Context, adminURL, name string) error {
 	c, err := connect(ctx, adminURL)
 	if err != nil {
@@ -569,7 +571,13 @@ func (m *MySQL) PrepareTemplate(ctx context.Context, adminURL, name string) erro
 	if err := c.exec(ctx, "ALTER USER IF EXISTS "+account(user)+" ACCOUNT LOCK"); err != nil {
 		return fmt.Errorf("template %s: lock its user: %w", name, err)
 	}
-	return c.killSessions(ctx, user)
+	if err := c.killSessions(ctx, user); err != nil {
+		return err
+	}
+	if err := c.checkNoPending(ctx, DBName(name)); err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
+	}
+	return nil
 }
 
 // Capabilities says MySQL clones server-side and lists its slices.

@@ -152,6 +152,20 @@ func TestTwoWorldsOnTheManagedMariaDBEachGetADatabaseAndUserOfTheirOwn(t *testin
 	if _, err := mysqlQuery(t, ea["DB_DSN"], fmt.Sprintf("SELECT COUNT(*) FROM `%s`.items", eb["DB_NAME"])); err == nil {
 		t.Error("a's user read b's database")
 	}
+	// Nor can a world's CREATE put files outside the server's folder (an
+	// attack made tables in another home's server's data folder): DATA
+	// DIRECTORY needs symbolic links, which binky's server has off.
+	outside, err := os.MkdirTemp("", "binky-outside")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	os.Chmod(outside, 0o777) // the server's account could write there
+	mysqlExec(t, ea["DB_DSN"], "CREATE TABLE placed (x INT) ENGINE=MyISAM DATA DIRECTORY='"+outside+"' INDEX DIRECTORY='"+outside+"'")
+	mysqlExec(t, ea["DB_DSN"], "CREATE TABLE placed_innodb (x INT) ENGINE=InnoDB DATA DIRECTORY='"+outside+"'")
+	if files, _ := filepath.Glob(filepath.Join(outside, "*")); len(files) > 0 {
+		t.Errorf("a world's CREATE TABLE made files outside the server's folder: %v", files)
+	}
 
 	// The server outlives the daemon; stopped, it starts again on the next
 	// up with its data (its folder is made once).
