@@ -860,6 +860,13 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	if len(alive) == 0 {
 		return
 	}
+	if rec.State == world.StateSuspended {
+		// Suspended for memory by the daemon before: adopted, it is resumed
+		// (supervisor.Group.Adopt), whatever state a service was saved in.
+		for _, s := range alive {
+			s.State = string(supervisor.Suspended)
+		}
+	}
 	specs, untrusted := d.adoptSpecs(rec, alive)
 	g, err := supervisor.NewGroup(specs, d.persister(rec.ID))
 	if err != nil {
@@ -880,8 +887,8 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	switch {
 	case untrusted != "":
 		d.setState(rec.ID, world.StateUntrusted, untrusted)
-	case rec.State == world.StateUntrusted:
-		d.setState(rec.ID, world.StateRunning, "") // its file is approved again
+	case rec.State == world.StateUntrusted, rec.State == world.StateSuspended:
+		d.setState(rec.ID, world.StateRunning, "") // its file is approved again, or resumed
 	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }

@@ -153,7 +153,17 @@ func (g *Group) Adopt(name string, st Status) bool {
 	}
 	g.startRotation()
 	st.Name, st.PGID = name, info.PGID
-	if st.State == "" || st.State == Stopped || st.State == Crashed {
+	switch st.State {
+	case "", Stopped, Crashed:
+		st.State = Starting
+	case Suspended:
+		// Stopped for memory by a supervisor that is gone: none here
+		// stopped it, so none would ever resume it (an attack left a
+		// world's processes stopped for good across a daemon restart).
+		// Its new daemon suspends it again if memory is still short.
+		if err := procgroup.Signal(st.PGID, procgroup.SigCont); err != nil {
+			return false
+		}
 		st.State = Starting
 	}
 	p.mu.Lock()
