@@ -8,10 +8,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -61,14 +62,27 @@ func Rotate(path string, max int64) {
 	}
 }
 
-// MaxTailBytes bounds how much of a log Tail reads back: enough for any
-// number of lines a person or agent asks for, whatever their length, but
-// not the whole of a runaway log.
-const MaxTailBytes = 64 << 20
+// MaxTailBytes bounds how much of a log Tail reads back, and how much
+// Page returns at once: enough for any number of lines a person or agent
+// asks for, but not the whole of a runaway log.
+const MaxTailBytes = 16 << 20
+
+// MaxLineBytes bounds each line Tail and Page return: a longer one is cut,
+// saying how long it was. (A service that printed 200 MB without a line
+// break made the MCP server run out of memory encoding it.)
+const MaxLineBytes = 16 << 10
+
+// cut shortens a line longer than MaxLineBytes, saying so.
+func cut(line []byte, full int64) string {
+	if int64(len(line)) < full || len(line) > MaxLineBytes {
+		return fmt.Sprintf("%s… [line cut: %d bytes]", line[:min(len(line), MaxLineBytes)], full)
+	}
+	return string(line)
+}
 
 // Tail returns the last n lines of the file at path (fewer if it is
 // shorter; none for n < 1), reading back from its end in chunks until it
-// has them, however long the lines are.
+// has them or has read MaxTailBytes.
 func Tail(path string, n int) []string {
 	if n < 1 {
 		return nil
@@ -84,40 +98,59 @@ func Tail(path string, n int) []string {
 	}
 	size := fi.Size()
 	const chunk = 64 << 10
-	var buf []byte
+	var parts [][]byte // from the end backwards
+	breaks := 0
 	start := size
-	// Read back until the buffer holds n line breaks before its last line
+	// Read back until the chunks hold n line breaks before the last line
 	// (n+1 counting the one that ends it), the top of the file, or the
 	// bound.
-	for start > 0 && bytes.Count(buf, []byte{'\n'}) <= n && size-start < MaxTailBytes {
+	for start > 0 && breaks <= n && size-start < MaxTailBytes {
 		step := min(int64(chunk), start)
 		start -= step
 		part := make([]byte, step)
 		if _, err := f.ReadAt(part, start); err != nil && err != io.EOF {
 			return nil
 		}
-		buf = append(part, buf...)
+		breaks += bytes.Count(part, []byte{'\n'})
+		parts = append(parts, part)
 	}
+	slices.Reverse(parts)
+	buf := bytes.Join(parts, nil)
+	var cutOff string
 	if start > 0 {
-		// The first line is a part: drop it.
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			buf = buf[i+1:]
+		// The first line is a part: dropped, and said when the bound, not
+		// the lines asked for, stopped the reading.
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			i = len(buf)
 		}
+		if breaks <= n {
+			cutOff = fmt.Sprintf("… [line cut: more than %d bytes]", i)
+		}
+		buf = buf[min(i+1, len(buf)):]
 	}
-	lines := strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
+	var raw [][]byte
+	if len(buf) > 0 {
+		raw = bytes.Split(bytes.TrimSuffix(buf, []byte{'\n'}), []byte{'\n'})
 	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if len(raw) > n {
+		raw = raw[len(raw)-n:]
+	}
+	var lines []string
+	if cutOff != "" && len(raw) < n {
+		lines = append(lines, cutOff)
+	}
+	for _, l := range raw {
+		lines = append(lines, cut(l, int64(len(l))))
 	}
 	return lines
 }
 
 // Page returns up to n complete lines of the file at path from byte offset
-// on, and the offset to ask for next: a cursor an agent can page or poll
-// with. A file that shrank below offset (rotated) is read from the top. A
-// last line still being written is left for the next call.
+// on (each cut to MaxLineBytes, MaxTailBytes in all), and the offset to ask
+// for next: a cursor an agent can page or poll with. A file that shrank
+// below offset (rotated) is read from the top. A last line still being
+// written is left for the next call.
 func Page(path string, offset int64, n int) (lines []string, next int64, err error) {
 	if n < 1 {
 		return nil, offset, nil
@@ -139,13 +172,30 @@ func Page(path string, offset int64, n int) (lines []string, next int64, err err
 	}
 	r := bufio.NewReader(io.NewSectionReader(f, offset, fi.Size()-offset))
 	next = offset
-	for len(lines) < n {
-		line, err := r.ReadString('\n')
-		if err != nil { // EOF: an unfinished line waits for the next call
+	total := 0
+	for len(lines) < n && total < MaxTailBytes {
+		// A line in pieces (ReadSlice's buffer), of which only the first
+		// MaxLineBytes are kept.
+		var kept []byte
+		var length int64
+		for {
+			piece, err := r.ReadSlice('\n')
+			length += int64(len(piece))
+			if len(kept) <= MaxLineBytes {
+				kept = append(kept, piece[:min(len(piece), MaxLineBytes+1-len(kept))]...)
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err != nil { // EOF: an unfinished line waits for the next call
+				return lines, next, nil
+			}
 			break
 		}
-		next += int64(len(line))
-		lines = append(lines, strings.TrimSuffix(line, "\n"))
+		next += length
+		line := cut(bytes.TrimSuffix(kept, []byte{'\n'}), length-1)
+		total += len(line)
+		lines = append(lines, line)
 	}
 	return lines, next, nil
 }

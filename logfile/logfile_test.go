@@ -1,11 +1,13 @@
 package logfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, content string) string {
@@ -43,15 +45,43 @@ func TestTailReturnsTheLinesAskedFor(t *testing.T) {
 	}
 }
 
-func TestTailReadsPastLongLines(t *testing.T) {
+func TestTailReadsPastLongLinesAndCutsThem(t *testing.T) {
 	long := strings.Repeat("x", 70_000)
 	p := write(t, "first\n"+long+"\n"+long+"\nlast\n")
 	got := Tail(p, 3)
-	if len(got) != 3 || len(got[0]) != 70_000 || len(got[1]) != 70_000 || got[2] != "last" {
+	want := strings.Repeat("x", MaxLineBytes) + "… [line cut: 70000 bytes]"
+	if len(got) != 3 || got[0] != want || got[1] != want || got[2] != "last" {
 		t.Fatalf("Tail(3) after 70,000-character lines: %d lines, lengths %v", len(got), lengths(got))
 	}
 	if got := Tail(p, 4); len(got) != 4 || got[0] != "first" {
 		t.Errorf("Tail(4) = lengths %v, want first line too", lengths(got))
+	}
+}
+
+// A service that prints without line breaks cannot make a reader of its
+// log hold it all: an attack printed 200 MB on one line, and the MCP
+// server ran out of memory answering logs.
+func TestAHugeLineIsReadBoundedAndCut(t *testing.T) {
+	p := write(t, "before\n"+strings.Repeat("a", 3*MaxTailBytes)+"\nafter\n")
+	start := time.Now()
+	got := Tail(p, 3)
+	if len(got) != 2 || got[1] != "after" || len(got[0]) > MaxLineBytes+100 || !strings.Contains(got[0], "line cut") {
+		t.Errorf("Tail(3) = lengths %v", lengths(got))
+	}
+	lines, next, err := Page(p, 0, 5)
+	if err != nil || len(lines) != 3 || lines[0] != "before" || lines[2] != "after" || next != Size(p) {
+		t.Fatalf("Page = lengths %v, next %d of %d, %v", lengths(lines), next, Size(p), err)
+	}
+	if want := fmt.Sprintf("… [line cut: %d bytes]", 3*MaxTailBytes); !strings.HasSuffix(lines[1], want) || len(lines[1]) > MaxLineBytes+100 {
+		t.Errorf("Page's long line ends %q (length %d)", lines[1][max(0, len(lines[1])-40):], len(lines[1]))
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("reading a %d MiB line took %s", 3*MaxTailBytes>>20, took)
+	}
+	// Unfinished, it waits, without holding more than a line's bound.
+	p = write(t, "x\n"+strings.Repeat("b", 2*MaxTailBytes))
+	if lines, next, _ := Page(p, 0, 5); len(lines) != 1 || next != 2 {
+		t.Errorf("an unfinished huge line: %d lines, next %d", len(lines), next)
 	}
 }
 

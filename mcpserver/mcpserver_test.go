@@ -345,7 +345,8 @@ func TestLogsPagesWithAnOffsetAndTailsLongLines(t *testing.T) {
 		}
 	}
 	decode(c.tool("logs", fmt.Sprintf(`{"dir":%q,"lines":3}`, dir)))
-	if got := logs.Services["api"].Lines; len(got) != 3 || len(got[0]) != 70_000 {
+	// The long line comes back cut, saying how long it was.
+	if got := logs.Services["api"].Lines; len(got) != 3 || !strings.HasSuffix(got[0], "[line cut: 70000 bytes]") || len(got[0]) > 20_000 {
 		t.Errorf("lines:3 after a 70,000-character line gave %d lines", len(got))
 	}
 	decode(c.tool("logs", fmt.Sprintf(`{"dir":%q,"lines":2,"offset":0}`, dir)))
