@@ -2,14 +2,50 @@ package compose
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMalformedComposeGivesLineAndColumn(t *testing.T) {
 	_, err := Convert(context.Background(), filepath.Join("testdata", "malformed", "docker-compose.yml"))
 	if err == nil || !strings.Contains(err.Error(), "docker-compose.yml:4:") {
 		t.Fatalf("err = %v, want file:line:column", err)
+	}
+}
+
+// A .env or an env_file that is a link to a device, or a FIFO, is an error
+// naming it, not a read that never ends: a repository may commit either
+// (init ran out of memory on /dev/zero and hung on a FIFO past Ctrl-C).
+func TestAnEnvFileThatIsNoRegularFileIsRefusedNotRead(t *testing.T) {
+	for _, tc := range []struct{ name, link string }{{"dotenv", ".env"}, {"env_file", "app.env"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			compose := "services:\n  web:\n    image: nginx\n    env_file: [app.env]\n"
+			if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(compose), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.link != "app.env" {
+				os.WriteFile(filepath.Join(dir, "app.env"), []byte("A=1\n"), 0o644)
+			}
+			if err := os.Symlink("/dev/zero", filepath.Join(dir, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Convert(context.Background(), filepath.Join(dir, "compose.yaml"))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if tc.link == ".env" && (err == nil || !strings.Contains(err.Error(), ".env")) {
+					t.Errorf("a .env linked to /dev/zero: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("init still reading a .env linked to /dev/zero after 20s")
+			}
+		})
 	}
 }

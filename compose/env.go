@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/smallfile"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -247,7 +247,7 @@ func validEnvName(s string) bool {
 // a slice: their values are never written.
 func envFileVars(path string) map[string]string {
 	out := map[string]string{}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, world.MaxEnvFileSize) // not a device, a FIFO or a runaway file
 	if err != nil {
 		return out
 	}

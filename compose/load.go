@@ -17,6 +17,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/git-binky/git-binky/smallfile"
+	"github.com/git-binky/git-binky/world"
 )
 
 // source is a compose project as compose itself reads it: the files merged
@@ -385,10 +388,17 @@ func locate(doc *yaml.Node, keys []string) (int, int, bool) {
 // readDotenv reads the .env beside the compose file with compose's own
 // parser; a missing file is no variables.
 func readDotenv(path string) (map[string]string, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	// A regular file of a bounded size only: a repository may commit .env
+	// as a link to /dev/zero (init ran out of memory) or put a FIFO there
+	// (init hung past Ctrl-C).
+	b, err := smallfile.Read(path, world.MaxEnvFileSize)
+	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
 	}
-	m, err := dotenv.GetEnvFromFile(map[string]string{}, []string{path})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	m, err := dotenv.UnmarshalBytesWithLookup(b, func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
