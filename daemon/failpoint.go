@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/git-binky/git-binky/adapters"
 )
@@ -11,11 +12,14 @@ import (
 // Failure points, for tests only: with BINKY_TEST_FAIL_AT=<step> in the
 // daemon's environment, the step fails as a server error would; with
 // BINKY_TEST_CRASH_AT=<step> the daemon kills itself (SIGKILL, as kill -9
-// would) right after it. Read here and nowhere else; adapters report their
-// steps through adapters.Step and never read the variables.
+// would) right after it; with BINKY_TEST_PAUSE_AT=<step> it waits 2 s
+// there, for a test to act in between (a client's Ctrl-C). Read here and
+// nowhere else; adapters report their steps through adapters.Step and
+// never read the variables.
 const (
 	failAtEnv  = "BINKY_TEST_FAIL_AT"
 	crashAtEnv = "BINKY_TEST_CRASH_AT"
+	pauseAtEnv = "BINKY_TEST_PAUSE_AT"
 )
 
 // FailureSteps is every step a test can cut off, in the order an up (then
@@ -51,6 +55,10 @@ func (d *Daemon) step(name string) error {
 		d.log.Warn("crashing on purpose", "step", name, "because", crashAtEnv)
 		killSelf()
 		select {} // the signal is on its way
+	}
+	if v := os.Getenv(pauseAtEnv); v != "" && v == name {
+		d.log.Warn("pausing on purpose", "step", name, "because", pauseAtEnv)
+		time.Sleep(2 * time.Second)
 	}
 	if v := os.Getenv(failAtEnv); v != "" && v == name {
 		return fmt.Errorf("failed on purpose after step %s (%s is set)", name, failAtEnv)

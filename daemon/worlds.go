@@ -636,7 +636,12 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 			return api.World{}, fmt.Errorf("worktree %s was not removed, so its world was kept (its services are stopped: 'git binky up' starts them again): %w", w.Worktree.Path, err)
 		}
 	}
-	left, err := d.forget(ctx, w.ID, env)
+	// The worktree is gone: its world's data goes too, whether or not the
+	// client waits for it (a Ctrl-C here left the world's role and
+	// database behind with no record naming them).
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	left, err := d.forget(tctx, w.ID, env)
 	if err != nil {
 		return api.World{}, err
 	}

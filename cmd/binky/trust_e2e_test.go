@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -496,5 +498,42 @@ clone_from = "golden"
 		if p != filepath.Join(dir, "psql") {
 			t.Errorf("migrate or seed ran %s, want the server's own %s", p, filepath.Join(dir, "psql"))
 		}
+	}
+}
+
+// A remove whose client goes away (Ctrl-C, a closed MCP client) once the
+// worktree is gone still drops the world's slices: nothing else would (an
+// attack interrupted one and left its role, and a database, that no record
+// named any more).
+func TestARemoveWhoseClientGoesAwayStillDropsTheWorldsData(t *testing.T) {
+	pg, rd := needServers(t)
+	project := "g" + runID()
+	f := newFixture(t, trustConfig(project, false))
+	f.mustBinky(f.repo, "up", "k4")
+	wt := f.world("k4").Path
+	if left := leftOf(t, pg, rd, project+"_"); len(left) == 0 {
+		t.Fatal("the world has no database or role to drop")
+	}
+	// The next daemon waits 2 s between dropping the database and the role.
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.extraEnv = []string{"BINKY_TEST_PAUSE_AT=postgres.teardown.database_dropped"}
+	cmd := exec.Command(filepath.Join(binDir, "git-binky"), "remove", "k4", "--force")
+	cmd.Dir, cmd.Env = f.repo, append(os.Environ(), f.env()...)
+	f.extraEnv = nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the worktree removed", func() bool {
+		_, err := os.Stat(wt)
+		return errors.Is(err, os.ErrNotExist)
+	})
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for left := leftOf(t, pg, rd, project+"_"); len(left) != 0; left = leftOf(t, pg, rd, project+"_") {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after a remove's client went away, its world left %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
