@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -526,6 +527,13 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	cmd := procgroup.Command(ctx, cmdline)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = f, f
+	// A step outlived a killed daemon and wrote into the database the next
+	// daemon made again (or into a template): the kernel kills its shell
+	// with the daemon, so it starts nothing more. Its thread is held until
+	// it is done, since the signal follows the thread that started it.
+	procgroup.DieWithParent(cmd)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
 		// Only this run's output: what follows the last marker, not what
 		// an earlier run left above it.

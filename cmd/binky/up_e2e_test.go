@@ -435,3 +435,48 @@ health = { http = "/unhealthy", start_period = "1s" }
 		}
 	}
 }
+
+// A migrate that outlives its daemon would go on writing into the database
+// the next daemon makes again, beside that one's own migrate (an attack
+// saw both write): the kernel ends a step's shell with the daemon that
+// started it, so nothing after its current command runs.
+func TestAStepOfAKilledDaemonStartsNothingMore(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.db]
+adapter = "postgres"
+migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
+`)
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL: make test installs postgresql")
+	}
+	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
+	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer up.Wait()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(f.gcDir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the migrate never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	info, err := os.ReadFile(filepath.Join(f.home, "daemon.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ PID int }
+	json.Unmarshal(info, &d)
+	if err := signalPID(d.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if _, err := os.Stat(filepath.Join(f.gcDir, "late")); err == nil {
+		t.Error("the migrate went on after its daemon was killed")
+	}
+}
