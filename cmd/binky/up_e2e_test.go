@@ -237,16 +237,7 @@ func TestKilledDaemonIsReplacedAndAdoptsServices(t *testing.T) {
 	f := newFixture(t, twoServices)
 	f.mustBinky(f.repo, "up")
 	w := f.world("acme")
-	info, err := os.ReadFile(filepath.Join(f.home, "daemon.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct{ PID int }
-	json.Unmarshal(info, &d)
-	if err := signalPID(d.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	f.eventually("daemon gone", func() bool { return !pidAlive(d.PID) })
+	f.killDaemon()
 	for _, s := range w.Services {
 		if !pidAlive(s.PID) {
 			t.Fatalf("service %s died with the daemon", s.Name)
@@ -466,15 +457,7 @@ migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	info, err := os.ReadFile(filepath.Join(f.home, "daemon.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct{ PID int }
-	json.Unmarshal(info, &d)
-	if err := signalPID(d.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	f.killDaemon()
 	time.Sleep(3 * time.Second)
 	if _, err := os.Stat(filepath.Join(f.gcDir, "late")); err == nil {
 		t.Error("the migrate went on after its daemon was killed")
