@@ -554,3 +554,39 @@ services:
 		t.Errorf("the container's secret is in the file:\n%s", res.TOML)
 	}
 }
+
+// A credential inside a value is no less one: after "Bearer " or a word,
+// as a URL parameter, or as a connection string's password. And two
+// different passwords never share one variable. (An attack's compose file
+// had each, and init wrote the literals into binky.toml, or lost one.)
+func TestCredentialsInsideValuesStayOutOfTheFile(t *testing.T) {
+	res, err := project(t, map[string]string{"compose.yaml": `services:
+  web:
+    image: node
+    command: ["node", "server.js", "--password=CmdLineSecret99", "-pInlinePw77"]
+    environment:
+      AUTH: "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcDEFghiJKL0123456789"
+      E: "literal sk_live_51HliteralSTRIPEKEY0000000"
+      CALLBACK: "http://api/x?password=QueryPw4321&token=QueryTok4321"
+      CONN: "Server=db;User Id=sa;Password=MssqlPw555;"
+      PLAIN: "Server=db;Database=app;"
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lit := range []string{"eyJhbGciOiJIUzI1NiJ9", "sk_live_51H", "QueryPw4321", "QueryTok4321", "MssqlPw555", "CmdLineSecret99", "InlinePw77"} {
+		if strings.Contains(res.TOML, lit) {
+			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
+		}
+	}
+	if !strings.Contains(res.TOML, "Server=db;Database=app;") {
+		t.Errorf("a connection string without a password was masked:\n%s", res.TOML)
+	}
+	cmd := regexp.MustCompile(`(?m)^cmd = (.*)$`).FindStringSubmatch(res.TOML)
+	if cmd == nil {
+		t.Fatalf("no cmd:\n%s", res.TOML)
+	}
+	if vars := regexp.MustCompile(`\$\{env\.([A-Z0-9_]+)\}`).FindAllStringSubmatch(cmd[1], -1); len(vars) != 2 || vars[0][1] == vars[1][1] {
+		t.Errorf("two passwords on the command line: %s", cmd[1])
+	}
+}

@@ -667,7 +667,7 @@ func (c *converter) secretValue(key, v string) (string, bool) {
 		}
 		return v, false
 	}
-	if world.SecretKey(key) || looksSecret(lit) || urlPassword(v) {
+	if world.SecretKey(key) || looksSecret(lit) || urlPassword(v) || credentialInside(lit) {
 		c.secrets[key] = true
 		c.refs[key] = true
 		c.secretVal[lit] = key
@@ -700,6 +700,12 @@ func (c *converter) secretName(lit, fallback string) string {
 	if n, ok := c.secretVal[lit]; ok {
 		name = n
 	} else {
+		// A name another credential holds gets a number: one variable
+		// for two passwords would lose one (--password=A -pB both became
+		// ${env.WEB_PASSWORD}).
+		for i := 2; c.heldByAnother(name, lit); i++ {
+			name = fmt.Sprintf("%s_%d", fallback, i)
+		}
 	search:
 		for _, t := range c.services {
 			env := t.rawEnv()
@@ -715,6 +721,17 @@ func (c *converter) secretName(lit, fallback string) string {
 	c.refs[name] = true
 	c.secretVal[lit] = name
 	return name
+}
+
+// heldByAnother reports whether name already stands for a credential
+// other than lit.
+func (c *converter) heldByAnother(name, lit string) bool {
+	for l, n := range c.secretVal {
+		if n == name && l != lit {
+			return true
+		}
+	}
+	return false
 }
 
 func urlPassword(v string) bool {
@@ -733,7 +750,32 @@ func stripTokens(v string) string {
 	return v
 }
 
-var secretLooks = regexp.MustCompile(`^(sk|pk|rk)_(live|test)_|^gh[pousr]_[A-Za-z0-9]{16,}|^xox[abpr]-|^AKIA[0-9A-Z]{16}$|-----BEGIN|^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`)
+// secretLooks is a known token format, anywhere in a value: after
+// "Bearer " or a word (init wrote AUTH = "Bearer eyJ..." into the
+// committed file while it matched only at the start).
+var secretLooks = regexp.MustCompile(`\b(sk|pk|rk)_(live|test)_|\bgh[pousr]_[A-Za-z0-9]{16,}|\bxox[abpr]-|\bAKIA[0-9A-Z]{16}\b|-----BEGIN|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`)
+
+// connPassword is a connection string's password (Server=db;Password=...).
+var connPassword = regexp.MustCompile(`(?i)(^|;)\s*(password|pwd)\s*=\s*[^;\s]`)
+
+// credentialInside reports a value that holds a credential inside it: a
+// URL parameter named as one (?password=, &token=) or a connection
+// string's Password= or Pwd=.
+func credentialInside(v string) bool {
+	if connPassword.MatchString(v) {
+		return true
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.RawQuery == "" {
+		return false
+	}
+	for name, vals := range u.Query() {
+		if world.SecretKey(name) && slices.ContainsFunc(vals, func(val string) bool { return val != "" }) {
+			return true
+		}
+	}
+	return false
+}
 
 // looksSecret is a value that is a credential whatever its name: a known
 // token format, or a long random-looking string.
