@@ -87,6 +87,12 @@ type Daemon struct {
 	noCheckoutAfter time.Duration
 	recheckEvery    time.Duration
 
+	// lost are worktrees (by admin folder, under mu) that a daemon before
+	// this one saw born but that have no world: their up was queued, or
+	// under way before its record, when that daemon died or stopped. The
+	// watcher's next look takes them for born again (findLost).
+	lost map[string]bool
+
 	// refs are admin URLs that admin_url references with ${env.X}
 	// resolved to, by repository and reference (rememberRef).
 	refs sync.Map
@@ -96,7 +102,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]*unchecked{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
+		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }
@@ -176,6 +182,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// requests that touch worlds wait until adoption is done.
 	go func() {
 		d.adoptAll(ctx)
+		d.findLost()
 		d.remarkSlices(ctx)
 		close(d.adopted)
 		if d.watch != nil {

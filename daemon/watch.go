@@ -271,7 +271,11 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 			continue // not seen yet: looked at again in a moment
 		}
 		names = append(names, wt.Name)
-		if (slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
+		d.mu.Lock()
+		lost := d.lost[wt.AdminDir]
+		delete(d.lost, wt.AdminDir)
+		d.mu.Unlock()
+		if (lost || slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
 			born = append(born, wt)
 		}
 	}
@@ -285,6 +289,36 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// findLost notes the worktrees of registered repositories that were seen
+// born but have no world (lost). It runs before any up of this daemon can
+// begin, so none of them is an up under way here: a queued up is only in
+// its daemon's memory, and one a daemon that died or stopped had queued
+// was lost for good (an attack found it). auto() then does what their
+// config says, as it would have when they were born.
+func (d *Daemon) findLost() {
+	repos, err := d.home.Repos()
+	if err != nil {
+		return
+	}
+	for _, reg := range repos {
+		repo, err := gitx.Open(reg.CommonDir)
+		if err != nil {
+			continue
+		}
+		wts, err := repo.Worktrees()
+		if err != nil {
+			continue
+		}
+		for _, wt := range wts {
+			if !wt.Main && slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(reg.CommonDir, wt.AdminDir)) {
+				d.mu.Lock()
+				d.lost[wt.AdminDir] = true
+				d.mu.Unlock()
+			}
+		}
+	}
+}
 
 // noCheckoutWait is how long a new worktree without an index may be git
 // about to check its files out before the watcher takes it for `git

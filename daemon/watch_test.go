@@ -302,3 +302,28 @@ func worldIn(t *testing.T, home world.Home, repo, name, branch string) (string, 
 	}
 	return wt, w
 }
+
+// A worktree whose up was queued when its daemon died (or stopped) was
+// seen born but has no world, and only that daemon's memory knew of the
+// up: the next daemon takes it for born again, once, so that its world is
+// started after all. (An attack lost queued worlds for good that way.)
+func TestAWorktreeWhoseQueuedUpWasLostIsBornAgainForTheNextDaemon(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "queued"), "queued")
+	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 1 {
+		t.Fatalf("born %+v, want the new worktree", born)
+	}
+	// Its up queued, then the daemon gone: no record.
+	d2 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if _, born := d2.reconcileRecords(context.Background(), common); len(born) != 0 {
+		t.Fatalf("without looking for lost ups, born %+v", born)
+	}
+	d3 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d3.findLost()
+	if _, born := d3.reconcileRecords(context.Background(), common); len(born) != 1 || born[0].Name != "queued" {
+		t.Fatalf("born %+v, want the worktree whose up was lost", born)
+	}
+	if _, born := d3.reconcileRecords(context.Background(), common); len(born) != 0 {
+		t.Fatalf("born again on the next look: %+v", born)
+	}
+}
