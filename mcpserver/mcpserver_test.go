@@ -172,6 +172,9 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		{"logs", `{"lines":0}`, `argument "lines" must be at least 1, got 0`},
 		{"logs", `{"lines":2.5}`, `argument "lines" must be an integer, got the number 2.5`},
 		{"logs", `{"lines":99999}`, `argument "lines" must be at most`},
+		// Past 2^53 a JSON number is no exact integer (1e20 overflowed to a
+		// negative offset, which read the tail instead).
+		{"logs", `{"offset":1e20}`, `argument "offset" must be at most`},
 		{"restart", `{}`, `missing argument "service"`},
 		{"curl", `{"service":"api","method":"BREW"}`, `argument "method" must be one of GET, HEAD`},
 		{"env", `{"name":null}`, `argument "name" must be a string, got null (leave out an argument you do not set)`},
