@@ -565,3 +565,49 @@ func TestAMissingWorldsEnvIsResourceNotFound(t *testing.T) {
 		t.Errorf("an unrelated error took the resource's code: %v", pe)
 	}
 }
+
+// What a world's processes print can hold its credentials (a service that
+// logs its DATABASE_URL, a check that echoes it): logs and verify hide
+// them as env does, unless the call reveals them. (An attack read a
+// world's password through both while env said xxxxx.)
+func TestLogsAndVerifyHideCredentialsUnlessRevealed(t *testing.T) {
+	s, dir := repo(t, dbConfig+`[services.db]
+adapter = "postgres"
+[agents]
+verify = ["echo url=$DB_URL"]
+`)
+	w, err := world.Open(s.Home, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(context.Background(), func(r *world.Record) error {
+		r.Slices = append(r.Slices, world.SliceRecord{Service: "db", Adapter: "postgres", Name: "acme_acme", Ready: true,
+			Address: map[string]string{"url": "postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme", "password": "literal-token-value", "user": "acme_acme"}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := w.LogPaths("api")
+	os.MkdirAll(filepath.Dir(p["api"]), 0o700)
+	os.WriteFile(p["api"], []byte("connecting to postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme\n"), 0o600)
+	c := start(t, s)
+	for _, tc := range []struct {
+		tool, args string
+		shown      bool
+	}{
+		{"logs", fmt.Sprintf(`{"dir":%q}`, dir), false},
+		{"logs", fmt.Sprintf(`{"dir":%q,"offset":0}`, dir), false},
+		{"logs", fmt.Sprintf(`{"dir":%q,"reveal":true}`, dir), true},
+		{"verify", fmt.Sprintf(`{"dir":%q}`, dir), false},
+		{"verify", fmt.Sprintf(`{"dir":%q,"reveal":true}`, dir), true},
+	} {
+		r := c.tool(tc.tool, tc.args)
+		all := text(r) + fmt.Sprint(r["structuredContent"])
+		if shown := strings.Contains(all, "literal-token-value"); shown != tc.shown {
+			t.Errorf("%s %s: password shown %v, want %v:\n%s", tc.tool, tc.args, shown, tc.shown, text(r))
+		}
+		if !tc.shown && !strings.Contains(all, "acme_acme:xxxxx@") {
+			t.Errorf("%s %s lost the rest of the line:\n%s", tc.tool, tc.args, text(r))
+		}
+	}
+}

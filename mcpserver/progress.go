@@ -37,6 +37,9 @@ type progress struct {
 	start time.Time
 	every time.Duration
 	stop  chan struct{}
+
+	// hide, when set, hides the world's credentials in each line reported.
+	hide func(string) string
 }
 
 // filterKey carries the stdio output filter in a call's context.
@@ -156,6 +159,9 @@ func (l *lineReporter) Write(b []byte) (int, error) {
 		}
 		line := strings.TrimSpace(string(l.partial[:i]))
 		l.partial = l.partial[i+1:]
+		if l.p.hide != nil {
+			line = l.p.hide(line)
+		}
 		if line != "" {
 			l.p.event(api.Event{Message: line})
 		}

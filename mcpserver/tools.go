@@ -94,12 +94,14 @@ func (s *Server) tools() []server.ServerTool {
 				mcp.WithBoolean("reveal", mcp.Description("Include passwords and other credentials (they then appear in your transcript). Default false.")),
 				mcp.WithOutputSchema[world.Coordinates]())...), Handler: s.env},
 		{Tool: newTool("verify", "Run the project's [agents] verify checks in the worktree with the world's environment; every check runs even after a failure. A failing check makes the result a tool error.",
-			writes.titled("Verify a world"), with(worldArgs(), mcp.WithOutputSchema[verify.Result]())...), Handler: s.verify},
+			writes.titled("Verify a world"), with(worldArgs(), revealArg("Show the world's passwords where a check prints them (they then appear in your transcript). Default false: they read xxxxx."),
+				mcp.WithOutputSchema[verify.Result]())...), Handler: s.verify},
 		{Tool: newTool("logs", "What a world's services printed: the last lines of each log, or, with offset, the lines written from that byte offset on (pass back next_offset to page or poll).",
 			readOnly.titled("Service logs"), with(worldArgs(),
 				mcp.WithString(argService, mcp.Description("Only this service.")),
 				mcp.WithInteger("lines", mcp.Description("Lines per service (default 50)."), mcp.Min(1), mcp.Max(5000)),
 				mcp.WithInteger("offset", mcp.Description("Byte offset to read from (a next_offset from an earlier call); omit for the last lines."), mcp.Min(0), mcp.Max(1<<53)),
+				revealArg("Show the world's passwords where a service printed them (they then appear in your transcript). Default false: they read xxxxx."),
 				mcp.WithOutputSchema[Logs]())...), Handler: s.logs},
 		{Tool: newTool("restart", "Restart one service of a running world on its port, leaving the others running.",
 			writes.titled("Restart a service"), with(worldArgs(), serviceArg("The service to restart."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceRestart)},
@@ -205,9 +207,17 @@ func (s *Server) env(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := s.newProgress(ctx, req)
 	defer p.done()
+	if w, err := world.Open(s.Home, s.dir(req), req.GetString(argName, "")); err == nil {
+		p.hide = s.hider(w, req)
+	}
 	res, err := verify.RunWorld(ctx, s.Home, s.dir(req), req.GetString(argName, ""), s.Env, p.lines())
 	if err != nil {
 		return result(nil, err)
+	}
+	if p.hide != nil {
+		for i := range res.Checks {
+			res.Checks[i].Output = p.hide(res.Checks[i].Output)
+		}
 	}
 	out, _ := result(res, nil)
 	out.IsError = !res.Passed
@@ -233,7 +243,34 @@ func (s *Server) logs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if err != nil {
 		return result(nil, err)
 	}
+	if hide := s.hider(w, req); hide != nil {
+		for _, l := range logs {
+			for i, line := range l.Lines {
+				l.Lines[i] = hide(line)
+			}
+		}
+	}
 	return result(Logs{World: w.Name, Services: logs}, nil)
+}
+
+// revealArg is the reveal argument of a tool whose result can carry what
+// a world's processes printed.
+func revealArg(what string) mcp.ToolOption {
+	return mcp.WithBoolean("reveal", mcp.Description(what))
+}
+
+// hider hides the world's credentials in what its processes printed (a
+// service that logs its DATABASE_URL), unless the call asked to reveal
+// them: nil then, and for a world with no record (nothing to hide).
+func (s *Server) hider(w *world.World, req mcp.CallToolRequest) func(string) string {
+	if req.GetBool("reveal", false) {
+		return nil
+	}
+	rec, err := w.Home.LoadRecord(w.ID)
+	if err != nil {
+		return nil
+	}
+	return w.Coordinates(rec).Hider()
 }
 
 func (s *Server) service(action string) server.ToolHandlerFunc {

@@ -120,9 +120,16 @@ func RedactEnv(env map[string]string) map[string]string {
 	return out
 }
 
-// Redacted returns the coordinates with every credential hidden, in the
-// environment and in each service's fields alike.
-func (c Coordinates) Redacted() Coordinates {
+// Hider returns a function that hides the coordinates' credentials
+// wherever they appear in a text (a log line, a check's output): what a
+// world's processes print can hold its own URL.
+func (c Coordinates) Hider() func(string) string {
+	sec := secrets(c.flat())
+	return func(v string) string { return hide(v, sec) }
+}
+
+// flat is every value of the coordinates, by variable or service.field.
+func (c Coordinates) flat() map[string]string {
 	all := map[string]string{}
 	for k, v := range c.Env {
 		all[k] = v
@@ -132,7 +139,13 @@ func (c Coordinates) Redacted() Coordinates {
 			all[svc+"."+f] = v
 		}
 	}
-	sec := secrets(all)
+	return all
+}
+
+// Redacted returns the coordinates with every credential hidden, in the
+// environment and in each service's fields alike.
+func (c Coordinates) Redacted() Coordinates {
+	sec := secrets(c.flat())
 	out := c
 	out.Env = make(map[string]string, len(c.Env))
 	for k, v := range c.Env {
