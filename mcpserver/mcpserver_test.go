@@ -280,14 +280,7 @@ adapter = "postgres"
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What up records for a provisioned slice.
-	if _, err := w.Update(context.Background(), func(r *world.Record) error {
-		r.Slices = append(r.Slices, world.SliceRecord{Service: "db", Adapter: "postgres", Name: "acme_acme", Ready: true,
-			Address: map[string]string{"url": "postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme", "password": "literal-token-value", "user": "acme_acme"}})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordSlice(t, w)
 	c := start(t, s)
 	r := c.tool("env", fmt.Sprintf(`{"dir":%q}`, dir))
 	if isError(r) {
@@ -580,13 +573,7 @@ verify = ["echo url=$DB_URL"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Update(context.Background(), func(r *world.Record) error {
-		r.Slices = append(r.Slices, world.SliceRecord{Service: "db", Adapter: "postgres", Name: "acme_acme", Ready: true,
-			Address: map[string]string{"url": "postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme", "password": "literal-token-value", "user": "acme_acme"}})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordSlice(t, w)
 	p, _ := w.LogPaths("api")
 	os.MkdirAll(filepath.Dir(p["api"]), 0o700)
 	os.WriteFile(p["api"], []byte("connecting to postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme\n"), 0o600)
@@ -609,5 +596,18 @@ verify = ["echo url=$DB_URL"]
 		if !tc.shown && !strings.Contains(all, "acme_acme:xxxxx@") {
 			t.Errorf("%s %s lost the rest of the line:\n%s", tc.tool, tc.args, text(r))
 		}
+	}
+}
+
+// recordSlice records what up records for a provisioned postgres slice of
+// the world, its password literal-token-value.
+func recordSlice(t *testing.T, w *world.World) {
+	t.Helper()
+	if _, err := w.Update(context.Background(), func(r *world.Record) error {
+		r.Slices = append(r.Slices, world.SliceRecord{Service: "db", Adapter: "postgres", Name: "acme_acme", Ready: true,
+			Address: map[string]string{"url": "postgres://acme_acme:literal-token-value@127.0.0.1:5432/acme_acme", "password": "literal-token-value", "user": "acme_acme"}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
