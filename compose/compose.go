@@ -111,6 +111,16 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 		}
 	}
 	cfg, diags := world.ParseConfig(world.ConfigFile, []byte(out))
+	if cfg != nil {
+		// A limit of binky's, not a fault of init's: said as such.
+		ports := 0
+		for _, n := range cfg.ServiceNames() {
+			ports += len(cfg.Services[n].PortKeys())
+		}
+		if ports > world.MaxPortsPerWorld {
+			return res, fmt.Errorf("%s asks for %d ports, and a world may have at most %d: split it into worlds of fewer services, or publish fewer ports", path, ports, world.MaxPortsPerWorld)
+		}
+	}
 	if cfg != nil && !hasErrors(diags) {
 		diags = world.CheckPortable(cfg, adapters.TableInfo)
 	}
@@ -147,7 +157,8 @@ type Options struct {
 // beside it, only when the result loads. It returns where it wrote.
 func Init(ctx context.Context, opts Options) (string, Result, error) {
 	out := filepath.Join(opts.Dir, world.ConfigFile)
-	if _, err := os.Stat(out); err == nil && !opts.Force {
+	// Lstat: a link named binky.toml, even one to nothing, is the user's.
+	if _, err := os.Lstat(out); err == nil && !opts.Force {
 		return out, Result{}, fmt.Errorf("%s already exists: init will not overwrite it (use --force to replace it)", out)
 	}
 	src, err := Find(opts.Dir)

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +48,19 @@ func TestAnEnvFileThatIsNoRegularFileIsRefusedNotRead(t *testing.T) {
 				t.Fatal("init still reading a .env linked to /dev/zero after 20s")
 			}
 		})
+	}
+}
+
+// More ports than a world may have is binky's limit, said plainly, not
+// "init wrote a binky.toml that does not load; please report it".
+func TestAProjectOverThePortLimitIsSaidPlainly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i := 0; i < 130; i++ {
+		fmt.Fprintf(&b, "  s%d:\n    image: nginx\n    ports: [\"%d:80\"]\n", i, 10000+i)
+	}
+	_, err := project(t, map[string]string{"compose.yaml": b.String()})
+	if err == nil || !strings.Contains(err.Error(), "130 ports") || strings.Contains(err.Error(), "report") {
+		t.Errorf("130 ports: %v", err)
 	}
 }
