@@ -611,3 +611,21 @@ func recordSlice(t *testing.T, w *world.World) {
 		t.Fatal(err)
 	}
 }
+
+// Only initialize's own answer opens the session: a ping given the id of
+// an initialize that then fails was answered first ({}), taken for the
+// initialize's result, and a tool ran (an attack's order).
+func TestAPingWithAPendingInitializesIDDoesNotOpenTheSession(t *testing.T) {
+	c, ran := probeServer(t)
+	pad := strings.Repeat("x", 8<<20) // the initialize parses slowly: the ping is answered first
+	c.send(`{"jsonrpc":"2.0","id":700,"method":"initialize","params":{"protocolVersion":5,"pad":"` + pad + `"}}`)
+	c.send(`{"jsonrpc":"2.0","id":700,"method":"ping"}`)
+	c.response(700, nil)
+	c.response(700, nil)
+	if r := c.tool("probe", `{}`); !refusedEarly(r) {
+		t.Errorf("tools/call after a failed initialize whose id a ping shared: %v, want it refused", r)
+	}
+	if n := len(ran); n != 0 {
+		t.Errorf("the probe ran %d times before any initialize succeeded", n)
+	}
+}

@@ -153,11 +153,22 @@ func (f *cancelFilter) noteInitializedLocked(line []byte) {
 	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
 		return
 	}
-	if key := idKey(m.ID); f.initializing[key] {
+	key := idKey(m.ID)
+	if !f.initializing[key] {
+		return
+	}
+	// Only initialize's own answer: a client that gave a ping the pending
+	// initialize's id had the ping's {} taken for it, and a failed
+	// initialize unlocked the session (an attack ran a tool that way).
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	switch {
+	case len(m.Result) == 0 || bytes.Equal(m.Result, []byte("null")):
+		delete(f.initializing, key) // an error: initialize failed
+	case json.Unmarshal(m.Result, &res) == nil && res.ProtocolVersion != "":
 		delete(f.initializing, key)
-		if len(m.Result) > 0 && !bytes.Equal(m.Result, []byte("null")) {
-			f.initialized.Store(true)
-		}
+		f.initialized.Store(true)
 	}
 }
 
