@@ -629,3 +629,22 @@ func TestAPingWithAPendingInitializesIDDoesNotOpenTheSession(t *testing.T) {
 		t.Errorf("the probe ran %d times before any initialize succeeded", n)
 	}
 }
+
+// A message over MaxMessage is dropped with a parse error, read without
+// holding it (a 400 MB line took 2.1 GB), and the session goes on.
+func TestAMessageOverTheLimitIsRefusedAndTheSessionGoesOn(t *testing.T) {
+	c, _ := probeServer(t)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxMessage+10) + `"}}`)
+	select {
+	case line := <-c.lines:
+		if !strings.Contains(line, `"code":-32700`) || !strings.Contains(line, "MiB") {
+			t.Errorf("answer to an oversized message: %.200s", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer to an oversized message")
+	}
+	c.id = 1
+	if r := c.call("ping", `{}`); r["protocolError"] != nil {
+		t.Errorf("a ping after the oversized message: %v", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -46,7 +47,11 @@ func (f *cancelFilter) watch(in io.Reader) io.Reader {
 	go func() {
 		r := bufio.NewReaderSize(in, 64<<10)
 		for {
-			line, err := r.ReadBytes('\n')
+			line, err := readLine(r, MaxMessage)
+			if errors.Is(err, errTooLong) {
+				f.tooLong()
+				continue
+			}
 			if len(line) > 0 {
 				f.note(line)
 				if f.refuseEarly(line) {
@@ -63,6 +68,46 @@ func (f *cancelFilter) watch(in io.Reader) io.Reader {
 		}
 	}()
 	return pr
+}
+
+// MaxMessage bounds one message from the client: a 400 MB line took 2.1
+// GB to read and parse (an attack). Nothing an MCP client sends binky
+// comes near it.
+const MaxMessage = 16 << 20
+
+var errTooLong = errors.New("message too long")
+
+// readLine reads one line of at most max bytes, the newline included. A
+// longer one is read to its end and dropped, holding no more than max,
+// and errTooLong returned.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		if len(line)+len(part) > max {
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				return nil, err
+			}
+			return nil, errTooLong
+		}
+		line = append(line, part...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
+// tooLong answers a message over MaxMessage as JSON-RPC answers what it
+// cannot parse: its id is unknown.
+func (f *cancelFilter) tooLong() {
+	resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code": mcp.PARSE_ERROR, "message": fmt.Sprintf("message over %d MiB: not read", MaxMessage>>20)}})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Write(append(resp, '\n'))
 }
 
 func (f *cancelFilter) note(line []byte) {
