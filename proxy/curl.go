@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -58,17 +60,34 @@ func Do(ctx context.Context, r CurlRequest) (*http.Response, error) {
 	}
 	for _, h := range r.Headers {
 		k, v, ok := strings.Cut(h, ":")
-		if !ok {
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case !ok:
 			return nil, fmt.Errorf("header %q: write it as \"Name: value\"", h)
+		case !headerName(k):
+			return nil, fmt.Errorf("header %q: %q is not a header name", h, k)
+		case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }):
+			return nil, fmt.Errorf("header %q: its value holds a control character (a line break?)", h)
 		}
-		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	resp, err := client.Do(req)
-	if err != nil {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
 		return nil, fmt.Errorf("request through the proxy on 127.0.0.1:%d: %w (is the daemon running? 'git binky daemon status')", r.ProxyPort, err)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("request through the proxy on 127.0.0.1:%d: %w", r.ProxyPort, err)
+	}
 	return resp, nil
+}
+
+// headerName reports an HTTP header name: one or more token characters.
+func headerName(k string) bool {
+	return k != "" && !strings.ContainsFunc(k, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+	})
 }
 
 // Curl sends r through the proxy (Do) and copies the response to out. It
