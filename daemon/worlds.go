@@ -323,6 +323,14 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 			d.admission.Release(w.ID)
 		}
 	}()
+	// A worktree removed while its up waited (for its turn, or for the
+	// world's lock behind a remove) has no world to start: an attack saw
+	// one admitted after all, its slices made and its processes failing
+	// in a folder that was gone, until the watcher tore it down.
+	if !w.Worktree.Main && !exists(w.Worktree.AdminDir) {
+		d.log.Info("up ended: its worktree was removed while it waited", "world", w.Name)
+		return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn", w.Name)
+	}
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
 		rec.State, rec.Reason = world.StateStarting, ""
 		// What starts now is what restarts later, even after a daemon

@@ -164,3 +164,27 @@ func procState(pid int) byte {
 	}
 	return b[i+2]
 }
+
+// An up that waited for its turn while its worktree was removed starts
+// nothing when its turn comes: no record, no slices, no processes in a
+// folder that is gone.
+func TestAQueuedUpWhoseWorktreeIsRemovedStartsNothing(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	f.mustGit(f.repo, "worktree", "add", "-q", "../z", "-b", "z")
+	f.mustBinky(f.repo, "up")
+	z, zq := f.startUp("z")
+	<-zq
+	f.mustGit(f.repo, "worktree", "remove", "--force", "../z")
+	f.mustBinky(f.repo, "down")
+	if err := z.Wait(); err == nil {
+		t.Fatal("the up of a removed worktree succeeded")
+	}
+	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+	if !strings.Contains(string(log), "its worktree was removed while it waited") {
+		t.Errorf("the queued up went on after its worktree was removed; daemon log:\n%s", log)
+	}
+	if _, ok := f.find("z"); ok {
+		t.Error("a world was made for a worktree removed while its up waited")
+	}
+}
