@@ -290,12 +290,15 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// findLost notes the worktrees of registered repositories that were seen
-// born but have no world (lost). It runs before any up of this daemon can
-// begin, so none of them is an up under way here: a queued up is only in
-// its daemon's memory, and one a daemon that died or stopped had queued
-// was lost for good (an attack found it). auto() then does what their
-// config says, as it would have when they were born.
+// findLost notes the worktrees of registered repositories whose automatic
+// up a daemon before this one began and never ended (its mark is there,
+// pendingUpPath) and that have no world (lost): a queued up is only in its
+// daemon's memory, and one a daemon that died or stopped had queued was
+// lost for good (an attack found it). It runs before any up of this
+// daemon can begin, so none of them is an up under way here; auto() then
+// does what their config says, as it would have when they were born. A
+// worktree that merely has no world (one that was there when its
+// repository was registered) has no mark, and is left alone.
 func (d *Daemon) findLost() {
 	repos, err := d.home.Repos()
 	if err != nil {
@@ -311,11 +314,16 @@ func (d *Daemon) findLost() {
 			continue
 		}
 		for _, wt := range wts {
-			if !wt.Main && slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(reg.CommonDir, wt.AdminDir)) {
-				d.mu.Lock()
-				d.lost[wt.AdminDir] = true
-				d.mu.Unlock()
+			if wt.Main || !exists(pendingUpPath(wt.AdminDir)) {
+				continue
 			}
+			if d.home.HasRecord(world.WorldID(reg.CommonDir, wt.AdminDir)) {
+				os.Remove(pendingUpPath(wt.AdminDir)) // it got its world after all
+				continue
+			}
+			d.mu.Lock()
+			d.lost[wt.AdminDir] = true
+			d.mu.Unlock()
 		}
 	}
 }
@@ -443,10 +451,22 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		}
 		return
 	}
+	// Until the up has made the world's record (it may wait its turn for
+	// long), only this daemon's memory knows of it: a mark on disk says so
+	// to the next daemon should this one die or stop meanwhile (findLost).
+	pending := pendingUpPath(wt.AdminDir)
+	if err := os.MkdirAll(filepath.Dir(pending), 0o700); err == nil {
+		_ = os.WriteFile(pending, nil, 0o600)
+	}
+	defer os.Remove(pending)
 	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
 }
+
+// pendingUpPath marks a worktree whose automatic up has begun and not
+// ended.
+func pendingUpPath(adminDir string) string { return filepath.Join(adminDir, "binky", "pending-up") }
 
 func untrustedReason(w *world.World) string {
 	return fmt.Sprintf("%s (or an env_file it names) is not approved on this machine: 'git binky up' in the worktree approves it and starts the world", w.Config.Path)

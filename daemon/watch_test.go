@@ -303,17 +303,28 @@ func worldIn(t *testing.T, home world.Home, repo, name, branch string) (string, 
 	return wt, w
 }
 
-// A worktree whose up was queued when its daemon died (or stopped) was
-// seen born but has no world, and only that daemon's memory knew of the
-// up: the next daemon takes it for born again, once, so that its world is
-// started after all. (An attack lost queued worlds for good that way.)
+// A worktree whose automatic up was queued when its daemon died (or
+// stopped) was seen born but has no world, and only that daemon's memory
+// knew of the up: the next daemon takes it for born again, once, so that
+// its world is started after all. (An attack lost queued worlds for good
+// that way.) A worktree that has no world for any other reason (one there
+// before its repository was registered) is left alone.
 func TestAWorktreeWhoseQueuedUpWasLostIsBornAgainForTheNextDaemon(t *testing.T) {
 	d, home, repo, common := registeredRepo(t)
 	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "queued"), "queued")
-	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 1 {
-		t.Fatalf("born %+v, want the new worktree", born)
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "idle"), "idle")
+	_, born := d.reconcileRecords(context.Background(), common)
+	if len(born) != 2 {
+		t.Fatalf("born %+v, want both new worktrees", born)
 	}
-	// Its up queued, then the daemon gone: no record.
+	// queued's up began (auto marks it) and its daemon went away; idle's
+	// world was never started (auto = "off" then, say).
+	for _, wt := range born {
+		if wt.Name == "queued" {
+			os.MkdirAll(filepath.Dir(pendingUpPath(wt.AdminDir)), 0o700)
+			os.WriteFile(pendingUpPath(wt.AdminDir), nil, 0o600)
+		}
+	}
 	d2 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if _, born := d2.reconcileRecords(context.Background(), common); len(born) != 0 {
 		t.Fatalf("without looking for lost ups, born %+v", born)
@@ -321,9 +332,28 @@ func TestAWorktreeWhoseQueuedUpWasLostIsBornAgainForTheNextDaemon(t *testing.T) 
 	d3 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	d3.findLost()
 	if _, born := d3.reconcileRecords(context.Background(), common); len(born) != 1 || born[0].Name != "queued" {
-		t.Fatalf("born %+v, want the worktree whose up was lost", born)
+		t.Fatalf("born %+v, want only the worktree whose up was lost", born)
 	}
 	if _, born := d3.reconcileRecords(context.Background(), common); len(born) != 0 {
 		t.Fatalf("born again on the next look: %+v", born)
+	}
+}
+
+// A worktree there when its repository was registered is seen, and has no
+// world: a new daemon does not take it for a lost up and start it. (The
+// first way lost ups were found did, on every restart.)
+func TestAWorktreeFromBeforeRegistrationIsNotStartedByARestart(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "old"), "old")
+	home := world.Home{Dir: t.TempDir()}
+	common, _ := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
+	if _, err := home.RegisterRepo(common, []string{"old"}); err != nil {
+		t.Fatal(err)
+	}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d.findLost()
+	if _, born := d.reconcileRecords(context.Background(), common); len(born) != 0 {
+		t.Fatalf("a restarted daemon took %+v for born", born)
 	}
 }
