@@ -83,7 +83,39 @@ func cut(line []byte, full int64) string {
 // Tail returns the last n lines of the file at path (fewer if it is
 // shorter; none for n < 1), reading back from its end in chunks until it
 // has them or has read MaxTailBytes.
-func Tail(path string, n int) []string {
+func Tail(path string, n int) []string { return TailWithin(path, n, MaxTailBytes) }
+
+// Encoded is about how many bytes line takes as a JSON string: a control
+// byte, <, > or & is written as six (\u001b), a quote or a backslash as
+// two. A log of control bytes is six times its size encoded.
+func Encoded(line string) int {
+	n := len(line) + 2
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 5
+		case c == '"' || c == '\\':
+			n++
+		}
+	}
+	return n
+}
+
+// TailWithin is Tail keeping only the newest lines whose Encoded sizes fit
+// in budget (one line at least): several services' logs in one answer
+// share one bound.
+func TailWithin(path string, n int, budget int) []string {
+	lines := tail(path, n)
+	total := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		if total += Encoded(lines[i]); total > budget && i < len(lines)-1 {
+			return lines[i+1:]
+		}
+	}
+	return lines
+}
+
+func tail(path string, n int) []string {
 	if n < 1 {
 		return nil
 	}
@@ -152,6 +184,12 @@ func Tail(path string, n int) []string {
 // below offset (rotated) is read from the top. A last line still being
 // written is left for the next call.
 func Page(path string, offset int64, n int) (lines []string, next int64, err error) {
+	return PageWithin(path, offset, n, MaxTailBytes)
+}
+
+// PageWithin is Page returning only lines whose Encoded sizes fit in
+// budget (one line at least); next is then the first line left out.
+func PageWithin(path string, offset int64, n int, budget int) (lines []string, next int64, err error) {
 	if n < 1 {
 		return nil, offset, nil
 	}
@@ -173,7 +211,7 @@ func Page(path string, offset int64, n int) (lines []string, next int64, err err
 	r := bufio.NewReader(io.NewSectionReader(f, offset, fi.Size()-offset))
 	next = offset
 	total := 0
-	for len(lines) < n && total < MaxTailBytes {
+	for len(lines) < n {
 		// A line in pieces (ReadSlice's buffer), of which only the first
 		// MaxLineBytes are kept.
 		var kept []byte
@@ -192,9 +230,11 @@ func Page(path string, offset int64, n int) (lines []string, next int64, err err
 			}
 			break
 		}
-		next += length
 		line := cut(bytes.TrimSuffix(kept, []byte{'\n'}), length-1)
-		total += len(line)
+		if total += Encoded(line); total > budget && len(lines) > 0 {
+			break // the next page begins with it
+		}
+		next += length
 		lines = append(lines, line)
 	}
 	return lines, next, nil

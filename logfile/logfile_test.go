@@ -118,3 +118,24 @@ func TestPageIsACursor(t *testing.T) {
 		t.Errorf("after rotation = %q, want the file from its top", lines)
 	}
 }
+
+// Lines of control bytes take six times their size as JSON: the budget
+// counts what an answer will hold, and several services' logs share one
+// (a review read 287 MiB from three services' logs of 17 MB each).
+func TestTailAndPageWithinABudgetCountTheEncodedSize(t *testing.T) {
+	line := strings.Repeat("\x01", 100)
+	p := write(t, strings.Repeat(line+"\n", 10))
+	if got := Encoded(line); got != 602 {
+		t.Fatalf("Encoded = %d, want 602", got)
+	}
+	if got := TailWithin(p, 10, 2000); len(got) != 3 {
+		t.Errorf("TailWithin(2000) = %d lines, want the newest 3", len(got))
+	}
+	lines, next, err := PageWithin(p, 0, 10, 2000)
+	if err != nil || len(lines) != 3 || next != 303 {
+		t.Fatalf("PageWithin(2000) = %d lines, next %d, %v; want 3 and the fourth line's offset", len(lines), next, err)
+	}
+	if lines, next, _ = PageWithin(p, next, 10, 1); len(lines) != 1 || next != 404 {
+		t.Errorf("a budget smaller than a line still gives one: %d lines, next %d", len(lines), next)
+	}
+}

@@ -567,7 +567,7 @@ func TestLogsAndVerifyHideCredentialsUnlessRevealed(t *testing.T) {
 	s, dir := repo(t, dbConfig+`[services.db]
 adapter = "postgres"
 [agents]
-verify = ["echo url=$DB_URL"]
+verify = ["echo url=$DB_URL", "test -n '${db.password}'"]
 `)
 	w, err := world.Open(s.Home, dir, "")
 	if err != nil {

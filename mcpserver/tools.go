@@ -216,6 +216,8 @@ func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}
 	if p.hide != nil {
 		for i := range res.Checks {
+			// The command as run: interpolated, it can hold ${db.password}.
+			res.Checks[i].Cmd = p.hide(res.Checks[i].Cmd)
 			res.Checks[i].Output = p.hide(res.Checks[i].Output)
 		}
 	}

@@ -24,10 +24,12 @@ func (w *World) Logs(service string, n int, offset int64) (map[string]ServiceLog
 		return nil, err
 	}
 	out := make(map[string]ServiceLog, len(paths))
+	// One answer's bound, shared by its services' logs.
+	budget := logfile.MaxTailBytes / max(1, len(paths))
 	for svc, p := range paths {
 		l := ServiceLog{Lines: []string{}}
 		if offset >= 0 {
-			lines, next, err := logfile.Page(p, offset, n)
+			lines, next, err := logfile.PageWithin(p, offset, n, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -36,7 +38,7 @@ func (w *World) Logs(service string, n int, offset int64) (map[string]ServiceLog
 				l.Lines = lines
 			}
 		} else {
-			if lines := logfile.Tail(p, n); lines != nil {
+			if lines := logfile.TailWithin(p, n, budget); lines != nil {
 				l.Lines = lines
 			}
 			if fi, err := os.Stat(p); err == nil {
