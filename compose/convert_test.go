@@ -570,11 +570,15 @@ func TestCredentialsInsideValuesStayOutOfTheFile(t *testing.T) {
       CALLBACK: "http://api/x?password=QueryPw4321&token=QueryTok4321"
       CONN: "Server=db;User Id=sa;Password=MssqlPw555;"
       PLAIN: "Server=db;Database=app;"
+      KEYWORDS: "host=db user=app password=KeywordPw111 dbname=app"
+      GODSN: "app:GoMysqlPw222@tcp(db:3306)/app"
+      BASIC: "Basic YWRtaW46c2VjcmV0UGFzc3dvcmQ="
 `})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lit := range []string{"eyJhbGciOiJIUzI1NiJ9", "sk_live_51H", "QueryPw4321", "QueryTok4321", "MssqlPw555", "CmdLineSecret99", "InlinePw77"} {
+	for _, lit := range []string{"eyJhbGciOiJIUzI1NiJ9", "sk_live_51H", "QueryPw4321", "QueryTok4321", "MssqlPw555", "CmdLineSecret99", "InlinePw77",
+		"KeywordPw111", "GoMysqlPw222", "YWRtaW46c2VjcmV0UGFzc3dvcmQ="} {
 		if strings.Contains(res.TOML, lit) {
 			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
 		}

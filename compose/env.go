@@ -755,8 +755,10 @@ func stripTokens(v string) string {
 // committed file while it matched only at the start).
 var secretLooks = regexp.MustCompile(`\b(sk|pk|rk)_(live|test)_|\bgh[pousr]_[A-Za-z0-9]{16,}|\bxox[abpr]-|\bAKIA[0-9A-Z]{16}\b|-----BEGIN|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`)
 
-// connPassword is a connection string's password (Server=db;Password=...).
-var connPassword = regexp.MustCompile(`(?i)(^|;)\s*(password|pwd)\s*=\s*[^;\s]`)
+// connPassword is a connection string's password: Server=db;Password=...,
+// libpq's host=db password=..., a Go MySQL DSN's user:pw@tcp(...), and an
+// HTTP Basic credential.
+var connPassword = regexp.MustCompile(`(?i)(^|[;\s])(password|pwd)\s*=\s*[^;\s]|^[^:@/\s]+:[^@/\s]+@(tcp|unix)\(|\bBasic [A-Za-z0-9+/]{8,}={0,2}`)
 
 // credentialInside reports a value that holds a credential inside it: a
 // URL parameter named as one (?password=, &token=) or a connection

@@ -683,7 +683,10 @@ func (d *Daemon) removeGone(ctx context.Context, req api.Request, openErr error)
 		}
 		desc := d.describeRecord(rec, nil)
 		unlock := d.repoLock(repo.CommonDir)
-		left := d.teardown(ctx, rec, "removed after its worktree was gone")
+		// As Remove's: the client going away does not cut the teardown off.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		left := d.teardown(tctx, rec, "removed after its worktree was gone")
 		unlock()
 		desc.State, desc.Message = world.StateRemoved, strings.Join(append([]string{"its worktree was already gone"}, left...), "; ")
 		return desc, true
