@@ -536,9 +536,19 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
 		// Only this run's output: what follows the last marker, not what
-		// an earlier run left above it.
+		// an earlier run left above it; its credentials hidden, since what
+		// it printed can hold its own URL and the error reaches a terminal,
+		// and an agent's transcript through MCP.
+		vars := map[string]string{}
+		for _, kv := range env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+		hide := world.Hider(vars)
 		var tail []string
 		for _, l := range logfile.Tail(logPath, 20) {
+			l = hide(l)
 			if strings.HasPrefix(l, "=== binky ") {
 				tail = tail[:0]
 				continue

@@ -123,8 +123,12 @@ func RedactEnv(env map[string]string) map[string]string {
 // Hider returns a function that hides the coordinates' credentials
 // wherever they appear in a text (a log line, a check's output): what a
 // world's processes print can hold its own URL.
-func (c Coordinates) Hider() func(string) string {
-	sec := secrets(c.flat())
+func (c Coordinates) Hider() func(string) string { return Hider(c.flat()) }
+
+// Hider returns a function that hides env's credentials wherever they
+// appear in a text.
+func Hider(env map[string]string) func(string) string {
+	sec := secrets(env)
 	return func(v string) string { return hide(v, sec) }
 }
 

@@ -200,16 +200,20 @@ func TestAFailedMigrateShowsOnlyThisRunsOutput(t *testing.T) {
 	f := newFixture(t, `[services.db]
 adapter = "postgres"
 admin_url = "${env.BINKY_TEST_PG}"
-migrate = "n=$(cat $GC_DIR/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > $GC_DIR/n; echo run $n says hello; echo run $n failed >&2; exit 3"
+migrate = "n=$(cat $GC_DIR/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > $GC_DIR/n; echo run $n says hello; echo run $n to $DB_URL failed >&2; exit 3"
 `)
 	for run := 1; run <= 2; run++ {
 		_, stderr, err := f.binky(f.repo, "up", "mig")
 		if err == nil {
 			t.Fatal("a failing migrate did not fail the up")
 		}
-		want := "run " + strconv.Itoa(run) + " failed"
+		want := "run " + strconv.Itoa(run) + " to postgres://"
 		if !strings.Contains(stderr, want) {
 			t.Errorf("run %d: %q missing:\n%s", run, want, stderr)
+		}
+		// What it printed is shown with the world's password hidden.
+		if !strings.Contains(stderr, ":xxxxx@") {
+			t.Errorf("run %d: the migrate's URL is shown with its password:\n%s", run, stderr)
 		}
 		if run == 2 && strings.Contains(stderr, "run 1") {
 			t.Errorf("run 2 shows run 1's output:\n%s", stderr)
