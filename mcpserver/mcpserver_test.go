@@ -172,8 +172,8 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		{"logs", `{"lines":0}`, `argument "lines" must be at least 1, got 0`},
 		{"logs", `{"lines":2.5}`, `argument "lines" must be an integer, got the number 2.5`},
 		{"logs", `{"lines":99999}`, `argument "lines" must be at most`},
-		// Past 2^53 a JSON number is no exact integer (1e20 overflowed to a
-		// negative offset, which read the tail instead).
+		// 1e20 overflowed to a negative offset, which read the tail
+		// instead; a log rotates at 10 MB, so no offset is near 2^31.
 		{"logs", `{"offset":1e20}`, `argument "offset" must be at most`},
 		{"restart", `{}`, `missing argument "service"`},
 		{"curl", `{"service":"api","method":"BREW"}`, `argument "method" must be one of GET, HEAD`},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -100,7 +101,7 @@ func (s *Server) tools() []server.ServerTool {
 			readOnly.titled("Service logs"), with(worldArgs(),
 				mcp.WithString(argService, mcp.Description("Only this service.")),
 				mcp.WithInteger("lines", mcp.Description("Lines per service (default 50)."), mcp.Min(1), mcp.Max(5000)),
-				mcp.WithInteger("offset", mcp.Description("Byte offset to read from (a next_offset from an earlier call); omit for the last lines."), mcp.Min(0), mcp.Max(1<<53)),
+				mcp.WithInteger("offset", mcp.Description("Byte offset to read from (a next_offset from an earlier call); omit for the last lines."), mcp.Min(0), mcp.Max(math.MaxInt32)),
 				revealArg("Show the world's passwords where a service printed them (they then appear in your transcript). Default false: they read xxxxx."),
 				mcp.WithOutputSchema[Logs]())...), Handler: s.logs},
 		{Tool: newTool("restart", "Restart one service of a running world on its port, leaving the others running.",

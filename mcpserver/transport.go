@@ -77,14 +77,14 @@ const MaxMessage = 16 << 20
 
 var errTooLong = errors.New("message too long")
 
-// readLine reads one line of at most max bytes, the newline included. A
+// readLine reads one line of at most max bytes and its newline. A
 // longer one is read to its end and dropped, holding no more than max,
 // and errTooLong returned.
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		part, err := r.ReadSlice('\n')
-		if len(line)+len(part) > max {
+		if len(line)+len(part) > max+1 { // the newline is not the message's
 			for err == bufio.ErrBufferFull {
 				_, err = r.ReadSlice('\n')
 			}
