@@ -192,6 +192,23 @@ func (a *Admission) Suspended(id string) bool {
 	return contains(a.suspended, id)
 }
 
+// Waiting is one world in the queue, at Position of Length.
+type Waiting struct {
+	ID               string
+	Position, Length int
+}
+
+// Queue lists the worlds waiting, first first.
+func (a *Admission) Queue() []Waiting {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Waiting, len(a.queue))
+	for i, t := range a.queue {
+		out[i] = Waiting{ID: t.id, Position: i + 1, Length: len(a.queue)}
+	}
+	return out
+}
+
 // QueueLength is how many worlds wait.
 func (a *Admission) QueueLength() int {
 	a.mu.Lock()

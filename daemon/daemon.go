@@ -87,6 +87,10 @@ type Daemon struct {
 	noCheckoutAfter time.Duration
 	recheckEvery    time.Duration
 
+	// queued describes each world whose up waits for admission and that
+	// has no record yet (by id, under mu): status lists them.
+	queued map[string]queuedWorld
+
 	// lost are worktrees (by admin folder, under mu) that a daemon before
 	// this one saw born but that have no world: their up was queued, or
 	// under way before its record, when that daemon died or stopped. The
@@ -102,7 +106,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
+		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

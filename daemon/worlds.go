@@ -309,9 +309,23 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 			return api.World{}, err
 		}
 	}
-	if err := d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
+	d.mu.Lock()
+	d.queued[w.ID] = queuedWorld{common: w.Repo.CommonDir, world: api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path,
+		Branch: w.Worktree.Branch, State: world.StateQueued, Ports: map[string]int{}, Services: []api.Service{}}}
+	d.mu.Unlock()
+	err = d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
 		emit(api.Event{World: w.Name, State: string(world.StateQueued), Message: q.String(w.Name)})
-	}); err != nil {
+		d.mu.Lock()
+		if qw, ok := d.queued[w.ID]; ok {
+			qw.world.Message = q.String(w.Name)
+			d.queued[w.ID] = qw
+		}
+		d.mu.Unlock()
+	})
+	d.mu.Lock()
+	delete(d.queued, w.ID)
+	d.mu.Unlock()
+	if err != nil {
 		if tornDown() {
 			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
 		}
@@ -718,8 +732,15 @@ func (d *Daemon) forget(ctx context.Context, id string, env []string) (left []st
 	return left, d.home.DeleteRecord(rec)
 }
 
+// queuedWorld is a world waiting for admission, as status lists it.
+type queuedWorld struct {
+	common string
+	world  api.World
+}
+
 // Status describes every world on the machine (or the repository around
-// req.Dir), with the live state of their services.
+// req.Dir), with the live state of their services, and the worlds whose
+// first up waits for its turn.
 func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error) {
 	recs, err := d.home.Records()
 	if err != nil {
@@ -742,6 +763,20 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		r := d.worlds[rec.ID]
 		d.mu.Unlock()
 		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
+	}
+	// Worlds waiting for their turn that have no record yet (a new
+	// worktree's first up): only the queue knows them.
+	listed := map[string]bool{}
+	for _, w := range out.Worlds {
+		listed[w.ID] = true
+	}
+	for _, q := range d.admission.Queue() {
+		d.mu.Lock()
+		qw, ok := d.queued[q.ID]
+		d.mu.Unlock()
+		if ok && !listed[q.ID] && (common == "" || qw.common == common) {
+			out.Worlds = append(out.Worlds, qw.world)
+		}
 	}
 	// Asked from a worktree another home runs: say whose it is, since
 	// this home lists nothing for it.

@@ -74,6 +74,13 @@ func TestMaxParallelQueuesInOrder(t *testing.T) {
 	if line := <-dq; !strings.Contains(line, "queued: d (position 2 of 2)") {
 		t.Errorf("d was told %q", line)
 	}
+	// status lists the waiting worlds too, though they have no record yet.
+	if w, ok := f.find("d"); !ok || w.State != "queued" || !strings.Contains(w.Message, "position 2 of 2") {
+		t.Errorf("status while d waits: %+v (listed: %v)", w, ok)
+	}
+	if out := f.mustBinky(f.repo, "status"); !strings.Contains(out, "c  [queued]") {
+		t.Errorf("status while c waits:\n%s", out)
+	}
 	if r := f.running(); len(r) != 2 || !r["a"] || !r["b"] {
 		t.Fatalf("running while c and d wait: %v", r)
 	}
