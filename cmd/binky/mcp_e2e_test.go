@@ -53,7 +53,8 @@ func TestMCPSDKClientSurvivesAnUpLongerThanItsTimeout(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if !res.OK || res.Seconds < 4 || res.Progress < 3 {
-		t.Fatalf("SDK client: %+v; want a healthy world after ~5 s with progress notes keeping the 2 s timeout from firing", res)
+		log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+		t.Fatalf("SDK client: %+v; want a healthy world after ~5 s with progress notes keeping the 2 s timeout from firing\ndaemon log:\n%s", res, log)
 	}
 	t.Logf("up took %.1fs with %d progress notifications and a 2s client timeout", res.Seconds, res.Progress)
 }

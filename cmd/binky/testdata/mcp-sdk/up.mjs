@@ -17,7 +17,8 @@ try {
     resetTimeoutOnProgress: true,
     onprogress: () => { progress++; },
   });
-  console.log(JSON.stringify({ ok: !res.isError, progress, seconds: (Date.now() - started) / 1000, world: res.structuredContent }));
+  console.log(JSON.stringify({ ok: !res.isError, progress, seconds: (Date.now() - started) / 1000, world: res.structuredContent,
+    error: res.isError ? JSON.stringify(res.content) : undefined }));
 } catch (e) {
   console.log(JSON.stringify({ ok: false, progress, seconds: (Date.now() - started) / 1000, error: String(e) }));
 }
