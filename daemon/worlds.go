@@ -661,7 +661,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	// The worktree is gone: its world's data goes too, whether or not the
 	// client waits for it (a Ctrl-C here left the world's role and
 	// database behind with no record naming them).
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	tctx, cancel := teardownContext(ctx)
 	defer cancel()
 	left, err := d.forget(tctx, w.ID, env)
 	if err != nil {
@@ -697,8 +697,7 @@ func (d *Daemon) removeGone(ctx context.Context, req api.Request, openErr error)
 		}
 		desc := d.describeRecord(rec, nil)
 		unlock := d.repoLock(repo.CommonDir)
-		// As Remove's: the client going away does not cut the teardown off.
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		tctx, cancel := teardownContext(ctx)
 		defer cancel()
 		left := d.teardown(tctx, rec, "removed after its worktree was gone")
 		unlock()
@@ -706,6 +705,14 @@ func (d *Daemon) removeGone(ctx context.Context, req api.Request, openErr error)
 		return desc, true
 	}
 	return api.World{}, false
+}
+
+// teardownContext is the context of a world's teardown once its worktree
+// is gone: the client going away (Ctrl-C, a closed MCP client) does not cut
+// it off, which would leave slices no record names; a server that hangs
+// does, after 5 minutes.
+func teardownContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 }
 
 // forget releases a world's ports and deletes its records. The leases go

@@ -2,26 +2,19 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/git-binky/git-binky/procgroup"
 )
 
-// stateOf is the process state letter /proc gives pid ('T' stopped).
+// stateOf is the process state procgroup reads for pid ('T' stopped).
 func stateOf(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	info, err := procgroup.ReadProc(pid)
 	if err != nil {
 		return 0
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
+	return info.State
 }
 
 // A service a supervisor that is gone had suspended for memory (SIGSTOP)
