@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,12 +36,17 @@ type Allocator struct {
 	Range PortRange
 	// Bindable reports whether the OS lets us bind port; tests replace it.
 	Bindable func(port int) bool
+	// Claims is the folder of machine-wide claims (claims.go) other homes
+	// of this user see; "" for none.
+	Claims string
 }
 
 // NewAllocator returns the machine allocator for the settings' range.
 func (h Home) NewAllocator(s Settings) *Allocator {
-	return &Allocator{Home: h, Range: s.Ports, Bindable: Bindable}
+	return &Allocator{Home: h, Range: s.Ports, Bindable: Bindable, Claims: machineClaims()}
 }
+
+var machineClaims = sync.OnceValue(MachineClaims)
 
 // Bindable reports whether a listener could be opened on port on loopback
 // right now, for IPv4 and (where the machine has it) IPv6. A port some other
@@ -104,12 +110,14 @@ func (a *Allocator) Ensure(ctx context.Context, rec *Record, keys []string) (boo
 		}
 		if p, ok := rec.Ports[k]; ok {
 			if a.owned(p, rec.ID, k) {
+				a.ensureClaimed(p)
 				continue
 			}
 			// Our lease vanished (deleted by hand?): take the same port back
 			// if nobody else has; our own service may be listening on it, so
 			// no bind check.
 			if ok, _ := a.tryLease(p, rec.ID, k); ok {
+				a.ensureClaimed(p)
 				continue
 			}
 		}
@@ -131,15 +139,21 @@ func (a *Allocator) allocate(world, key string) (int, error) {
 		for attempt := 0; attempt < 2; attempt++ {
 			ok, l := a.tryLease(p, world, key)
 			if ok {
-				if a.Bindable(p) {
+				// Another home's, or held from outside binky: give the lease
+				// back, move on.
+				if a.claim(p) && a.Bindable(p) {
 					return p, nil
 				}
-				// Held from outside binky: give the lease back, move on.
 				a.release(p, world, key)
 				break
 			}
 			if l != nil && l.World == world && l.Key == key {
-				return p, nil // ours from an earlier run that crashed before saving
+				// Ours from an earlier run that crashed before saving.
+				if a.claim(p) {
+					return p, nil
+				}
+				a.release(p, world, key)
+				break
 			}
 			if !a.stale(p) || !a.reclaim(p) {
 				break

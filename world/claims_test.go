@@ -1,0 +1,135 @@
+package world
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// twoHomes are two homes of one user sharing one claims folder, with one
+// port range; neither's bind check sees anything (no service listens yet).
+func twoHomes(t *testing.T, min, max int) (claims string, a, b *Allocator) {
+	t.Helper()
+	claims = t.TempDir()
+	alloc := func() *Allocator {
+		return &Allocator{Home: newTestHome(t), Range: PortRange{Min: min, Max: max}, Bindable: func(int) bool { return true }, Claims: claims}
+	}
+	return claims, alloc(), alloc()
+}
+
+func TestTwoHomesNeverLeaseTheSamePort(t *testing.T) {
+	_, a, b := twoHomes(t, 24100, 24101)
+	ctx := context.Background()
+	// The same world name and key: both homes' first choice is one port.
+	ra, rb := saveWorld(t, a.Home, "w"), saveWorld(t, b.Home, "w")
+	if _, err := a.Ensure(ctx, ra, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Ensure(ctx, rb, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	if ra.Ports["api"] == rb.Ports["api"] {
+		t.Fatalf("both homes leased port %d", ra.Ports["api"])
+	}
+	// The range is full across both homes.
+	rc := saveWorld(t, b.Home, "other")
+	if _, err := b.Ensure(ctx, rc, []string{"api"}); err == nil {
+		t.Fatalf("a third port from a two-port range: %v", rc.Ports)
+	}
+	if _, err := os.Stat(b.leasePath(ra.Ports["api"])); !os.IsNotExist(err) {
+		t.Error("home b kept a lease on home a's port")
+	}
+}
+
+func TestAClaimOfAGoneHomeIsTaken(t *testing.T) {
+	_, a, b := twoHomes(t, 24110, 24110)
+	ctx := context.Background()
+	ra := saveWorld(t, a.Home, "w")
+	if _, err := a.Ensure(ctx, ra, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	rb := saveWorld(t, b.Home, "w")
+	if _, err := b.Ensure(ctx, rb, []string{"api"}); err == nil {
+		t.Fatal("home b took the port home a holds")
+	}
+	// Home a is deleted wholesale (a test's temp home, a reset): its claim
+	// points at nothing and blocks nobody.
+	if err := os.RemoveAll(a.Home.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Ensure(ctx, rb, []string{"api"}); err != nil {
+		t.Fatalf("the claim of a deleted home still blocks its port: %v", err)
+	}
+	// Releasing the port leaves a claim nobody honours.
+	b.Release(rb)
+	rc := saveWorld(t, a.Home, "again")
+	if _, err := a.Ensure(ctx, rc, []string{"api"}); err != nil {
+		t.Fatalf("a released port stays claimed: %v", err)
+	}
+}
+
+func TestAClaimThatIsNotASymlinkIsNeverReplaced(t *testing.T) {
+	claims, a, _ := twoHomes(t, 24120, 24120)
+	if err := os.WriteFile(filepath.Join(claims, "24120"), []byte("someone's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := saveWorld(t, a.Home, "w")
+	if _, err := a.Ensure(context.Background(), r, []string{"api"}); err == nil {
+		t.Fatalf("leased a port whose claim is a file binky did not make: %v", r.Ports)
+	}
+	if b, _ := os.ReadFile(filepath.Join(claims, "24120")); string(b) != "someone's" {
+		t.Errorf("the file was replaced: %q", b)
+	}
+}
+
+func TestALeaseFromBeforeClaimsIsClaimedOnTheNextEnsure(t *testing.T) {
+	claims, a, _ := twoHomes(t, 24130, 24130)
+	r := saveWorld(t, a.Home, "w")
+	ctx := context.Background()
+	if _, err := a.Ensure(ctx, r, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(claims, strconv.Itoa(r.Ports["api"]))
+	os.Remove(path)
+	if changed, err := a.Ensure(ctx, r, []string{"api"}); err != nil || changed {
+		t.Fatalf("changed=%v err=%v", changed, err)
+	}
+	if target, err := os.Readlink(path); err != nil || target != a.claimTarget(r.Ports["api"]) {
+		t.Errorf("claim not made again: %q %v", target, err)
+	}
+}
+
+func TestManyHomesAtOnceGetDistinctPorts(t *testing.T) {
+	claims := t.TempDir()
+	const homes, worlds = 6, 5
+	rng := PortRange{Min: 24200, Max: 24200 + homes*worlds - 1} // exactly enough
+	var mu sync.Mutex
+	seen := map[int]string{}
+	var wg sync.WaitGroup
+	for h := 0; h < homes; h++ {
+		a := &Allocator{Home: newTestHome(t), Range: rng, Bindable: func(int) bool { return true }, Claims: claims}
+		for w := 0; w < worlds; w++ {
+			r := saveWorld(t, a.Home, "w"+strconv.Itoa(w))
+			wg.Add(1)
+			go func(h int) {
+				defer wg.Done()
+				if _, err := a.Ensure(context.Background(), r, []string{"api"}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				p := r.Ports["api"]
+				who := strconv.Itoa(h) + "/" + r.ID
+				if prev, ok := seen[p]; ok {
+					t.Errorf("port %d leased by %s and %s", p, prev, who)
+				}
+				seen[p] = who
+			}(h)
+		}
+	}
+	wg.Wait()
+}
