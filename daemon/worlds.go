@@ -916,6 +916,11 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 		d.log.Warn("services died while no daemon was watching", "world", rec.Worktree, "services", dead)
 	}
 	if len(alive) == 0 {
+		// Every process it ran is gone (the machine restarted, a kill):
+		// the world is down, not running, until an up starts it again.
+		if len(dead) > 0 && (rec.State == world.StateRunning || rec.State == world.StateSuspended) {
+			d.setState(rec.ID, world.StateStopped, diedUnwatched)
+		}
 		return
 	}
 	if rec.State == world.StateSuspended {
@@ -950,6 +955,10 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
 }
+
+// diedUnwatched is why a world whose every service died while no daemon
+// watched it is stopped.
+const diedUnwatched = "its services died while no daemon was watching (the machine restarted, or they were killed): 'git binky up' starts them again on the same ports and data"
 
 // endCutOffUp ends an up that a dying daemon left "starting": its services
 // (those that had started) are stopped and the world is failed, saying why.

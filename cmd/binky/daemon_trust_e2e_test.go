@@ -388,3 +388,33 @@ func TestASecondHomeLeavesTheFirstHomesWorldAlone(t *testing.T) {
 	}
 	f.mustBinky(f.repo, "down", "p1")
 }
+
+func TestAWorldWhoseServicesDiedUnwatchedIsStoppedAndUpStartsIt(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	before := f.world("acme")
+	// The machine restarts: the daemon and every service die together.
+	f.killDaemon()
+	for _, s := range before.Services {
+		signalPID(-s.PID, syscall.SIGKILL) // each service leads its process group
+		f.eventually(s.Name+" gone", func() bool { return !pidAlive(s.PID) })
+	}
+	w := f.world("acme") // a new daemon adopts what is left
+	if w.State != "stopped" || !strings.Contains(w.Message, "died while no daemon was watching") {
+		t.Fatalf("a world with nothing running: state %q, message %q", w.State, w.Message)
+	}
+	if out := f.mustBinky(f.repo, "status"); !strings.Contains(out, "git binky up") {
+		t.Errorf("status does not say how to start it again:\n%s", out)
+	}
+	f.mustBinky(f.repo, "up")
+	w = f.world("acme")
+	if w.State != "running" || w.Message != "" {
+		t.Fatalf("up again: state %q, message %q", w.State, w.Message)
+	}
+	for _, s := range w.Services {
+		old := service(before, s.Name)
+		if s.Port != old.Port || !pidAlive(s.PID) {
+			t.Errorf("%s after up: port %d (was %d), pid %d alive %v", s.Name, s.Port, old.Port, s.PID, pidAlive(s.PID))
+		}
+	}
+}
