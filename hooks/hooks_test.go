@@ -325,6 +325,38 @@ func TestTheHookLeavesAWorktreeBinkyAddsToItsUp(t *testing.T) {
 	}
 }
 
+func TestTheHookKeepsAStrictShellHookWorking(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	marker := filepath.Join(t.TempDir(), "ran")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh -eu\necho ran >> "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "git-binky"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd := exec.Command("git", "checkout", "-q", "-b", "other")
+	cmd.Dir = repo
+	cmd.Env = os.Environ()
+	for _, e := range cmd.Env {
+		if strings.HasPrefix(e, "GIT_BINKY_ADDING=") {
+			t.Fatal("GIT_BINKY_ADDING is set in the test's environment")
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("a checkout with binky's block in a 'sh -eu' hook failed: %v\n%s", err, out)
+	}
+	if ran, _ := os.ReadFile(marker); string(ran) != "ran\n" {
+		t.Errorf("the user's hook did not run: %q", ran)
+	}
+}
+
 // git runs a config-defined hook as `sh -c '<command> "$@"' <command>
 // <args>` (run-command's shell form with arguments): the command binky
 // installs must run that way, and see git's arguments.
