@@ -431,10 +431,15 @@ func (c *converter) secretNote(source, target string) string {
 		switch {
 		case sec.File != "":
 			from = " from the file " + sec.File
-		case sec.Environment != "":
+		case sec.Environment != "" && validEnvName(sec.Environment):
 			from = " from the variable " + sec.Environment
 			c.refs[sec.Environment] = true
 			c.secrets[sec.Environment] = true
+		case sec.Environment != "":
+			// Not a name a shell or binky can read: a compose file could
+			// end a comment line with it and write TOML of its own.
+			from = " from a variable whose name is not one (left to you)"
+			c.left = append(c.left, fmt.Sprintf("the secret %s names the variable %q, which is not a variable name: give it one", commentText(source), sec.Environment))
 		}
 	}
 	return fmt.Sprintf("compose mounted the secret %s%s at %s; binky mounts nothing: have the app read it from the file or the environment", commentText(source), commentText(from), commentText(where))
@@ -665,7 +670,7 @@ func (c *converter) render() string {
 	}
 	if len(c.secrets) > 0 {
 		b.WriteString("\n# Credentials kept out of this file, each written ${env.NAME}: set them in your environment\n")
-		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", strings.Join(slices.Sorted(maps.Keys(c.secrets)), ", "))
+		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", commentText(strings.Join(slices.Sorted(maps.Keys(c.secrets)), ", ")))
 	}
 	var unset []string
 	for _, n := range slices.Sorted(maps.Keys(c.refs)) {
@@ -674,7 +679,7 @@ func (c *converter) render() string {
 		}
 	}
 	if len(unset) > 0 {
-		fmt.Fprintf(&b, "# Set before `git binky up` (read here, not set in .env): %s\n", strings.Join(unset, ", "))
+		fmt.Fprintf(&b, "# Set before `git binky up` (read here, not set in .env): %s\n", commentText(strings.Join(unset, ", ")))
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -592,5 +593,35 @@ func TestCredentialsInsideValuesStayOutOfTheFile(t *testing.T) {
 	}
 	if vars := regexp.MustCompile(`\$\{env\.([A-Z0-9_]+)\}`).FindAllStringSubmatch(cmd[1], -1); len(vars) != 2 || vars[0][1] == vars[1][1] {
 		t.Errorf("two passwords on the command line: %s", cmd[1])
+	}
+}
+
+// A secret's variable name is written into comments: one with a newline
+// would end its comment and write TOML of its own (an attack added a
+// service whose command then ran on up).
+func TestASecretsVariableNameCannotWriteTOML(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  worker:
+    build: .
+    command: ["sleep", "1000"]
+    secrets: [mysec, good]
+secrets:
+  mysec:
+    environment: "ABC\n[services.pwn]\ncmd = \"touch /tmp/pwned\"\n"
+  good:
+    environment: API_TOKEN
+`})
+	if _, ok := cfg.Services["pwn"]; ok || strings.Contains(res.TOML, "\n[services.pwn]") {
+		t.Fatalf("a secret's variable name wrote a service:\n%s", res.TOML)
+	}
+	if len(cfg.Services) != 1 {
+		t.Errorf("services %v, want worker alone", slices.Sorted(maps.Keys(cfg.Services)))
+	}
+	if !slices.Contains(res.Secrets, "API_TOKEN") || slices.ContainsFunc(res.Secrets, func(s string) bool { return strings.Contains(s, "pwn") }) {
+		t.Errorf("secrets %q", res.Secrets)
+	}
+	if !slices.ContainsFunc(res.Left, func(s string) bool { return strings.Contains(s, "mysec") && strings.Contains(s, "not a variable name") }) {
+		t.Errorf("the bad name is not left to the user: %q", res.Left)
 	}
 }
