@@ -1,9 +1,24 @@
 package adapters
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/git-binky/git-binky/world"
 )
+
+// check finds two services writing one variable from world.SliceFields:
+// every kind's fields must be there.
+func TestEveryKindsFieldsAreKnownToTheCollisionCheck(t *testing.T) {
+	for _, k := range Kinds {
+		for _, f := range k.Fields {
+			if !slices.Contains(world.SliceFields, f) {
+				t.Errorf("%s's field %q is not in world.SliceFields", k.Name, f)
+			}
+		}
+	}
+}
 
 func TestForImage(t *testing.T) {
 	for _, tc := range []struct{ image, kind string }{

@@ -395,7 +395,7 @@ func (c *converter) convertSlice(sv *service) {
 	}
 	c.add(sv, "adapter", tomlString(k.Name), fmt.Sprintf("replaces the %s container: %s of one shared server, private to each worktree", commentText(sv.image), what))
 	if k.Server == nil {
-		name := world.EnvName(sv.name) + "_ADMIN_URL"
+		name := world.EnvStem(sv.name) + "_ADMIN_URL"
 		c.add(sv, "admin_url", tomlString("${env."+name+"}"), fmt.Sprintf("binky cannot run a %s server itself: point it at one (admin credentials)", k.Name))
 		c.secrets[name] = true
 		c.refs[name] = true

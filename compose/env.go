@@ -628,7 +628,7 @@ func (c *converter) text(sv *service, s string, ownPorts bool) string {
 		if t != nil && t.kind != nil {
 			return c.sliceURL(t, u) // the slice's own credentials replace the container's
 		}
-		u, _ = c.maskURLPassword(world.EnvName(sv.name), u)
+		u, _ = c.maskURLPassword(world.EnvStem(sv.name), u)
 		if t != nil {
 			return c.rewriteHosts(sv, u)
 		}
@@ -875,7 +875,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 		if !looksSecret(w) {
 			return w
 		}
-		return "${env." + c.secretName(w, world.EnvName(sv.name)+"_SECRET") + "}"
+		return "${env." + c.secretName(w, world.EnvStem(sv.name)+"_SECRET") + "}"
 	})
 	return passFlag.ReplaceAllStringFunc(v, func(s string) string {
 		m := passFlag.FindStringSubmatch(s)
@@ -892,7 +892,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 		if unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") || (m[8] == "-P" && isPort(unq)) {
 			return s
 		}
-		return pre + "${env." + c.secretName(unq, world.EnvName(sv.name)+"_PASSWORD") + "}"
+		return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}"
 	})
 }
 

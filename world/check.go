@@ -138,7 +138,7 @@ func (c *Config) validate() []Diagnostic {
 			errAt(key, "the services up to %q ask for %d ports: a world holds at most %d (ports come from one range every world on this machine shares)", name, ports, MaxPortsPerWorld)
 		}
 		if !validServiceName(name) {
-			errAt(key, "service name %q: use letters, digits, '_' and '-' (it becomes %s_PORT and part of URLs)", name, EnvName(name))
+			errAt(key, "service name %q: use letters, digits, '_' and '-' (it becomes %s_PORT and part of URLs)", name, EnvStem(name))
 		}
 		switch {
 		case s.Adapter == "" && s.Cmd == "":
@@ -223,7 +223,7 @@ func (c *Config) validate() []Diagnostic {
 	if cycle := c.findCycle(); cycle != nil {
 		errAt([]string{"services", cycle[0], "depends_on"}, "dependency cycle: %s", strings.Join(cycle, " -> "))
 	}
-	return diags
+	return append(diags, c.envCollisions()...)
 }
 
 // Adapter is what Check needs to know of an adapter name, from the adapter
@@ -480,4 +480,57 @@ func FindConfig(dir, path string) (string, error) {
 		return filepath.Join(wt.Path, ConfigFile), nil
 	}
 	return filepath.Join(dir, ConfigFile), nil
+}
+
+// SliceFields are the fields of the built-in adapters' slices (a test in
+// adapters keeps them so).
+var SliceFields = []string{"url", "host", "port", "user", "password", "name", "database", "dsn", "prefix",
+	"collection", "api_key", "bucket", "access_key", "secret_key", "region", "vhost", "management_url",
+	"brokers", "mechanism", "isolation"}
+
+// envCollisions finds two services that set one variable: names become
+// variables with '-' and '_' read alike and a port or field name joined to
+// the stem, so "api-admin" and "api_admin" (or "api" with port "admin"
+// and "api-admin") would both write API_ADMIN_PORT, the last one silently
+// winning in every process's environment.
+//
+// Every slice field of the adapter family counts (an external adapter's
+// own are not known here): a process's variables end in _HOST, _PORT,
+// _URL and _DIRECT_URL, which every adapter's url, host and port share.
+func (c *Config) envCollisions() []Diagnostic {
+	set := map[string]string{}
+	var diags []Diagnostic
+	reported := map[[2]string]bool{} // one error per pair, not per variable
+	for _, name := range c.ServiceNames() {
+		s := c.Services[name]
+		stem := EnvStem(name)
+		var vars []string
+		switch {
+		case s.Adapter != "":
+			for _, f := range SliceFields {
+				vars = append(vars, stem+"_"+EnvName(f))
+			}
+		case s.Adapter == "" && s.HasPort():
+			vars = append(vars, stem+"_HOST", stem+"_PORT", stem+"_URL", stem+"_DIRECT_URL")
+			for _, p := range s.Ports {
+				vars = append(vars, stem+"_"+EnvName(p)+"_PORT")
+			}
+		}
+		for _, v := range vars {
+			other, taken := set[v]
+			pair := [2]string{other, name}
+			switch {
+			case !taken:
+				set[v] = name
+			case other == name || reported[pair]:
+			case other != name:
+				diags = append(diags, c.at(SeverityError, []string{"services", name},
+					"services %q and %q would both set %s (a name becomes a variable with '-' and '_' alike, and a port or field name joins it): rename one", other, name, v))
+			}
+			if taken && other != name {
+				reported[pair] = true
+			}
+		}
+	}
+	return diags
 }

@@ -25,6 +25,17 @@ func EnvName(s string) string {
 	return b.String()
 }
 
+// EnvStem is the stem of a service's variables (<STEM>_URL, ...): its
+// EnvName, with '_' before a leading digit, since no shell or env file
+// reads a variable named 9WEB_URL ("9web" → "_9WEB").
+func EnvStem(service string) string {
+	stem := EnvName(service)
+	if stem != "" && stem[0] >= '0' && stem[0] <= '9' {
+		return "_" + stem
+	}
+	return stem
+}
+
 // DNSLabel turns any name into one DNS label: lowercase letters, digits and
 // '-', at most 63 bytes. A name cut to fit keeps a short hash of the whole,
 // so two long names with one prefix stay apart.

@@ -328,7 +328,7 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 	}
 	for _, name := range w.Config.ServiceNames() {
 		s := w.Config.Services[name]
-		stem := EnvName(name)
+		stem := EnvStem(name)
 		if s.Adapter != "" {
 			sl, ok := slices[name]
 			if !ok {
