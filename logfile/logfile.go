@@ -72,10 +72,13 @@ const MaxTailBytes = 16 << 20
 // break made the MCP server run out of memory encoding it.)
 const MaxLineBytes = 16 << 10
 
+// CutMark follows the kept part of a line that was cut.
+const CutMark = "… [line cut: "
+
 // cut shortens a line longer than MaxLineBytes, saying so.
 func cut(line []byte, full int64) string {
 	if int64(len(line)) < full || len(line) > MaxLineBytes {
-		return fmt.Sprintf("%s… [line cut: %d bytes]", line[:min(len(line), MaxLineBytes)], full)
+		return fmt.Sprintf("%s%s%d bytes]", line[:min(len(line), MaxLineBytes)], CutMark, full)
 	}
 	return string(line)
 }
@@ -157,7 +160,7 @@ func tail(path string, n int) []string {
 			i = len(buf)
 		}
 		if breaks <= n {
-			cutOff = fmt.Sprintf("… [line cut: more than %d bytes]", i)
+			cutOff = fmt.Sprintf("%smore than %d bytes]", CutMark, i)
 		}
 		buf = buf[min(i+1, len(buf)):]
 	}

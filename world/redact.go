@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/git-binky/git-binky/logfile"
 )
 
 // Hidden is what a redacted credential reads as.
@@ -105,6 +107,20 @@ func hide(v string, secrets []string) string {
 		if len(s) >= 4 { // a one-letter "password" would blank the text around it
 			v = strings.ReplaceAll(v, s, Hidden)
 		}
+	}
+	// A log line cut in the middle of a secret ends with its first part,
+	// which no whole secret matches.
+	if i := strings.LastIndex(v, logfile.CutMark); i >= 0 {
+		head := v[:i]
+		for _, s := range secrets {
+			for k := len(s) - 1; k >= 4; k-- {
+				if strings.HasSuffix(head, s[:k]) {
+					head = head[:len(head)-k] + Hidden
+					break
+				}
+			}
+		}
+		v = head + v[i:]
 	}
 	return v
 }

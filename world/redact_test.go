@@ -3,6 +3,8 @@ package world
 import (
 	"strings"
 	"testing"
+
+	"github.com/git-binky/git-binky/logfile"
 )
 
 func TestRedactEnvHidesEveryCopyOfACredential(t *testing.T) {
@@ -76,5 +78,21 @@ func TestSecretNamesAreCredentialsAndOnlyThose(t *testing.T) {
 		if secretName(k) {
 			t.Errorf("%s is not a credential", k)
 		}
+	}
+}
+
+func TestALogLineCutInsideASecretHidesItsFirstPart(t *testing.T) {
+	pw := "04ce5e14d1e8ca86ea77b2f0c1d9e3aa"
+	hide := Hider(map[string]string{"DB_PASSWORD": pw})
+	line := strings.Repeat("A", 30) + pw[:20] + logfile.CutMark + "16396 bytes]"
+	got := hide(line)
+	if strings.Contains(got, pw[:5]) {
+		t.Errorf("the cut secret's first part shows: %q", got)
+	}
+	if want := strings.Repeat("A", 30) + Hidden + logfile.CutMark + "16396 bytes]"; got != want {
+		t.Errorf("hide = %q, want %q", got, want)
+	}
+	if got := hide("nothing " + logfile.CutMark + "9 bytes]"); got != "nothing "+logfile.CutMark+"9 bytes]" {
+		t.Errorf("a cut line with no secret changed: %q", got)
 	}
 }
