@@ -57,15 +57,16 @@ func runCheck(app *App, opts checkOptions) error {
 		}
 	} else {
 		for _, d := range diags {
-			fmt.Fprintln(app.Out, d.String())
+			fmt.Fprintln(app.Out, world.Inert(d.String()))
 		}
+		shown := world.Inert(file) // a path's escape sequences are shown, not run
 		switch {
 		case errs > 0:
-			fmt.Fprintf(app.Out, "%s: %d error(s), %d warning(s)\n", file, errs, warns)
+			fmt.Fprintf(app.Out, "%s: %d error(s), %d warning(s)\n", shown, errs, warns)
 		case warns > 0:
-			fmt.Fprintf(app.Out, "%s: ok, %d warning(s)\n", file, warns)
+			fmt.Fprintf(app.Out, "%s: ok, %d warning(s)\n", shown, warns)
 		default:
-			fmt.Fprintf(app.Out, "%s: ok\n", file)
+			fmt.Fprintf(app.Out, "%s: ok\n", shown)
 		}
 	}
 	if errs > 0 {

@@ -105,9 +105,11 @@ const (
 func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
 	dotenv := func(k, v string) string { return k + "=" + dotenvQuote(v) }
 	outputs := map[string][]byte{
-		envShell:    envLines(c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) }),
-		envDotenv:   envLines(c.Env, dotenv),
-		envTerminal: envLines(world.RedactEnv(c.Env), dotenv),
+		envShell:  envLines(c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) }),
+		envDotenv: envLines(c.Env, dotenv),
+		// For eyes only: a control byte in a path or branch (an escape
+		// sequence) is shown, never sent to the terminal.
+		envTerminal: envLines(world.RedactEnv(c.Env), func(k, v string) string { return world.Inert(dotenv(k, v)) }),
 	}
 	if withJSON {
 		var js bytes.Buffer

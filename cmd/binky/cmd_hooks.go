@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/hooks"
+	"github.com/git-binky/git-binky/world"
 )
 
 func newInstallCmd(app *App) *cobra.Command {
@@ -95,7 +96,7 @@ does what [project] auto says for that worktree.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(app.Out, app.Style().ok(fmt.Sprintf("trusted %s (sha256 %s)", t.File, t.Hash[:12])))
+			fmt.Fprintln(app.Out, app.Style().ok(fmt.Sprintf("trusted %s (sha256 %s)", world.Inert(t.File), t.Hash[:12])))
 			return nil
 		},
 	}

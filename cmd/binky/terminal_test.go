@@ -174,3 +174,30 @@ func TestEnvRendering(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvOnATerminalPrintsAPathsEscapeSequencesAsText(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "esc\x1b]0;TITLE\x07\x1b[31mRED")
+	repo := gittest.NewRepo(t, parent, "acme", map[string]string{
+		"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\nurl = \"api\"\n",
+	})
+	app, out, _ := testApp(t, repo, true)
+	if err := runEnv(context.Background(), app, envOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(out.String(), 0x1b) || strings.ContainsRune(out.String(), 0x07) {
+		t.Errorf("a terminal got the path's escape sequences: %q", out)
+	}
+	if !strings.Contains(out.String(), `\x1b]0;TITLE`) {
+		t.Errorf("the path is not shown: %q", out)
+	}
+	// Piped (eval "$(git binky env)"), the path is the real one.
+	home := app.home
+	app, out, _ = testApp(t, repo, false)
+	app.home = home
+	if err := runEnv(context.Background(), app, envOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\x1b]0;TITLE") {
+		t.Errorf("piped env changed the path: %q", out)
+	}
+}
