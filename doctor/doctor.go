@@ -63,6 +63,10 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		add("binkyd", OK, p, "")
 	}
 
+	if note := c.Home.CopiedNote(); note != "" {
+		add("home", Warning, note, "nothing to do unless the home it was copied from is gone: then drop what 'git binky gc --dry-run' lists as another home's by hand")
+	}
+
 	settings, err := c.Home.LoadSettings()
 	if err != nil {
 		add("settings", Problem, err.Error(), "fix "+c.Home.SettingsPath())

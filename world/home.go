@@ -117,7 +117,8 @@ func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
 // ID is the home's stable identity: 16 hex digits, random, made once and
 // kept in $BINKY_HOME/home-id. Ownership marks carry it, so that two homes
 // sharing one server (two users, a laptop and CI, two BINKY_HOMEs) never
-// drop each other's slices.
+// drop each other's slices. A copy of a home takes a new one the first
+// time it runs (homecopy.go).
 func (h Home) ID() (string, error) {
 	b, err := h.once(homeIDFile, func() ([]byte, error) {
 		raw := make([]byte, 8)
@@ -126,7 +127,10 @@ func (h Home) ID() (string, error) {
 		}
 		return []byte(hex.EncodeToString(raw)), nil
 	}, func(b []byte) bool { return len(b) == 16 })
-	return string(b), err
+	if err != nil {
+		return "", err
+	}
+	return h.checkIdentity(string(b))
 }
 
 // Secret is the machine's secret (32 random bytes in $BINKY_HOME/secret,
