@@ -41,13 +41,28 @@ type stallReader struct {
 	conn    interface{ SetReadDeadline(time.Time) error }
 	d       time.Duration
 	stalled bool
+	// bad is the client's body failing to parse (a malformed chunk):
+	// the client's fault, a 400, not the service's.
+	bad error
+	// failed is any error reading the client's body.
+	failed error
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	s.conn.SetReadDeadline(time.Now().Add(s.d))
 	n, err := s.Reader.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && err != io.EOF {
+		s.failed = err
+	}
+	switch {
+	case err == nil, err == io.EOF:
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.stalled = true
+	case !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF):
+		var ne net.Error
+		if !errors.As(err, &ne) {
+			s.bad = err
+		}
 	}
 	return n, err
 }

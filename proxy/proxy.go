@@ -85,7 +85,9 @@ func New() *Proxy {
 				return
 			}
 			if errors.Is(err, context.Canceled) {
-				return
+				// The client went away: no answer at all (returning would
+				// let net/http send a 200 the service never gave).
+				panic(http.ErrAbortHandler)
 			}
 			http.Error(w, fmt.Sprintf("binky proxy: %s of %s: %v", rt.Service, rt.World, err), http.StatusBadGateway)
 		},
@@ -98,7 +100,7 @@ func (p *Proxy) SetRoutes(routes []Route) {
 	m := make(map[string]Route, len(routes))
 	ports := make(map[int]bool, len(routes))
 	for _, r := range routes {
-		m[strings.ToLower(r.Host)] = r
+		m[asciiLower(r.Host)] = r
 		ports[r.Port] = true
 	}
 	p.mu.Lock()
@@ -125,11 +127,28 @@ const AskPath = "/.binky/ask"
 // routeHost is the route-table key of a Host header: lowercase, with no
 // port and no trailing dot.
 func routeHost(host string) string {
-	host = strings.ToLower(host)
+	host = asciiLower(host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	return strings.TrimSuffix(host, ".")
+}
+
+// asciiLower lowercases ASCII letters only: Unicode case folding would
+// take "apİ" (U+0130) to a route named "api".
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // lookup returns the route for a Host header.
@@ -146,7 +165,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
 		ownAnswer(w, r)
 		p.mu.RLock()
-		_, ok := p.routes[strings.ToLower(r.URL.Query().Get("domain"))]
+		_, ok := p.routes[asciiLower(r.URL.Query().Get("domain"))]
 		p.mu.RUnlock()
 		if ok {
 			w.WriteHeader(http.StatusOK)

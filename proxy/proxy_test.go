@@ -335,33 +335,18 @@ func TestOneConnectionGoesFromTheFastPathToNetHTTPAndStaysRight(t *testing.T) {
 // responses, byte for byte, as a service of any make might write them.
 func rawBackend(t *testing.T, responses ...string) int {
 	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
+	return tcpService(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for _, resp := range responses {
+			if _, err := http.ReadRequest(br); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for _, resp := range responses {
-					if _, err := http.ReadRequest(br); err != nil {
-						return
-					}
-					io.WriteString(c, resp)
-					if strings.Contains(resp, "Connection: close") {
-						return // the body ends where the connection does
-					}
-				}
-			}()
+			io.WriteString(c, resp)
+			if strings.Contains(resp, "Connection: close") {
+				return // the body ends where the connection does
+			}
 		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	})
 }
 
 func TestResponsesOfEveryShapeComeThroughWhole(t *testing.T) {
