@@ -495,6 +495,64 @@ func envFileNames(cfg *Config) []string {
 	return names
 }
 
+// DotenvQuote writes v as a dotenv value that ReadEnvFile and compose's
+// reader both read back as v: bare when nothing in it could be misread,
+// else double-quoted with compose's escapes (a backtick is not one).
+func DotenvQuote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\r\n\"'#$\\`") {
+		return v
+	}
+	return `"` + dotenvEscapes.Replace(v) + `"`
+}
+
+var dotenvEscapes = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "$", `\$`)
+
+// unescapeDotenv decodes the escapes of a double-quoted value as compose's
+// reader does (\n, \t, \", \\, \$ ...); any other backslash stays.
+func unescapeDotenv(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' || i+1 == len(v) {
+			b.WriteByte(v[i])
+			continue
+		}
+		if r, ok := dotenvEscape(v[i+1]); ok {
+			b.WriteByte(r)
+			i++
+			continue
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// dotenvEscape is the byte the escape \c stands for in a double-quoted
+// dotenv value.
+func dotenvEscape(c byte) (byte, bool) {
+	switch c {
+	case 'a':
+		return '\a', true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'v':
+		return '\v', true
+	case '$', '"', '\\':
+		return c, true
+	}
+	return 0, false
+}
+
 // parseEnvFile parses the content b of the env file at path.
 func parseEnvFile(path string, b []byte) (map[string]string, error) {
 	out := map[string]string{}
@@ -513,7 +571,10 @@ func parseEnvFile(path string, b []byte) (map[string]string, error) {
 			return nil, fmt.Errorf("%s:%d: expected KEY=value", path, n)
 		}
 		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+		switch {
+		case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+			v = unescapeDotenv(v[1 : len(v)-1])
+		case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
 			v = v[1 : len(v)-1]
 		}
 		out[k] = v

@@ -103,7 +103,7 @@ const (
 // the next env whichever form it asks for; JSON only when asked, as it
 // costs more than the others together (a later --json renders it then).
 func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
-	dotenv := func(k, v string) string { return k + "=" + dotenvQuote(v) }
+	dotenv := func(k, v string) string { return k + "=" + world.DotenvQuote(v) }
 	outputs := map[string][]byte{
 		envShell:  envLines(c.Env, func(k, v string) string { return "export " + k + "=" + world.ShellQuote(v) }),
 		envDotenv: envLines(c.Env, dotenv),
@@ -137,14 +137,4 @@ func envLines(env map[string]string, line func(k, v string) string) []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
-}
-
-// dotenvQuote leaves plain values bare and double-quotes anything a dotenv
-// reader could misread.
-func dotenvQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\n\"'#$\\`") {
-		return v
-	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
-	return `"` + r.Replace(v) + `"`
 }
