@@ -637,7 +637,13 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
-	desc, _ := d.describe(w.ID, r)
+	desc, derr := d.describe(w.ID, r)
+	if derr != nil {
+		// A worktree with no world (never up, or removed already): its
+		// name all the same, not an empty one.
+		desc = api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, Branch: w.Worktree.Branch,
+			Services: []api.Service{}, Message: "it had no world: nothing to tear down"}
+	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, err
 	}
@@ -670,6 +676,9 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	d.retire(r)
 	if warning != "" {
 		left = append([]string{warning}, left...)
+	}
+	if derr != nil {
+		left = append(left, desc.Message)
 	}
 	desc.State, desc.Message = world.StateRemoved, strings.Join(left, "; ")
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)

@@ -338,6 +338,18 @@ func TestRemoveRefusesADirtyWorktreeAndDeletesAClean(t *testing.T) {
 	}
 }
 
+func TestRemoveOfAWorktreeWithNoWorldNamesIt(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustGit(f.repo, "worktree", "add", "-q", "-b", "plain", filepath.Join(f.tmp, "plain"))
+	out, stderr, err := f.binky(f.repo, "remove", "plain")
+	if err != nil || !strings.Contains(out, "removed: plain") || !strings.Contains(stderr, "it had no world") {
+		t.Fatalf("remove of a worktree with no world: %v\nout: %s\nstderr: %s", err, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(f.tmp, "plain")); !os.IsNotExist(err) {
+		t.Errorf("worktree still there: %v", err)
+	}
+}
+
 // git refuses to remove a locked worktree (even with one --force): the
 // world must then be kept whole, its ports and record with it, not dropped
 // before git said no. (An attack found the data dropped first.)
