@@ -64,7 +64,7 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 
 	if note := c.Home.CopiedNote(); note != "" {
-		add("home", Warning, note, "nothing to do unless the home it was copied from is gone: then drop what 'git binky gc --dry-run' lists as another home's by hand")
+		add("home", Warning, note, "nothing to do while the home it was copied from lives; if it is gone for good, drop the slices its marks name by hand on their servers")
 	}
 
 	settings, err := c.Home.LoadSettings()

@@ -20,8 +20,8 @@ import (
 // the machine's id where the system has one), and a home that finds
 // itself elsewhere while the original is still there, or on another
 // machine, takes a new id: the copy's worlds are then another home's to
-// it, never dropped, only listed. A home moved on its machine (nothing
-// left where it was) keeps its id.
+// it, never dropped. A home moved on its machine (nothing left where it
+// was) keeps its id.
 
 const (
 	homeAtFile     = "home-at"
@@ -104,8 +104,8 @@ func (h Home) checkIdentity(id string) (string, error) {
 			return "", err
 		}
 		newID := hex.EncodeToString(raw)
-		note := fmt.Sprintf("%s: this home was copied from %s (machine %q, home id %s), which may still run the worlds whose records came with the copy; it took the new id %s, so it never drops what that home made: 'git binky gc' lists those objects as another home's\n",
-			time.Now().UTC().Format(time.RFC3339), was, machine, id, newID)
+		note := fmt.Sprintf("%s: this home was copied from %s (machine %q, home id %s), which may still run the worlds whose records came with the copy; it took the new id %s, so neither remove nor gc here drops what that home made (their marks name home %s)\n",
+			time.Now().UTC().Format(time.RFC3339), was, machine, id, newID, id)
 		if err := writeAtomic(filepath.Join(h.Dir, homeCopiedFile), []byte(note)); err != nil {
 			return "", err
 		}
