@@ -91,6 +91,11 @@ type Daemon struct {
 	// has no record yet (by id, under mu): status lists them.
 	queued map[string]queuedWorld
 
+	// bornUps are the worktrees (by admin folder, under mu) whose up for
+	// being born is under way: the hook and the watcher may both see a
+	// worktree born, and the second must not queue another up.
+	bornUps map[string]bool
+
 	// lost are worktrees (by admin folder, under mu) that a daemon before
 	// this one saw born but that have no world: their up was queued, or
 	// under way before its record, when that daemon died or stopped. The
@@ -106,7 +111,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
+		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

@@ -208,7 +208,7 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 	// lock so that another worktree's removal is not held up by it.
 	for _, wt := range born {
 		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
-		d.auto(ctx, repo, &wt, d.watcherEnv(common))
+		d.autoBorn(ctx, repo, &wt, d.watcherEnv(common))
 	}
 }
 
@@ -464,6 +464,28 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	}
 }
 
+// autoBorn is auto for a worktree seen born, once however many saw it:
+// a second up queued behind the first started its services again, or,
+// the worktree removed meanwhile, stood queued in status for a removed
+// worktree (an attack: the hook and the watcher at once, max_parallel
+// full).
+func (d *Daemon) autoBorn(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, env []string) {
+	d.mu.Lock()
+	if d.bornUps[wt.AdminDir] {
+		d.mu.Unlock()
+		d.log.Info("worktree born: its up is already under way", "worktree", wt.Path)
+		return
+	}
+	d.bornUps[wt.AdminDir] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.bornUps, wt.AdminDir)
+		d.mu.Unlock()
+	}()
+	d.auto(ctx, repo, wt, env)
+}
+
 // pendingUpPath marks a worktree whose automatic up has begun and not
 // ended.
 func pendingUpPath(adminDir string) string { return filepath.Join(adminDir, "binky", "pending-up") }
@@ -689,7 +711,11 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		// Seen is updated under the repository's lock; starting the world
 		// happens outside it, so a slow start holds up no removal.
 		d.markSeen(repo.CommonDir, wt)
-		d.auto(ctx, repo, wt, hookEnv(req, d.env))
+		if req.Event == api.EventBorn {
+			d.autoBorn(ctx, repo, wt, hookEnv(req, d.env))
+		} else {
+			d.auto(ctx, repo, wt, hookEnv(req, d.env))
+		}
 	case api.EventCheckout:
 		w, err := world.FromWorktree(d.home, repo, wt)
 		if err != nil {

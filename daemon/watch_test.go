@@ -357,3 +357,51 @@ func TestAWorktreeFromBeforeRegistrationIsNotStartedByARestart(t *testing.T) {
 		t.Fatalf("a restarted daemon took %+v for born", born)
 	}
 }
+
+// The hook and the watcher both see a worktree born: one up, not two (the
+// second stood queued in status for a worktree removed meanwhile, or,
+// admitted, started the world's services again).
+func TestAWorktreeSeenBornTwiceGetsOneUp(t *testing.T) {
+	d, home, repo, common := registeredRepo(t)
+	if err := os.WriteFile(home.SettingsPath(), []byte("version = 1\nmax_parallel = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := os.ReadFile(filepath.Join(repo, "binky.toml"))
+	if err := home.Trust(src, filepath.Join(repo, "binky.toml")); err != nil {
+		t.Fatal(err)
+	}
+	d.admission.Admit("another world") // the one slot is taken
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "twice"), "twice")
+	r, err := gitx.Open(common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wts, _ := r.Worktrees()
+	var wt gitx.Worktree
+	for _, w := range wts {
+		if w.Name == "twice" {
+			wt = w
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan struct{})
+	go func() { d.autoBorn(ctx, r, &wt, nil); close(first) }()
+	for deadline := time.Now().Add(10 * time.Second); d.admission.QueueLength() != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first up is not queued: %d waiting", d.admission.QueueLength())
+		}
+	}
+	second := make(chan struct{})
+	go func() { d.autoBorn(ctx, r, &wt, nil); close(second) }()
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Error("a second up of the same born worktree waits in the queue")
+	}
+	if n := d.admission.QueueLength(); n != 1 {
+		t.Errorf("%d ups waiting, want 1", n)
+	}
+	cancel()
+	<-first
+	<-second
+}
