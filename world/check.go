@@ -223,7 +223,7 @@ func (c *Config) validate() []Diagnostic {
 	if cycle := c.findCycle(); cycle != nil {
 		errAt([]string{"services", cycle[0], "depends_on"}, "dependency cycle: %s", strings.Join(cycle, " -> "))
 	}
-	return append(diags, c.envCollisions()...)
+	return append(diags, c.envCollisions(func(string) []string { return everySliceHas })...)
 }
 
 // Adapter is what Check needs to know of an adapter name, from the adapter
@@ -320,6 +320,16 @@ func check(c *Config, info AdapterInfo, shell bool) []Diagnostic {
 				warn(append(key, "env", k), "%s looks like a credential written inline: use %s = \"${env.%s}\" (or env_file) so it is not committed", k, k, k)
 			}
 		}
+	}
+	if info != nil {
+		// Each adapter's own fields: a collision the structural check,
+		// which knows only the fields every slice has, could not see.
+		diags = append(diags, c.envCollisions(func(adapter string) []string {
+			if f := info(adapter).Fields; f != nil {
+				return f
+			}
+			return everySliceHas
+		})...)
 	}
 	for i, v := range c.Agents.Verify {
 		for _, ref := range Tokens(v) {
@@ -482,22 +492,21 @@ func FindConfig(dir, path string) (string, error) {
 	return filepath.Join(dir, ConfigFile), nil
 }
 
-// SliceFields are the fields of the built-in adapters' slices (a test in
-// adapters keeps them so).
-var SliceFields = []string{"url", "host", "port", "user", "password", "name", "database", "dsn", "prefix",
-	"collection", "api_key", "bucket", "access_key", "secret_key", "region", "vhost", "management_url",
-	"brokers", "mechanism", "isolation"}
+// everySliceHas are the fields every adapter's slice has (a test in
+// adapters keeps it so): what binky.toml is held to without knowing the
+// adapters, at every up. `check` holds it to each adapter's own.
+var everySliceHas = []string{"url", "host", "port"}
+
+// EverySliceHas is everySliceHas, for that test.
+func EverySliceHas() []string { return append([]string(nil), everySliceHas...) }
 
 // envCollisions finds two services that set one variable: names become
 // variables with '-' and '_' read alike and a port or field name joined to
 // the stem, so "api-admin" and "api_admin" (or "api" with port "admin"
 // and "api-admin") would both write API_ADMIN_PORT, the last one silently
 // winning in every process's environment.
-//
-// Every slice field of the adapter family counts (an external adapter's
-// own are not known here): a process's variables end in _HOST, _PORT,
-// _URL and _DIRECT_URL, which every adapter's url, host and port share.
-func (c *Config) envCollisions() []Diagnostic {
+// fields are an adapter's slice fields.
+func (c *Config) envCollisions(fields func(adapter string) []string) []Diagnostic {
 	set := map[string]string{}
 	var diags []Diagnostic
 	reported := map[[2]string]bool{} // one error per pair, not per variable
@@ -507,7 +516,7 @@ func (c *Config) envCollisions() []Diagnostic {
 		var vars []string
 		switch {
 		case s.Adapter != "":
-			for _, f := range SliceFields {
+			for _, f := range fields(s.Adapter) {
 				vars = append(vars, stem+"_"+EnvName(f))
 			}
 		case s.Adapter == "" && s.HasPort():

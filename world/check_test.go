@@ -37,3 +37,30 @@ func TestAServiceNameStartingWithADigitGetsVariablesAShellReads(t *testing.T) {
 		t.Errorf("EnvStem(web-9) = %q", got)
 	}
 }
+
+// Each adapter's own fields count: postgres sets no DB_MANAGEMENT_URL
+// (rabbitmq does), so "db" and "db-management" collide only on rabbitmq.
+func TestOnlyAnAdaptersOwnFieldsCollide(t *testing.T) {
+	info := func(name string) Adapter {
+		fields := map[string][]string{
+			"postgres": {"url", "host", "port", "user", "password", "name"},
+			"rabbitmq": {"url", "host", "port", "vhost", "user", "password", "management_url"},
+		}[name]
+		return Adapter{Known: true, Managed: true, Fields: fields}
+	}
+	for adapter, want := range map[string]bool{"postgres": false, "rabbitmq": true} {
+		cfg, diags := ParseConfig("binky.toml", []byte("[project]\nname = \"acme\"\n[services.db]\nadapter = \""+adapter+"\"\n[services.db-management]\ncmd = \"x\"\nurl = \"admin\"\n"))
+		for _, d := range diags {
+			if d.Severity == SeverityError {
+				t.Errorf("%s: structural error: %s", adapter, d.Message)
+			}
+		}
+		collides := false
+		for _, d := range Check(cfg, info) {
+			collides = collides || d.Severity == SeverityError && strings.Contains(d.Message, "DB_MANAGEMENT_URL")
+		}
+		if collides != want {
+			t.Errorf("%s: check finds DB_MANAGEMENT_URL written twice: %v, want %v", adapter, collides, want)
+		}
+	}
+}

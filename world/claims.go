@@ -45,7 +45,10 @@ func (a *Allocator) claim(port int) bool {
 			return false
 		}
 		if target == mine {
-			return true
+			// Ours, but stale a moment ago (our lease was made just now):
+			// another home's replaceStaleClaim may be between its check
+			// and its rename. Settled under the lock.
+			return a.replaceStaleClaim(path, mine)
 		}
 		if claimValid(target) {
 			return false
@@ -106,12 +109,17 @@ func (a *Allocator) ensureClaimed(port int) {
 	a.claim(port)
 }
 
-// claimTarget is the lease file a claim of ours points at, absolute: the
-// claim is read from other processes' working folders.
+// claimTarget is the lease file a claim of ours points at, absolute and
+// through the home's real path: the claim is read from other processes'
+// working folders, and one home reached by two paths (a symlink, a
+// relative BINKY_HOME) must know its own claim.
 func (a *Allocator) claimTarget(port int) string {
-	p := a.leasePath(port)
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
+	dir := a.Home.PortsDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
-	return p
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return filepath.Join(dir, strconv.Itoa(port))
 }

@@ -133,3 +133,57 @@ func TestManyHomesAtOnceGetDistinctPorts(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// One home reached by two paths (a symlink, /tmp vs /private/tmp, a
+// relative BINKY_HOME resolved from two cwds) refuses its own claim.
+func TestAHomeReachedThroughASymlinkKnowsItsOwnClaim(t *testing.T) {
+	claims := t.TempDir()
+	h := newTestHome(t)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(h.Dir, link); err != nil {
+		t.Fatal(err)
+	}
+	rng := PortRange{Min: 24300, Max: 24300}
+	a1 := &Allocator{Home: h, Range: rng, Bindable: func(int) bool { return true }, Claims: claims}
+	a2 := &Allocator{Home: Home{Dir: link}, Range: rng, Bindable: func(int) bool { return true }, Claims: claims}
+	ctx := context.Background()
+	r1 := saveWorld(t, h, "w1")
+	if _, err := a1.Ensure(ctx, r1, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	a1.Release(r1) // the port is free again; its claim is stale
+	r2 := saveWorld(t, h, "w2")
+	if _, err := a2.Ensure(ctx, r2, []string{"api"}); err != nil {
+		t.Errorf("the same home, by a symlink, cannot lease its free port: %v", err)
+	}
+}
+
+// A claim pointing at a home's own lease, stale until that lease is made
+// again, is settled under the lock: another home replacing it as stale at
+// that moment must not leave both holding the port (a review found both
+// did, about one round in 50).
+func TestAStaleClaimOfOnesOwnIsNotTakenByTwoHomes(t *testing.T) {
+	claims := t.TempDir()
+	const port = 24310
+	rng := PortRange{Min: port, Max: port}
+	a := &Allocator{Home: newTestHome(t), Range: rng, Bindable: func(int) bool { return true }, Claims: claims}
+	b := &Allocator{Home: newTestHome(t), Range: rng, Bindable: func(int) bool { return true }, Claims: claims}
+	path := filepath.Join(claims, strconv.Itoa(port))
+	both := 0
+	for i := 0; i < 2000 && both == 0; i++ {
+		os.Remove(a.leasePath(port))
+		os.Remove(b.leasePath(port))
+		os.Remove(path)
+		os.Symlink(a.claimTarget(port), path) // a's, stale: a released it
+		var wg sync.WaitGroup
+		var okA, okB bool
+		wg.Add(2)
+		go func() { defer wg.Done(); a.tryLease(port, "w", "api"); okA = a.claim(port) }()
+		go func() { defer wg.Done(); b.tryLease(port, "w", "api"); okB = b.claim(port) }()
+		wg.Wait()
+		if okA && okB {
+			both++
+			t.Errorf("iteration %d: both homes hold port %d (claim -> %s)", i, port, func() string { s, _ := os.Readlink(path); return s }())
+		}
+	}
+}

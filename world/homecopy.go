@@ -64,6 +64,12 @@ func (h Home) checkIdentity(id string) (string, error) {
 	here := h.location()
 	at, err := os.ReadFile(filepath.Join(h.Dir, homeAtFile))
 	if err == nil && string(at) == here {
+		// home-at is written last when a copy takes its new id: the id
+		// is read again after it, or one read before a copy settled
+		// meanwhile would be the original's.
+		if b, err := os.ReadFile(filepath.Join(h.Dir, homeIDFile)); err == nil && len(b) == 16 {
+			id = string(b)
+		}
 		verifiedIDs.Store(h.Dir, id)
 		return id, nil
 	}
@@ -90,8 +96,8 @@ func (h Home) checkIdentity(id string) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("read %s: %w", filepath.Join(h.Dir, homeAtFile), err)
 	default:
-		was, machine, _ := strings.Cut(strings.TrimSuffix(string(at), "\n"), "\n")
-		_, nowMachine, _ := strings.Cut(strings.TrimSuffix(here, "\n"), "\n")
+		was, machine := splitAt(string(at))
+		_, nowMachine := splitAt(here)
 		if machine == nowMachine && !stillThere(was, id, h.Dir) {
 			// Moved: nothing of it is left where it was.
 			if err := writeAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here)); err != nil {
@@ -119,6 +125,17 @@ func (h Home) checkIdentity(id string) (string, error) {
 	}
 	verifiedIDs.Store(h.Dir, id)
 	return id, nil
+}
+
+// splitAt reads home-at: the path, then the machine id on the last line
+// (a path may hold a newline; a machine id never does).
+func splitAt(at string) (path, machine string) {
+	at = strings.TrimSuffix(at, "\n")
+	i := strings.LastIndexByte(at, '\n')
+	if i < 0 {
+		return at, ""
+	}
+	return at[:i], at[i+1:]
 }
 
 // stillThere reports whether the home this one was made as is still at

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -91,5 +92,61 @@ func TestAHomeFromBeforeHomeAtKeepsItsID(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, homeAtFile)); err != nil {
 		t.Errorf("home-at not written: %v", err)
+	}
+}
+
+// Many processes' first ID() of a copy (the CLI and a daemon it starts):
+// one that read home-id before the copy was settled and home-at after
+// must not return the original's id (a review found one did).
+func TestACopysFirstIDsAtOnceNeverGiveTheOriginals(t *testing.T) {
+	root := t.TempDir()
+	orig := filepath.Join(root, "home")
+	id := idOf(t, orig)
+	at, _ := os.ReadFile(filepath.Join(orig, homeAtFile))
+	for i := 0; i < 100; i++ {
+		cp := filepath.Join(root, "copy")
+		os.RemoveAll(cp)
+		os.MkdirAll(cp, 0o700)
+		os.WriteFile(filepath.Join(cp, homeIDFile), []byte(id), 0o600)
+		os.WriteFile(filepath.Join(cp, homeAtFile), at, 0o600)
+		verifiedIDs.Delete(cp)
+		var wg sync.WaitGroup
+		got := make([]string, 8)
+		for g := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[g], _ = Home{Dir: cp}.ID()
+			}()
+		}
+		wg.Wait()
+		for _, g := range got {
+			if g == id {
+				t.Fatalf("iteration %d: a copy's ID() returned the original's id %s: %v", i, id, got)
+			}
+		}
+	}
+}
+
+// home-at is newline-separated, and a path may hold a newline.
+func TestACopyOfAHomeOnAPathWithANewlineTakesANewID(t *testing.T) {
+	root := t.TempDir()
+	orig := filepath.Join(root, "x\nsame")
+	id := idOf(t, orig)
+	cp := filepath.Join(root, "y\nsame")
+	copyHome(t, orig, cp)
+	if got := idOf(t, cp); got == id {
+		t.Errorf("a copy (original still there) kept the original's id %s", id)
+	}
+}
+
+func TestAMovedHomeOnAPathWithANewlineKeepsItsID(t *testing.T) {
+	root := t.TempDir()
+	orig := filepath.Join(root, "a\nb")
+	id := idOf(t, orig)
+	moved := filepath.Join(root, "moved")
+	os.Rename(orig, moved)
+	if got := idOf(t, moved); got != id {
+		t.Errorf("a moved home took a new id: %s → %s", id, got)
 	}
 }

@@ -499,7 +499,9 @@ func envFileNames(cfg *Config) []string {
 // reader both read back as v: bare when nothing in it could be misread,
 // else double-quoted with compose's escapes (a backtick is not one).
 func DotenvQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\r\n\"'#$\\`") {
+	// A reader trims what surrounds a bare value (a vertical tab, a
+	// no-break space as much as a space).
+	if v != "" && !strings.ContainsAny(v, " \t\r\n\"'#$\\`") && strings.TrimSpace(v) == v {
 		return v
 	}
 	return `"` + dotenvEscapes.Replace(v) + `"`
