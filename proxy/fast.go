@@ -405,9 +405,10 @@ func (p *Proxy) exchange(c net.Conn, client *clientRef, br *bufio.Reader, bw *bu
 					switch {
 					case body.stalled:
 						writeStalled(bw, bodyStall)
-					case body.failed == nil:
+					case body.failed == nil && !errors.Is(err, io.EOF):
 						// The service stopped reading (a 413 for a large
-						// upload, then close): it may have answered.
+						// upload, then close): it may have answered. (An
+						// EOF is the client's body ending short.)
 						answerCutUpload(bw, u, method, rt, err)
 					}
 					u.close()
@@ -697,7 +698,7 @@ func relayPlain(bw *bufio.Writer, br *bufio.Reader, isHead, closeAfter bool) (ou
 		}
 	}
 	status, rest, _ := bytes.Cut(head, []byte("\r\n"))
-	if len(status) < 12 || string(status[:9]) != "HTTP/1.1 " || len(status) > 12 && status[12] != ' ' {
+	if len(status) < 12 || string(status[:9]) != "HTTP/1.1 " || len(status) > 12 && status[12] != ' ' || !printable(status) {
 		return 0, false, false
 	}
 	code, err := strconv.Atoi(string(status[9:12]))
@@ -714,12 +715,10 @@ func relayPlain(bw *bufio.Writer, br *bufio.Reader, isHead, closeAfter bool) (ou
 			return 0, false, false
 		}
 		value = bytes.Trim(value, " \t")
-		for _, b := range value {
-			if b < ' ' && b != '\t' || b == 0x7f {
-				// A bare LF may hide a header the client would obey and
-				// this reading would not: net/http's parser decides.
-				return 0, false, false
-			}
+		if !printable(value) {
+			// A bare LF may hide a header the client would obey and this
+			// reading would not: net/http's parser decides.
+			return 0, false, false
 		}
 		switch {
 		case fold(name, "content-length"):
@@ -795,6 +794,16 @@ func hopResponse(name []byte) bool {
 	return false
 }
 
+// printable: no control byte but a tab (a bare LF, a NUL) in b.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // asciiHost: a Host of printable ASCII. Anything else (UTF-8 that case
 // folding would turn into a route's name) is handed off, and net/http
 // refuses it.
@@ -830,25 +839,34 @@ var goneRef = &clientRef{}
 // answers. (A read deadline per request did the same at ~15% more of the
 // proxy's CPU per request; a map of waiting requests at ~10%.)
 func (p *Proxy) awaitAnswer(u *upstream, client *clientRef) error {
+	pl := &p.pool
+	if pl.waiting.Add(1) == 1 && pl.watching.CompareAndSwap(false, true) {
+		go pl.watchClients()
+	}
 	u.waiting.Store(client)
 	_, err := u.br.Peek(1)
-	if u.waiting.Swap(nil) == goneRef {
+	gone := u.waiting.Swap(nil) == goneRef
+	pl.waiting.Add(-1)
+	if gone {
 		return errClientGone
 	}
 	return err
 }
 
-// watchClients looks, every checkClientEvery while the pool has
-// connections, at the client each one's request waits for.
+// watchClients looks, every checkClientEvery while requests wait, at the
+// client each one waits for (an idle daemon is not woken).
 func (p *pool) watchClients() {
 	for {
 		time.Sleep(checkClientEvery)
-		p.liveMu.Lock()
-		if len(p.live) == 0 {
-			p.watching = false
-			p.liveMu.Unlock()
-			return
+		if p.waiting.Load() == 0 {
+			p.watching.Store(false)
+			// A request that began waiting just now found it watching,
+			// and started none: keep watching for it.
+			if p.waiting.Load() == 0 || !p.watching.CompareAndSwap(false, true) {
+				return
+			}
 		}
+		p.liveMu.Lock()
 		for u := range p.live {
 			// Only while that request still waits: the swap fails once it
 			// stopped (and its connection may serve another by now).

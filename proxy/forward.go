@@ -61,10 +61,12 @@ type pool struct {
 	clients atomic.Int32
 
 	// live is every open connection to a service, for the watcher of
-	// waiting clients (watchClients), which runs while there are any.
+	// waiting clients (watchClients), which runs while any request
+	// waits (waiting counts them).
 	liveMu   sync.Mutex
 	live     map[*upstream]struct{}
-	watching bool
+	waiting  atomic.Int32
+	watching atomic.Bool
 }
 
 var (
@@ -209,10 +211,6 @@ func (p *pool) dial(ctx context.Context, port int) (*upstream, error) {
 		p.live = map[*upstream]struct{}{}
 	}
 	p.live[u] = struct{}{}
-	if !p.watching {
-		p.watching = true
-		go p.watchClients()
-	}
 	p.liveMu.Unlock()
 	return u, nil
 }

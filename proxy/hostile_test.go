@@ -251,24 +251,32 @@ func TestTrailersComeThrough(t *testing.T) {
 	}
 }
 
-func TestAServicesHeaderWithABareLineFeedIsNotRelayedAsIs(t *testing.T) {
-	port := tcpService(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			if _, err := http.ReadRequest(br); err != nil {
-				return
+// A bare LF inside a service's head may hide a header the client obeys
+// and the fast path's reading does not: such a head is never relayed as
+// it came (the status line's was, a review found).
+func TestABareLineFeedInAServicesHeadIsNotRelayed(t *testing.T) {
+	for where, head := range map[string]string{
+		"header":      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: a\nX-Smuggled: yes\r\n\r\nok",
+		"status line": "HTTP/1.1 200 OK\nX-Smuggled: yes\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		port := tcpService(t, func(c net.Conn) {
+			br := bufio.NewReader(c)
+			for {
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				io.WriteString(c, head)
 			}
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: a\nX-Smuggled: yes\r\n\r\nok")
+		})
+		p := New()
+		p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
+		c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: svc.w.acme.localhost\r\nConnection: close\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		raw, _ := io.ReadAll(c)
+		if strings.Contains(string(raw), "\nX-Smuggled") && !strings.Contains(string(raw), "\r\nX-Smuggled") {
+			t.Errorf("a bare LF in a service's %s reached the client: %q", where, raw)
 		}
-	})
-	p := New()
-	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
-	c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: svc.w.acme.localhost\r\nConnection: close\r\n\r\n")
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	raw, _ := io.ReadAll(c)
-	if !strings.HasSuffix(string(raw), "ok") || strings.Contains(string(raw), "a\nX-Smuggled") {
-		t.Errorf("a bare LF in a service's header reached the client: %q", raw)
 	}
 }
 
@@ -299,7 +307,33 @@ func TestAnUploadTheServiceRefusesEarlyGetsItsAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer to an upload the service refused: %v", err)
 	}
-	if resp.StatusCode != http.StatusRequestEntityTooLarge && resp.StatusCode != http.StatusBadGateway {
-		t.Errorf("status %d, want the service's 413 (or a 502)", resp.StatusCode)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want the service's 413", resp.StatusCode)
+	}
+}
+
+// A client whose upload ends short (it half-closes before Content-Length
+// bytes) is not told the service stopped reading (a review found it was,
+// after a second).
+func TestAClientsShortUploadIsNotBlamedOnTheService(t *testing.T) {
+	port := tcpService(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	p := New()
+	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
+	c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: svc.w.acme.localhost\r\nContent-Length: 100\r\n\r\nonly-ten!!")
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	raw, _ := io.ReadAll(c)
+	if strings.Contains(string(raw), "stopped reading the request body") {
+		t.Errorf("after %v, a client's short body is blamed on the service: %q", time.Since(start).Round(time.Millisecond), raw)
 	}
 }
