@@ -113,13 +113,18 @@ func (a *Allocator) ensureClaimed(port int) {
 // through the home's real path: the claim is read from other processes'
 // working folders, and one home reached by two paths (a symlink, a
 // relative BINKY_HOME) must know its own claim.
+// The real path is resolved once per allocator: an Ensure looks at every
+// port a world holds.
 func (a *Allocator) claimTarget(port int) string {
-	dir := a.Home.PortsDir()
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	return filepath.Join(dir, strconv.Itoa(port))
+	a.realOnce.Do(func() {
+		dir := a.Home.PortsDir()
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		a.realPorts = dir
+	})
+	return filepath.Join(a.realPorts, strconv.Itoa(port))
 }

@@ -39,6 +39,9 @@ type Allocator struct {
 	// Claims is the folder of machine-wide claims (claims.go) other homes
 	// of this user see; "" for none.
 	Claims string
+
+	realOnce  sync.Once
+	realPorts string // the ports folder's real path (claimTarget)
 }
 
 // NewAllocator returns the machine allocator for the settings' range.
