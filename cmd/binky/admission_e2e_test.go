@@ -15,6 +15,9 @@ import (
 
 func (f *fixture) setSettings(s string) {
 	f.t.Helper()
+	if !strings.Contains(s, "[ports]") {
+		s += f.ports // the fixture's own range, a table after the keys
+	}
 	if err := os.WriteFile(filepath.Join(f.home, "settings.toml"), []byte(s), 0o600); err != nil {
 		f.t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func TestHTTPSThroughCaddyWithBinkysOwnCA(t *testing.T) {
 	}
 	f := newFixture(t, oneService)
 	httpsPort := freeTCPPort(t)
-	settings := fmt.Sprintf("proxy_port = %d\nhttps = true\nhttps_port = %d\n", f.proxyPort, httpsPort)
+	settings := fmt.Sprintf("proxy_port = %d\nhttps = true\nhttps_port = %d\n", f.proxyPort, httpsPort) + f.ports
 	os.WriteFile(filepath.Join(f.home, "settings.toml"), []byte(settings), 0o600)
 	f.mustBinky(f.repo, "up")
 	env := f.mustBinky(f.repo, "env")
@@ -259,7 +259,7 @@ func TestHTTPSThroughCaddyWithBinkysOwnCA(t *testing.T) {
 
 func TestHTTPSWithoutCaddySaysWhatToDo(t *testing.T) {
 	f := newFixture(t, oneService)
-	settings := fmt.Sprintf("proxy_port = %d\nhttps = true\nhttps_port = %d\n", f.proxyPort, freeTCPPort(t))
+	settings := fmt.Sprintf("proxy_port = %d\nhttps = true\nhttps_port = %d\n", f.proxyPort, freeTCPPort(t)) + f.ports
 	os.WriteFile(filepath.Join(f.home, "settings.toml"), []byte(settings), 0o600)
 	// The daemon starts with a PATH that has no caddy on it.
 	c := exec.Command(filepath.Join(binDir, "git-binky"), "daemon", "start")
