@@ -16,33 +16,19 @@ import (
 // changes (make bench compares with nginx).
 func BenchmarkFastPathGET(b *testing.B) {
 	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello"
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
+	port := tcpService(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, answer)
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(c, answer)
 		}
-	}()
+	})
 	p := New()
-	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: l.Addr().(*net.TCPAddr).Port, Up: true}})
+	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
 	ls, err := Listen(0)
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 )
 
 // tcpService serves each connection to a loopback port with handle.
-func tcpService(t *testing.T, handle func(c net.Conn)) int {
+func tcpService(t testing.TB, handle func(c net.Conn)) int {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

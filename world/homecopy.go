@@ -90,7 +90,7 @@ func (h Home) checkIdentity(id string) (string, error) {
 	case os.IsNotExist(err):
 		// Made by this binky just now, or by one from before home-at:
 		// where it is now is where it is.
-		if err := writeAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here)); err != nil {
+		if err := WriteFileAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here), 0o600); err != nil {
 			return "", err
 		}
 	case err != nil:
@@ -100,7 +100,7 @@ func (h Home) checkIdentity(id string) (string, error) {
 		_, nowMachine := splitAt(here)
 		if machine == nowMachine && !stillThere(was, id, h.Dir) {
 			// Moved: nothing of it is left where it was.
-			if err := writeAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here)); err != nil {
+			if err := WriteFileAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here), 0o600); err != nil {
 				return "", err
 			}
 			break
@@ -112,13 +112,13 @@ func (h Home) checkIdentity(id string) (string, error) {
 		newID := hex.EncodeToString(raw)
 		note := fmt.Sprintf("%s: this home was copied from %s (machine %q, home id %s), which may still run the worlds whose records came with the copy; it took the new id %s, so neither remove nor gc here drops what that home made (their marks name home %s)\n",
 			time.Now().UTC().Format(time.RFC3339), was, machine, id, newID, id)
-		if err := writeAtomic(filepath.Join(h.Dir, homeCopiedFile), []byte(note)); err != nil {
+		if err := WriteFileAtomic(filepath.Join(h.Dir, homeCopiedFile), []byte(note), 0o600); err != nil {
 			return "", err
 		}
-		if err := writeAtomic(filepath.Join(h.Dir, homeIDFile), []byte(newID)); err != nil {
+		if err := WriteFileAtomic(filepath.Join(h.Dir, homeIDFile), []byte(newID), 0o600); err != nil {
 			return "", err
 		}
-		if err := writeAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here)); err != nil {
+		if err := WriteFileAtomic(filepath.Join(h.Dir, homeAtFile), []byte(here), 0o600); err != nil {
 			return "", err
 		}
 		id = newID
@@ -164,21 +164,4 @@ func (h Home) CopiedNote() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// writeAtomic replaces path with b (a temp file renamed over it).
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
