@@ -79,6 +79,7 @@ func benchWorlds(b *bench) error {
 			settle()
 			start := time.Now()
 			for i := 0; i < n; i++ {
+				began := time.Now()
 				data := filepath.Join(dir, fmt.Sprintf("per-%d-%d-r%d", n, i, round))
 				port := freePort()
 				if err := os.MkdirAll(data, 0o700); err != nil {
@@ -96,6 +97,7 @@ func benchWorlds(b *bench) error {
 				if err := runAs(cred, psql, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "bench", "-d", "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-c", load); err != nil {
 					return err
 				}
+				r.perEach = append(r.perEach, time.Since(began))
 			}
 			r.perTime = time.Since(start)
 			// Memory is read at rest, on both sides: 2 s after the last load
@@ -139,9 +141,11 @@ clone_from = "golden"
 			settle()
 			start := time.Now()
 			for i := 0; i < n; i++ {
+				began := time.Now()
 				if _, err := run(repo, gb, "up", fmt.Sprintf("w%d", i)); err != nil {
 					return err
 				}
+				r.binkyEach = append(r.binkyEach, time.Since(began))
 			}
 			r.binkyTime = time.Since(start)
 			binkyData = filepath.Join(home, "servers", "postgres", "data")
@@ -206,8 +210,8 @@ clone_from = "golden"
 		if len(rs) > 1 {
 			var line []string
 			for i, r := range rs {
-				line = append(line, fmt.Sprintf("round %d: time %.1f vs %.1fs (%.2fx), RSS %s vs %s (%.3fx)", i+1,
-					r.binkyTime.Seconds(), r.perTime.Seconds(), r.binkyTime.Seconds()/r.perTime.Seconds(),
+				line = append(line, fmt.Sprintf("round %d: time %.1f vs %.1fs (%.2fx; %s), RSS %s vs %s (%.3fx)", i+1,
+					r.binkyTime.Seconds(), r.perTime.Seconds(), r.binkyTime.Seconds()/r.perTime.Seconds(), r.split(),
 					mibOf(r.binkyRAM), mibOf(r.perRAM), float64(r.binkyRAM)/float64(r.perRAM)))
 			}
 			fmt.Printf("%d worlds, %d rounds (the table and the ratios below are their medians):\n  %s\n\n", n, len(rs), strings.Join(line, "\n  "))
@@ -261,8 +265,27 @@ type result struct {
 	perMem, binkyMem    uint64 // footprint; 0 when it cannot be read
 	perTime, binkyTime  time.Duration
 	clone, cloneMig     time.Duration
+	binkyEach, perEach  []time.Duration // each world's up, in order
 	disk                int64
 	timeRatio, ramRatio float64 // binky's over a server each's
+}
+
+// split says where a round's time went on each side: the first world
+// (binky's starts the shared server and builds the template) and the
+// median of the later ones, binky first.
+func (r result) split() string {
+	part := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "-"
+		}
+		if len(ds) == 1 {
+			return fmt.Sprintf("%.2fs", ds[0].Seconds())
+		}
+		later := append([]time.Duration(nil), ds[1:]...)
+		sort.Slice(later, func(i, j int) bool { return later[i] < later[j] })
+		return fmt.Sprintf("%.2fs first, then %.0f ms each", ds[0].Seconds(), float64(later[len(later)/2])/float64(time.Millisecond))
+	}
+	return "binky " + part(r.binkyEach) + "; a server each " + part(r.perEach)
 }
 
 // medianResult is the median of each figure over rounds of one point (the
