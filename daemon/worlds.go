@@ -622,6 +622,12 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		}
 		return api.World{}, err
 	}
+	// Another home's world is that home's to remove: this one would delete
+	// the worktree under it and leave its world to a watcher that may not
+	// be running.
+	if err := d.home.CheckOwner(w); err != nil {
+		return api.World{}, classify(err)
+	}
 	if !req.Force && !w.Worktree.Main {
 		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
 		if err != nil {

@@ -205,7 +205,10 @@ func (h Home) SaveRecord(r *Record) error {
 	if err := WriteFileAtomic(h.recordPath(r.ID), b, 0o600); err != nil {
 		return fmt.Errorf("save world record: %w", err)
 	}
-	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) {
+	// Not into a folder git gave a new worktree of the same name since:
+	// that copy would make the old world the new worktree's (a daemon
+	// adopting the old one's processes saves as it checks them).
+	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && !adminReplaced(r) {
 		dir := StateDir(r.AdminDir)
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)

@@ -327,15 +327,23 @@ func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) 
 		}
 		return false, err
 	}
-	if rec.Main || rec.AdminDir == "" {
-		return false, nil
+	return adminReplaced(rec), nil
+}
+
+// adminReplaced reports whether rec's admin folder is now another
+// worktree's: git made it (its gitdir file) after the world was created,
+// and it holds no copy of the world's record, which every world's first
+// save writes there.
+func adminReplaced(rec *Record) bool {
+	if rec.Main || rec.AdminDir == "" || rec.Created.IsZero() {
+		return false
 	}
 	if fi, err := os.Stat(rec.AdminDir); err != nil || !fi.IsDir() {
-		return false, nil
+		return false
 	}
 	if _, err := os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json")); !errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return false
 	}
 	gitdir, err := os.Stat(filepath.Join(rec.AdminDir, "gitdir"))
-	return err == nil && !rec.Created.IsZero() && gitdir.ModTime().After(rec.Created), nil
+	return err == nil && gitdir.ModTime().After(rec.Created)
 }

@@ -352,7 +352,7 @@ func TestASecondHomeLeavesTheFirstHomesWorldAlone(t *testing.T) {
 	t.Cleanup(func() { stopDaemon(other) })
 	f.extraEnv = []string{"BINKY_HOME=" + other}
 
-	for _, args := range [][]string{{"env", "p1"}, {"up", "p1"}} {
+	for _, args := range [][]string{{"env", "p1"}, {"up", "p1"}, {"remove", "p1", "--force"}} {
 		_, stderr, err := f.binky(f.repo, args...)
 		if err == nil || !strings.Contains(stderr, "is run by BINKY_HOME="+f.home) {
 			t.Errorf("%s from a second home: err=%v, stderr does not name the owning home:\n%s", args[0], err, stderr)
@@ -379,6 +379,9 @@ func TestASecondHomeLeavesTheFirstHomesWorldAlone(t *testing.T) {
 		t.Errorf("the second home rewrote %s:\nbefore %s\nafter %s", copyPath, before, after)
 	}
 
+	if _, err := os.Stat(wt); err != nil {
+		t.Errorf("the second home's remove deleted the first home's worktree: %v", err)
+	}
 	f.extraEnv = nil
 	if got := f.envOf("p1"); got["API_PORT"] != envBefore["API_PORT"] {
 		t.Errorf("the first home's ports moved: %s → %s", envBefore["API_PORT"], got["API_PORT"])

@@ -111,6 +111,32 @@ func TestRemovalWhileTheDaemonIsDownIsReconciledOnStart(t *testing.T) {
 	f.waitGone(w)
 }
 
+// A worktree removed and added again under its name while no daemon ran
+// is a new worktree: the daemon that starts must not adopt the old world
+// for it (its processes ran in the deleted folder, its database had the
+// old branch's rows), but tear that down and give the new one its own.
+func TestAWorktreeRemovedAndAddedAgainWhileTheDaemonIsDownGetsAWorldOfItsOwn(t *testing.T) {
+	// A health check: the adopting daemon saves the world's record as it
+	// checks, which must not make the old world the new folder's.
+	f := newFixture(t, oneService+"health = { http = \"/healthz\", interval = \"100ms\" }\n")
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	old := f.waitHealthy("feat")
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustGit(f.repo, "worktree", "remove", "../feat")
+	// The hook of this add starts a daemon, which adopts what the last
+	// one left running.
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat-new")
+	f.eventually("the old world's service gone", func() bool { return !pidAlive(old.Services[0].PID) })
+	w := f.waitHealthy("feat")
+	if w.Services[0].PID == old.Services[0].PID {
+		t.Fatalf("the new worktree runs the old world's process %d", w.Services[0].PID)
+	}
+	if w.Branch != "feat-new" {
+		t.Errorf("the new world's branch is %q, want feat-new", w.Branch)
+	}
+}
+
 func TestTwoWorktreesAddedInParallel(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
