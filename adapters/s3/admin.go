@@ -207,6 +207,27 @@ func (a *admin) removeUser(ctx context.Context, accessKey string) error {
 	return nil
 }
 
+// revokeTokens revokes every temporary credential (STS) minted with a
+// user's keys. MinIO's remove-user leaves them, and they work again for
+// the next user of that access key; no policy can stop a user minting them
+// (AssumeRole checks no action). A MinIO without the call (older than its
+// revoke-tokens API) cannot revoke them: errNoRevoke says so.
+func (a *admin) revokeTokens(ctx context.Context, accessKey string) error {
+	_, err := a.do(ctx, http.MethodPost, "/revoke-tokens/builtin", url.Values{"user": {accessKey}, "fullRevoke": {"true"}}, nil)
+	var ae *adminError
+	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusNotImplemented ||
+		ae.Code == "XMinioUnknownAPIRequest" || ae.Code == "NotImplemented") {
+		return errNoRevoke
+	}
+	if err != nil {
+		return fmt.Errorf("revoke the temporary credentials of user %s: %w", accessKey, err)
+	}
+	return nil
+}
+
+// errNoRevoke is revokeTokens' answer from a MinIO that has no such call.
+var errNoRevoke = errors.New("this MinIO cannot revoke temporary credentials (no revoke-tokens admin API)")
+
 // policy returns a canned policy's document, or nil when there is none.
 func (a *admin) policy(ctx context.Context, name string) ([]byte, error) {
 	out, err := a.do(ctx, http.MethodGet, "/info-canned-policy", url.Values{"name": {name}, "v": {"2"}}, nil)

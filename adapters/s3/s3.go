@@ -239,7 +239,8 @@ func (a *S3) Provision(ctx context.Context, s adapters.Slice) error {
 	if !withAdmin {
 		return nil
 	}
-	if u, err := v.admin.user(ctx, key); err != nil {
+	u, err := v.admin.user(ctx, key)
+	if err != nil {
 		return err
 	} else if u != nil && !u.ours(pol) {
 		return fmt.Errorf("s3 access key %s is not the user binky made (policy %q): %w", key, u.PolicyName, adapters.ErrTaken)
@@ -249,6 +250,16 @@ func (a *S3) Provision(ctx context.Context, s adapters.Slice) error {
 	}
 	if err := v.admin.addUser(ctx, key, s.Password); err != nil {
 		return err
+	}
+	if u == nil {
+		// A new user: temporary credentials an earlier user of this
+		// access key minted (an older binky's world, which teardown did
+		// not revoke) would be this one's from the moment its policy is.
+		// Revoked before the policy is attached. (The user's own, on a
+		// later up, are the world's and stay.)
+		if err := v.admin.revokeTokens(ctx, key); err != nil && !errors.Is(err, errNoRevoke) {
+			return err
+		}
 	}
 	return v.admin.attach(ctx, pol, key)
 }
@@ -343,6 +354,13 @@ func (a *S3) Teardown(ctx context.Context, s adapters.Slice) error {
 		}
 		// A user of that name under another policy is not the one binky
 		// made for this bucket: leave it.
+		// Its temporary credentials first: removing the user leaves them,
+		// alive again for the next user of the access key.
+		if u == nil || u.ours(pol) {
+			if err := v.admin.revokeTokens(ctx, key); err != nil && !errors.Is(err, errNoRevoke) {
+				return err
+			}
+		}
 		if u != nil && u.ours(pol) {
 			if err := v.admin.removeUser(ctx, key); err != nil {
 				return err
@@ -459,6 +477,11 @@ func (a *S3) PrepareTemplate(ctx context.Context, adminURL, name string) error {
 		return fmt.Errorf("s3 access key %s is not the user binky made (policy %q): %w", key, u.PolicyName, adapters.ErrTaken)
 	}
 	if err := v.admin.disableUser(ctx, key); err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
+	}
+	// What the seed minted with the template's keys: disabling the user
+	// stops it, but not for good (a rebuild enables a user of that key).
+	if err := v.admin.revokeTokens(ctx, key); err != nil && !errors.Is(err, errNoRevoke) {
 		return fmt.Errorf("template %s: %w", name, err)
 	}
 	return nil

@@ -529,3 +529,99 @@ func TestAWorldCannotTakeTheAccessKeyOfALaterWorld(t *testing.T) {
 		t.Errorf("the refused slice left its bucket: %v %v", exists, err)
 	}
 }
+
+// stsClient mints temporary credentials with a world's own keys (MinIO's
+// AssumeRole checks no policy action, so no world policy can refuse it)
+// and returns a client signing with them.
+func stsClient(t *testing.T, addr adapters.Address) *minio.Client {
+	t.Helper()
+	u, err := url.Parse(addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := credentials.NewSTSAssumeRole("http://"+u.Host, credentials.STSAssumeRoleOptions{
+		AccessKey: addr["access_key"], SecretKey: addr["secret_key"], Location: addr["region"], DurationSeconds: 7 * 24 * 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creds.Get(); err != nil {
+		t.Fatalf("the world could not mint temporary credentials: %v", err)
+	}
+	c, err := minio.New(u.Host, &minio.Options{Creds: creds, Region: addr["region"], BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Temporary credentials a world minted with its keys outlived its
+// teardown (MinIO's remove-user leaves them) and came back to life with the
+// next user of the same access key: the same name's next world, or a world
+// whose folded key collides. Teardown revokes them, and so does a new
+// user's provisioning, for tokens an older binky left.
+func TestAWorldsTemporaryCredentialsDieWithIt(t *testing.T) {
+	ctx := context.Background()
+	admin := adminURL(t)
+	name := fmt.Sprintf("sts_%x", time.Now().UnixNano())[:16]
+	s := adapters.Slice{Name: name, World: "w-sts-1", Home: "h-test", AdminURL: admin,
+		Password: adapters.Password([]byte("s3-test-secret"), "s3", name)}
+	if err := New().Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := New().Resolve(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := stsClient(t, addr)
+	if err := put(ctx, old, addr["bucket"], "mine", "x"); err != nil {
+		t.Fatalf("the temporary credentials do not work for the world itself: %v", err)
+	}
+	if err := New().Teardown(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// The same slice's next world, with a password of its own.
+	next := s
+	next.World, next.Password = "w-sts-2", adapters.Password([]byte("another-secret"), "s3", name)
+	if err := New().Provision(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = New().Teardown(context.Background(), next) })
+	if err := put(ctx, old, addr["bucket"], "planted", "x"); err == nil {
+		t.Fatal("the removed world's temporary credentials write into the next world's bucket")
+	}
+	if _, err := old.ListBuckets(ctx); err == nil {
+		t.Fatal("the removed world's temporary credentials still list buckets")
+	}
+}
+
+// An older binky's teardown removed the user and left its temporary
+// credentials: the next world of that access key revokes them before its
+// policy makes them worth anything.
+func TestANewUserRevokesTheTemporaryCredentialsAnEarlierUserLeft(t *testing.T) {
+	ctx := context.Background()
+	s, addr := provision(t, "stsold")
+	old := stsClient(t, addr)
+	v := adminServer(t)
+	// Teardown as binky did before it revoked: user, policy, bucket.
+	if err := v.admin.removeUser(ctx, addr["access_key"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.admin.removePolicy(ctx, Policy(s.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.empty(ctx, addr["bucket"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.client.RemoveBucket(ctx, addr["bucket"]); err != nil {
+		t.Fatal(err)
+	}
+	next := s
+	next.World = s.World + "-next"
+	if err := New().Provision(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = New().Teardown(context.Background(), next) })
+	if err := put(ctx, old, addr["bucket"], "planted", "x"); err == nil {
+		t.Fatal("the earlier user's temporary credentials write into the new world's bucket")
+	}
+}
