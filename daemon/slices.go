@@ -620,9 +620,17 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	// Absent, or left half-built by a crash: build it (again).
 	_ = a.Teardown(ctx, gs)
+	// Which server the build is on, for gc, should it not finish and no
+	// later up of this key come to drop it.
+	building := filepath.Join(d.home.GoldenDir(), name+buildingSuffix)
+	bm, _ := json.Marshal(goldenMarker{Name: name, Adapter: kind, Project: w.Project, Admin: ref})
+	if err := world.WriteFileAtomic(building, bm, 0o600); err != nil {
+		return "", err
+	}
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("building golden template %s (migrate + seed once; later worlds copy it)", name)})
 	start := time.Now()
 	if err := a.Provision(ctx, gs); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
 		return "", fmt.Errorf("golden template %s: %w", name, err)
 	}
 	if err := d.step("golden.provisioned"); err != nil {
@@ -633,14 +641,14 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		return "", err
 	}
 	if err := d.migrate(ctx, w, rec, n, addr, "golden", callerEnv, emit); err != nil {
-		_ = a.Teardown(ctx, gs)
+		d.dropHalfBuilt(ctx, a, gs)
 		return "", fmt.Errorf("golden template %s: %w", name, err)
 	}
 	if err := d.step("golden.migrated"); err != nil {
 		return "", err
 	}
 	if err := prepare(); err != nil {
-		_ = a.Teardown(ctx, gs)
+		d.dropHalfBuilt(ctx, a, gs)
 		return "", err
 	}
 	// A crash from here on leaves a template with no marker file: the next
@@ -652,10 +660,30 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
 		return "", err
 	}
+	os.Remove(building)
 	d.log.Info("golden template built", "name", name, "took_ms", time.Since(start).Milliseconds())
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
 	return name, nil
 }
+
+// dropHalfBuilt drops a template whose build failed. The failure is often
+// the up's context ending (a remove of its worktree, a daemon stopping),
+// and a teardown on that context does nothing: the template, with no
+// marker naming it, was left for good. So it runs on a context of its own;
+// what it still cannot drop, gc finds (an unmarked template of this home).
+func (d *Daemon) dropHalfBuilt(ctx context.Context, a adapters.Adapter, gs adapters.Slice) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := a.Teardown(cctx, gs); err == nil || errors.Is(err, adapters.ErrKept) {
+		os.Remove(filepath.Join(d.home.GoldenDir(), gs.Name+buildingSuffix))
+	}
+}
+
+// buildingSuffix names the file that says a template is being built, and
+// on which server: written before the build, removed when it is done or
+// dropped. One left with the template's lock free is a build a crash cut
+// off.
+const buildingSuffix = ".building"
 
 // teardownSlices drops every slice of a world, each only if it is the
 // world's. A server that cannot be reached leaves its slice for gc. A slice
@@ -829,6 +857,21 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			}
 		}
 	}
+	// Templates whose build did not finish, and their servers: gc looks
+	// there even when no world names that server any more.
+	unfinished := d.unfinishedGoldens()
+	kept := map[string]bool{} // half-built templates gc did not drop, or could not look for
+	for _, m := range unfinished {
+		ref := m.Admin
+		if ref == "" {
+			ref = "managed:" + m.Adapter
+		}
+		if u, err := d.adminFromRef(ctx, ref, req.Env); err == nil {
+			servers[u] = m.Adapter
+		} else {
+			kept[m.Name] = true
+		}
+	}
 	homeID, err := d.home.ID()
 	if err != nil {
 		return api.GC{}, err
@@ -861,9 +904,14 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 		// it has.
 		slices := map[string]adapters.Owner{}
 		legacy := map[string]adapters.Owner{}
+		halfBuilt := map[string]bool{}
 		for _, obj := range found {
 			switch {
-			case obj.Owner.World == goldenWorld || d.home.HasRecord(obj.Owner.World):
+			case obj.Owner.World == goldenWorld:
+				if obj.Owner.Home == homeID && !d.goldenMarked(obj.Slice) {
+					halfBuilt[strings.TrimSuffix(obj.Slice, goldenSpareSuffix)] = true
+				}
+			case d.home.HasRecord(obj.Owner.World):
 			case obj.Owner.Legacy():
 				legacy[obj.Slice] = obj.Owner
 			case obj.Owner.Home == homeID:
@@ -876,6 +924,15 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			}
 			out.Orphans = append(out.Orphans, api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u),
 				Note: "marked by an older binky, which did not record the home: it may be another home's live slice; drop it by hand if it is not"})
+		}
+		for name := range halfBuilt {
+			o, ok := d.gcHalfBuilt(ctx, a, servers[u], u, name, homeID, secret, out.DryRun)
+			if ok {
+				out.Orphans = append(out.Orphans, o)
+			}
+			if !ok || !o.Dropped {
+				kept[name] = true
+			}
 		}
 		for name, owner := range slices {
 			o := api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u)}
@@ -897,9 +954,100 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 	}
 	sort.Slice(out.Orphans, func(i, j int) bool { return out.Orphans[i].Name < out.Orphans[j].Name })
 	if !out.DryRun {
+		d.forgetUnfinished(ctx, unfinished, kept, len(out.Errors) == 0)
 		if n := d.home.SweepLocks(); n > 0 {
 			d.log.Info("gc deleted the lock files of forgotten worlds", "files", n)
 		}
 	}
 	return out, nil
+}
+
+// goldenSpareSuffix ends the name of a template's spare (its next clone,
+// made ahead: adapters/postgres and adapters/mysql), which carries the
+// template's mark.
+const goldenSpareSuffix = "_spare"
+
+// unfinishedGoldens reads the building files of templates whose build
+// is not going on now (their lock is free) and did not finish (no marker).
+func (d *Daemon) unfinishedGoldens() []goldenMarker {
+	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*"+buildingSuffix))
+	var out []goldenMarker
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var m goldenMarker
+		if json.Unmarshal(b, &m) != nil || m.Name == "" || m.Name+buildingSuffix != filepath.Base(f) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// forgetUnfinished removes the building files gc has dealt with: those of
+// templates that got built since, and, once every server answered, those
+// whose template gc dropped or found nothing of (the build failed before
+// it made anything). Each under the template's lock, not waited for.
+func (d *Daemon) forgetUnfinished(ctx context.Context, unfinished []goldenMarker, kept map[string]bool, allAnswered bool) {
+	for _, m := range unfinished {
+		func() {
+			lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			unlock, err := world.Lock(lctx, filepath.Join(d.home.GoldenDir(), m.Name+".lock"))
+			if err != nil {
+				return
+			}
+			defer unlock()
+			if d.goldenMarked(m.Name) || allAnswered && !kept[m.Name] {
+				os.Remove(filepath.Join(d.home.GoldenDir(), m.Name+buildingSuffix))
+			}
+		}()
+	}
+}
+
+// goldenMarked reports whether a golden-marked object belongs to a
+// template whose build finished: its marker file names it, or names the
+// template it is the spare of.
+func (d *Daemon) goldenMarked(name string) bool {
+	for _, n := range []string{name, strings.TrimSuffix(name, goldenSpareSuffix)} {
+		if _, err := os.Stat(filepath.Join(d.home.GoldenDir(), n+".json")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// gcHalfBuilt reports (and unless dryRun, drops) a template of this home
+// that has no marker: a build a crash or a cancelled up cut off. One being
+// built holds the template's lock for its whole build, so a lock not had
+// at once means a build in progress: it is left alone, and not reported.
+func (d *Daemon) gcHalfBuilt(ctx context.Context, a adapters.Adapter, kind, admin, name, homeID string, secret []byte, dryRun bool) (api.Orphan, bool) {
+	lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	unlock, err := world.Lock(lctx, filepath.Join(d.home.GoldenDir(), name+".lock"))
+	if err != nil {
+		return api.Orphan{}, false
+	}
+	defer unlock()
+	if d.goldenMarked(name) {
+		return api.Orphan{}, false // built meanwhile
+	}
+	o := api.Orphan{Adapter: kind, Name: name, World: goldenWorld, Server: adapters.Redact(admin),
+		Note: "a golden template whose build did not finish"}
+	if dryRun {
+		return o, true
+	}
+	err = a.Teardown(ctx, adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name)})
+	switch {
+	case errors.Is(err, adapters.ErrKept):
+		o.Dropped, o.Note = true, o.Note+"; "+err.Error()
+	case err != nil:
+		o.Error = err.Error()
+	default:
+		o.Dropped = true
+		d.log.Info("gc dropped a half-built golden template", "name", name, "adapter", kind)
+	}
+	return o, true
 }

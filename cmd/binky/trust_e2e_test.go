@@ -286,6 +286,45 @@ func crash(t *testing.T, f *fixture, step string, args ...string) bool {
 	return reached
 }
 
+// A golden template whose build was cut off, and whose world went without
+// another up of the same key, was left on the server for good: no marker
+// named it, so neither golden nor gc saw it. An up its remove ends drops
+// its template at once; one a crash ended is gc's.
+func TestAHalfBuiltGoldenTemplateIsNeverLeftBehind(t *testing.T) {
+	pg, rd := needServers(t)
+	t.Run("its up ended by the worktree's removal", func(t *testing.T) {
+		project := "gs" + runID()
+		f := newFixture(t, strings.Replace(trustConfig(project, true), `migrate = "`, `migrate = "sleep 3; `, 1))
+		f.mustBinky(f.repo, "install")
+		f.mustGit(f.repo, "worktree", "add", "-q", "../g1", "-b", "g1")
+		f.eventually("the template's build started", func() bool {
+			return len(leftOf(t, pg, rd, "binky_golden_"+project)) > 0
+		})
+		f.mustGit(f.repo, "worktree", "remove", "--force", "../g1")
+		f.eventually("the half-built template dropped", func() bool {
+			return len(leftOf(t, pg, rd, "binky_golden_"+project)) == 0
+		})
+	})
+	t.Run("its daemon killed", func(t *testing.T) {
+		project := "gk" + runID()
+		f := newFixture(t, trustConfig(project, true))
+		if !crash(t, f, "golden.migrated", "up", "g2") {
+			t.Fatal("up never reached golden.migrated")
+		}
+		f.mustBinky(f.repo, "remove", "g2", "--force")
+		if left := leftOf(t, pg, rd, "binky_golden_"+project); len(left) == 0 {
+			t.Fatal("the crash left no template: nothing for gc to find")
+		}
+		if out := f.mustBinky(f.repo, "gc", "--dry-run"); !strings.Contains(out, "binky_golden_"+project) {
+			t.Errorf("gc --dry-run does not name the half-built template:\n%s", out)
+		}
+		f.mustBinky(f.repo, "gc")
+		if left := leftOf(t, pg, rd, "binky_golden_"+project); len(left) != 0 {
+			t.Errorf("after gc: %v", left)
+		}
+	})
+}
+
 // Issue 11, item 6: kill -9 of the daemon at every step of provisioning,
 // golden build, clone and teardown; a re-up of the same world finishes it,
 // and remove (or gc) leaves nothing behind, databases and roles included.
