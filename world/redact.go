@@ -2,6 +2,7 @@ package world
 
 import (
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -46,8 +47,12 @@ func secrets(env map[string]string) []string {
 		if secretName(k) {
 			add(v)
 		}
+		add(dsnPassword(v))
 		u, err := url.Parse(v)
 		if err != nil {
+			// Not a URL Go reads (a stray %, a space), but its password
+			// is still text a reader sees: as written.
+			add(rawPassword(v))
 			continue
 		}
 		if u.User != nil {
@@ -100,6 +105,21 @@ func rawPassword(v string) string {
 		return ""
 	}
 	return pw
+}
+
+// dsnRE is a Go MySQL driver's DSN, user:password@tcp(host:port)/db (or
+// unix(...), or @/db for the default): no scheme, so no URL.
+var dsnRE = regexp.MustCompile(`^[^:@/\s]+:(.*)@(?:[a-z0-9]+\(|/)`)
+
+// dsnPassword is the password of such a DSN, or "".
+func dsnPassword(v string) string {
+	if strings.Contains(v, "://") {
+		return ""
+	}
+	if m := dsnRE.FindStringSubmatch(v); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 func hide(v string, secrets []string) string {

@@ -68,6 +68,30 @@ func TestRedactEnvHidesEscapedPasswordsParametersAndKeys(t *testing.T) {
 	}
 }
 
+// An adapter (an external one) gave a URL Go cannot parse and a driver DSN
+// with no password variable beside them: both showed on the terminal and
+// through MCP's env without reveal.
+func TestRedactEnvHidesPasswordsInTextThatIsNotAURL(t *testing.T) {
+	env := map[string]string{
+		"DB_URL":  "postgres://app:Pa%zzS3cret@127.0.0.1:5432/app",
+		"DB_DSN":  "app:DsnS3cret@tcp(127.0.0.1:3306)/app",
+		"DB_DSN2": "root:DsnS3cret2@/app",
+		"DB_HOST": "db:5432",
+		"NOTE":    "mail me: a@b.example",
+	}
+	got := RedactEnv(env)
+	for k, v := range got {
+		for _, secret := range []string{"Pa%zzS3cret", "DsnS3cret", "DsnS3cret2"} {
+			if strings.Contains(v, secret) {
+				t.Errorf("%s still shows %q: %s", k, secret, v)
+			}
+		}
+	}
+	if got["DB_DSN"] != "app:xxxxx@tcp(127.0.0.1:3306)/app" || got["DB_HOST"] != env["DB_HOST"] || got["NOTE"] != env["NOTE"] {
+		t.Errorf("redacted too much or too little: %v", got)
+	}
+}
+
 func TestSecretNamesAreCredentialsAndOnlyThose(t *testing.T) {
 	for _, k := range []string{"DB_PASSWORD", "password", "S3_SECRET_KEY", "VEC_API_KEY", "api_key", "apikey", "GH_TOKEN", "TLS_PRIVATE_KEY", "DB_PASS", "db-passwd"} {
 		if !secretName(k) {
