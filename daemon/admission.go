@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,10 @@ type Admission struct {
 	log      *slog.Logger
 	// suspend and resume act on a world's processes (SIGSTOP / SIGCONT).
 	suspend, resume func(id string) error
+	// suspendable says whether a world may be suspended now: one still in
+	// its up has nothing to stop yet (or is checking its health), and
+	// counting it suspended would resume it first for nothing. nil: all.
+	suspendable func(id string) bool
 
 	mu        sync.Mutex
 	queue     []*ticket
@@ -240,14 +245,32 @@ func (a *Admission) Rebalance() {
 	s := a.settings()
 	reserve := uint64(s.Reserve.RAMPercent / 100 * float64(total))
 	margin := total / 20
+	// Which worlds may be suspended is asked outside a.mu: the daemon's
+	// answer takes its own locks.
+	var candidates []string
+	if avail < reserve {
+		a.mu.Lock()
+		for i := len(a.running) - 1; i >= 0; i-- {
+			if !contains(a.suspended, a.running[i]) {
+				candidates = append(candidates, a.running[i])
+			}
+		}
+		a.mu.Unlock()
+		if a.suspendable != nil {
+			candidates = slices.DeleteFunc(candidates, func(id string) bool { return !a.suspendable(id) })
+		}
+	}
 	a.mu.Lock()
 	var act func(string) error
 	var id, verb string
 	switch {
 	case avail < reserve:
-		for i := len(a.running) - 1; i >= 0 && len(a.running)-len(a.suspended) > 1; i-- {
-			if !contains(a.suspended, a.running[i]) {
-				id, verb, act = a.running[i], "suspended", a.suspend
+		for _, c := range candidates {
+			if len(a.running)-len(a.suspended) <= 1 {
+				break
+			}
+			if a.isRunning(c) && !contains(a.suspended, c) {
+				id, verb, act = c, "suspended", a.suspend
 				a.suspended = append(a.suspended, id)
 				break
 			}

@@ -211,3 +211,32 @@ func join(s []string) string {
 	}
 	return out
 }
+
+// A world still in its up has no processes to stop (or is checking their
+// health): pressure suspended it all the same, counted it suspended, and
+// resumed it first when memory came back. It is skipped for the next one.
+func TestPressureSkipsAWorldStillComingUp(t *testing.T) {
+	m := &fakeMachine{avail: 16 * gibi, total: 24 * gibi, disk: 100 * gibi}
+	a := newTestAdmission(8, m, &fakeClock{})
+	var acted []string
+	a.suspend = func(id string) error { acted = append(acted, "stop "+id); return nil }
+	a.resume = func(id string) error { acted = append(acted, "cont "+id); return nil }
+	coming := map[string]bool{"c": true}
+	a.suspendable = func(id string) bool { return !coming[id] }
+	for _, id := range []string{"a", "b", "c"} {
+		a.Acquire(context.Background(), id, id, nil)
+	}
+	m.setAvail(2 * gibi)
+	a.Rebalance()
+	if a.Suspended("c") || !a.Suspended("b") {
+		t.Fatalf("suspended: c=%v b=%v, want b only (c is still coming up)", a.Suspended("c"), a.Suspended("b"))
+	}
+	coming["c"] = false
+	a.Rebalance()
+	if !a.Suspended("c") {
+		t.Error("c, up now, was not suspended")
+	}
+	if got, want := join(acted), "stop b,stop c"; got != want {
+		t.Errorf("actions %s, want %s", got, want)
+	}
+}

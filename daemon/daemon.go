@@ -116,6 +116,14 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }
 	d.admission.resume = func(id string) error { return d.signalWorld(id, procgroup.SigCont, world.StateRunning) }
+	d.admission.suspendable = func(id string) bool {
+		d.mu.Lock()
+		r := d.worlds[id]
+		d.mu.Unlock()
+		// Running processes, and no up under way (its ending is set while
+		// it holds the world).
+		return r != nil && r.live.Load() != nil && r.ending.Load() == nil
+	}
 	return d
 }
 
