@@ -3,9 +3,11 @@ package world
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/git-binky/git-binky/gitx/gittest"
@@ -220,5 +222,46 @@ func TestAnUpsProcessesGetTheEnvFilesItsTrustCheckRead(t *testing.T) {
 	again.PinEnvFiles()
 	if home.TrustedWorld(again) {
 		t.Error("the changed env file, pinned afresh, is trusted")
+	}
+}
+
+// Two homes taking one new worktree at the same moment both saw no owner
+// and both started it (each with its own ports and database). The first
+// save is made under a lock of the worktree's own: one home takes it, the
+// other is told whose it is.
+func TestTwoHomesTakingOneWorktreeAtOnceGiveItOneOwner(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	ctx := context.Background()
+	for round := range 20 {
+		name := fmt.Sprintf("r%d", round)
+		wt := gittest.AddWorktree(t, repo, filepath.Join(tmp, name), name)
+		homes := []Home{{Dir: filepath.Join(tmp, name+"-h1")}, {Dir: filepath.Join(tmp, name+"-h2")}}
+		errs := make([]error, len(homes))
+		var wg sync.WaitGroup
+		for i, h := range homes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w, err := Open(h, wt, "")
+				if err == nil {
+					_, err = w.Ensure(ctx)
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		took := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				took++
+			case !errors.Is(err, ErrOtherHome):
+				t.Fatalf("round %d, home %d: %v", round, i+1, err)
+			}
+		}
+		if took != 1 {
+			t.Fatalf("round %d: %d homes took the worktree, want one (errors: %v)", round, took, errs)
+		}
 	}
 }

@@ -202,7 +202,14 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		// A world this home never had may be another home's: say so
-		// rather than take its ports and overwrite its admin copy.
+		// rather than take its ports and overwrite its admin copy. Checked
+		// and claimed (the first save writes the copy that names this
+		// home) under a lock in the worktree's admin folder, which every
+		// home takes: two homes taking a new worktree at once both saw no
+		// owner, and both ran it.
+		if release := lockOwner(ctx, w.Worktree.AdminDir); release != nil {
+			defer release()
+		}
 		if err := w.Home.checkOwner(w.Worktree.AdminDir, w.ID, w.Name); err != nil {
 			return nil, err
 		}
@@ -685,4 +692,22 @@ func (w *World) LogPaths(service string) (map[string]string, error) {
 		return nil, fmt.Errorf("no service %q with logs in %s", service, w.Config.Path)
 	}
 	return out, nil
+}
+
+// lockOwner takes the lock under which a home claims a worktree (see
+// ensureLocked), or returns nil when it cannot be had (no admin folder, one
+// binky cannot write): then the claim goes on as before, unlocked.
+func lockOwner(ctx context.Context, adminDir string) func() {
+	if adminDir == "" {
+		return nil
+	}
+	dir := StateDir(adminDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil
+	}
+	unlock, err := Lock(ctx, filepath.Join(dir, "owner.lock"))
+	if err != nil {
+		return nil
+	}
+	return unlock
 }
