@@ -157,6 +157,10 @@ func (w *watcher) schedule(ctx context.Context, common string) {
 		w.mu.Lock()
 		delete(w.pending, common)
 		w.mu.Unlock()
+		// Watched first: a worktree born now is started below, which can
+		// take minutes, and a move during its up (a write to its admin
+		// folder) must not wait for the periodic look to be seen.
+		w.refresh()
 		w.d.reconcileRepo(ctx, common)
 		w.refresh()
 	})
@@ -626,11 +630,19 @@ type missingRepo struct {
 // follow moves a world's record to its worktree's new path (`git worktree
 // move`) and restarts its running services there.
 func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo, wt gitx.Worktree) {
+	// An up under way when the worktree moved fails at the old path (its
+	// services' folder is gone) and leaves no group: the world was meant
+	// to run all the same, and so was one whose up failed just before
+	// this saw the move.
+	d.mu.Lock()
+	upping := d.worlds[rec.ID] != nil && d.worlds[rec.ID].ending.Load() != nil
+	d.mu.Unlock()
 	r, err := d.lockRunOf(ctx, rec.ID)
 	if err != nil {
 		return
 	}
-	running := r.group != nil
+	cur, lerr := d.home.LoadRecord(rec.ID)
+	running := r.group != nil || upping || lerr == nil && cur.State == world.StateFailed
 	env := r.env
 	w, err := world.FromWorktree(d.home, repo, &wt)
 	untrusted := err == nil && !d.home.TrustedConfig(w.Config)

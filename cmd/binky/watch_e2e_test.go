@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/api"
 )
@@ -200,6 +201,36 @@ func TestMovedWorktreeIsFollowedAndRestartedThere(t *testing.T) {
 	if err != nil || cwd != moved {
 		t.Errorf("restarted service runs in %q (%v), want %s", cwd, err, moved)
 	}
+}
+
+// A worktree moved while its world was coming up: the up failed at the
+// old path (the next service's folder was gone) and the move, seeing no
+// running services, left the world failed. It comes up at the new path.
+func TestAWorktreeMovedDuringItsUpComesUpWhereItWent(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.slow]
+cmd = "sleep 3 && exec testsvc"
+url = "slow"
+health = { http = "/healthz", interval = "100ms" }
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["slow"]
+`)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.eventually("the up under way", func() bool {
+		w, ok := f.find("feat")
+		return ok && len(w.Services) > 0 && service(w, "slow").PID != 0
+	})
+	time.Sleep(time.Second) // the watcher's look at the new worktree, done
+	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	moved := filepath.Join(f.tmp, "moved")
+	f.eventually("the world up at the new path", func() bool {
+		w, ok := f.find("feat")
+		return ok && w.Path == moved && service(w, "api").State == "healthy" && service(w, "slow").State == "healthy"
+	})
 }
 
 func TestAChangedConfigWaitsForTrust(t *testing.T) {
