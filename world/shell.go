@@ -2,10 +2,42 @@ package world
 
 import "strings"
 
-// ShellQuote single-quotes v for POSIX shells, embedded single quotes
-// closed, escaped and reopened: what `env --shell` prints for eval.
+// ShellQuote quotes v so that POSIX shells (sh, dash, bash, zsh) and fish
+// all read it back as v: what `env --shell` prints for eval or source.
+// Runs of plain characters are single-quoted; a single quote is written
+// "'" and a backslash "\\", since fish reads \' and \\ as escapes inside
+// single quotes where POSIX shells read them as they are (the usual '\''
+// let a value end fish's quoted string early, and run what followed).
 func ShellQuote(v string) string {
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+	var b strings.Builder
+	open := false
+	for _, r := range v {
+		switch r {
+		case '\'', '\\':
+			if open {
+				b.WriteByte('\'')
+				open = false
+			}
+			if r == '\'' {
+				b.WriteString(`"'"`)
+			} else {
+				b.WriteString(`"\\"`)
+			}
+		default:
+			if !open {
+				b.WriteByte('\'')
+				open = true
+			}
+			b.WriteRune(r)
+		}
+	}
+	if open {
+		b.WriteByte('\'')
+	}
+	if b.Len() == 0 {
+		return "''"
+	}
+	return b.String()
 }
 
 // ShellArg is v as a shell argument in a hint a person may paste: a plain

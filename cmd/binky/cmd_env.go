@@ -27,7 +27,7 @@ func newEnvCmd(app *App) *cobra.Command {
 BINKY_PROJECT — allocating ports on first use, so it works before any 'up'.
 No name: the worktree you stand in.
 
-  eval "$(git-binky env --shell)"     # in a shell, or in direnv's .envrc
+  eval "$(git-binky env --shell)"     # sh, bash, zsh, direnv; fish: git-binky env --shell | source
 
 (git-binky, not git binky, where it runs on every prompt: git's own start
 before it costs more than env itself.)`,
