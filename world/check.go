@@ -108,6 +108,10 @@ func localDomain(d string) bool {
 // world could come up.
 const MaxPortsPerWorld = 128
 
+// maxRetries bounds health.retries: a service must be able to be found
+// unhealthy within a day of probes.
+const maxRetries = 10000
+
 func (c *Config) validate() []Diagnostic {
 	var diags []Diagnostic
 	errAt := func(key []string, format string, args ...any) {
@@ -211,6 +215,28 @@ func (c *Config) validate() []Diagnostic {
 			if h.HTTP != "" && !strings.HasPrefix(h.HTTP, "/") {
 				errAt(append(key, "health", "http"), "health.http = %q: give a path starting with '/', like \"/healthz\"", h.HTTP)
 			}
+			// A negative count was taken for the default without a word.
+			if h.Retries < 0 || h.Retries > maxRetries {
+				errAt(append(key, "health", "retries"), "health.retries = %d: give the failed probes in a row that mark the service unhealthy, 1 to %d (leave it out for 3)", h.Retries, maxRetries)
+			}
+		}
+		// A NUL cannot reach a process (exec refuses it): say so here, not
+		// at up.
+		for _, c := range []struct {
+			key  []string
+			text string
+		}{{[]string{"cmd"}, s.Cmd}, {[]string{"migrate"}, s.Migrate}, {[]string{"seed"}, s.Seed}, {[]string{"cwd"}, s.Cwd}} {
+			if strings.ContainsRune(c.text, 0) {
+				errAt(append(key, c.key...), "%s holds a NUL character (\\u0000), which no command or path can carry: remove it", c.key[0])
+			}
+		}
+		for k, v := range s.Env {
+			if strings.ContainsRune(v, 0) {
+				errAt(append(key, "env", k), "env %s holds a NUL character (\\u0000), which no environment variable can carry: remove it", k)
+			}
+		}
+		if h := s.Health; h != nil && strings.ContainsRune(h.Cmd, 0) {
+			errAt(append(key, "health", "cmd"), "health.cmd holds a NUL character (\\u0000), which no command can carry: remove it")
 		}
 	}
 	for _, g := range sortedKeys(c.Groups) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -104,10 +105,16 @@ type Agents struct {
 // Duration is a time.Duration written as "2s" or "1m30s" in TOML.
 type Duration struct{ time.Duration }
 
+// durationShape is text time.ParseDuration would read but for its size.
+var durationShape = regexp.MustCompile(`^\+?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
+		if durationShape.Match(b) {
+			return fmt.Errorf("%q is longer than a duration can be (at most about 292 years, 2562047h)", b)
+		}
 		return fmt.Errorf("%q is not a duration (write it like \"500ms\", \"2s\" or \"1m\")", b)
 	}
 	if v < 0 {
@@ -316,6 +323,7 @@ func decodeDiagnostic(path string, src []byte, err error) Diagnostic {
 			d.Message = strings.TrimPrefix(rest, ": ")
 		}
 	}
+	d.Message = plainTypeError(d.Message)
 	if lastKey != "" {
 		d.Message = fmt.Sprintf("%s (at key %q)", d.Message, lastKey)
 		if d.Column == 0 && d.Line > 0 {
@@ -330,6 +338,43 @@ func decodeDiagnostic(path string, src []byte, err error) Diagnostic {
 		d.Column = 1
 	}
 	return d
+}
+
+// The decoder's type errors speak of Go types ("type mismatch for
+// world.Health: expected table but found string"); plainTypeError says
+// what was written and what binky.toml wants instead.
+var (
+	wantTable = regexp.MustCompile(`^type mismatch for [^:]+: expected table but found (\S+)$`)
+	wantOther = regexp.MustCompile(`^incompatible types: TOML value has type (\S+); destination has type (.+)$`)
+)
+
+func plainTypeError(msg string) string {
+	if m := wantTable.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("this is %s, but it must be a table: a [section], or { key = value, ... } inline", tomlKind(m[1]))
+	}
+	if m := wantOther.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("this is %s, but it must be %s", tomlKind(m[1]), tomlKind(m[2]))
+	}
+	return msg
+}
+
+// tomlKind names a Go type as the TOML kind of value it holds.
+func tomlKind(goType string) string {
+	switch {
+	case goType == "string" || strings.Contains(goType, "string-like"):
+		return "a string (in quotes)"
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint") || strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "[]") || goType == "slice" || goType == "array":
+		return "a list [ ... ]"
+	case strings.HasPrefix(goType, "map[") || goType == "map" || goType == "struct":
+		return "a table"
+	case strings.Contains(goType, "Time") || strings.HasPrefix(goType, "toml.Local"):
+		return "a date or time"
+	}
+	return goType
 }
 
 // outermostUnknown cuts k at its first element that is not a known key of

@@ -82,7 +82,7 @@ func TestParseConfigErrors(t *testing.T) {
 			name:     "wrong type",
 			src:      "[services.api]\ncmd = 3\n",
 			wantLine: 2, wantCol: 1,
-			want: `incompatible types: TOML value has type int64; destination has type string (at key "services.api.cmd")`,
+			want: `this is a number, but it must be a string (in quotes) (at key "services.api.cmd")`,
 		},
 		{
 			name:     "depends_on names no service",
@@ -125,6 +125,43 @@ func TestParseConfigErrors(t *testing.T) {
 			src:      "[services.api]\ncmd = \"x\"\nrestart = \"sometimes\"\n",
 			wantLine: 3,
 			want:     `restart = "sometimes"`,
+		},
+		// What an attack found said in Go's terms, or not at all.
+		{
+			name:     "a string where a table goes",
+			src:      "[services.api]\ncmd = \"x\"\nhealth = \"yes\"\n",
+			wantLine: 3,
+			want:     `this is a string (in quotes), but it must be a table`,
+		},
+		{
+			name:     "a number where a string goes",
+			src:      "[services.api]\ncmd = 5\n",
+			wantLine: 2,
+			want:     `this is a number, but it must be a string (in quotes)`,
+		},
+		{
+			name:     "a string where a list goes",
+			src:      "[services.api]\ncmd = \"x\"\ndepends_on = \"db\"\n",
+			wantLine: 3,
+			want:     `this is a string (in quotes), but it must be a list`,
+		},
+		{
+			name:     "a duration too long",
+			src:      "[services.api]\ncmd = \"x\"\nstop_timeout = \"999999999h\"\n",
+			wantLine: 3,
+			want:     `is longer than a duration can be`,
+		},
+		{
+			name:     "negative retries",
+			src:      "[services.api]\ncmd = \"x\"\nhealth = { cmd = \"true\", retries = -5 }\n",
+			wantLine: 3,
+			want:     `health.retries = -5`,
+		},
+		{
+			name:     "a NUL in a command",
+			src:      "[services.api]\ncmd = \"a\\u0000b\"\n",
+			wantLine: 2,
+			want:     `cmd holds a NUL character`,
 		},
 	}
 	for _, tt := range tests {
