@@ -6,8 +6,9 @@ import "strings"
 // all read it back as v: what `env --shell` prints for eval or source.
 // Runs of plain characters are single-quoted; a single quote is written
 // "'" and a backslash "\\", since fish reads \' and \\ as escapes inside
-// single quotes where POSIX shells read them as they are (the usual '\''
-// let a value end fish's quoted string early, and run what followed).
+// single quotes where POSIX shells read them as they are (the usual POSIX
+// form, which closes, escapes and reopens, let a value end fish's quoted
+// string early, and run what followed).
 func ShellQuote(v string) string {
 	var b strings.Builder
 	open := false

@@ -8,7 +8,7 @@ import (
 )
 
 // What `env --shell` prints must read back exactly, and run nothing, in
-// every shell a person sources it from: fish read the POSIX '\'' form's
+// every shell a person sources it from: fish read the POSIX form's
 // \' as an escaped quote, ended the string early and ran what followed.
 func TestShellQuoteReadsBackExactlyInEveryShell(t *testing.T) {
 	pwned := filepath.Join(t.TempDir(), "pwned")
