@@ -110,6 +110,10 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 			res.SetEnv = append(res.SetEnv, n)
 		}
 	}
+	if len(out) > world.MaxConfigSize {
+		// check refuses a binky.toml this large: a limit of binky's too.
+		return res, fmt.Errorf("%s gives a binky.toml of %d KiB (%d services), and binky reads one of at most %d KiB: split it into worlds of fewer services", path, (len(out)+1023)>>10, len(c.services), world.MaxConfigSize>>10)
+	}
 	cfg, diags := world.ParseConfig(world.ConfigFile, []byte(out))
 	if cfg != nil {
 		// A limit of binky's, not a fault of init's: said as such.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 func TestMalformedComposeGivesLineAndColumn(t *testing.T) {
@@ -62,5 +64,20 @@ func TestAProjectOverThePortLimitIsSaidPlainly(t *testing.T) {
 	_, err := project(t, map[string]string{"compose.yaml": b.String()})
 	if err == nil || !strings.Contains(err.Error(), "130 ports") || strings.Contains(err.Error(), "report") {
 		t.Errorf("130 ports: %v", err)
+	}
+}
+
+// A binky.toml larger than binky reads is binky's limit, said plainly:
+// init must never write a file `git binky check` refuses (2,000 services
+// gave 345 KB, over world.MaxConfigSize).
+func TestAProjectOverTheConfigSizeLimitIsSaidPlainly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "  s%d:\n    image: nginx\n", i)
+	}
+	_, err := project(t, map[string]string{"compose.yaml": b.String()})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d KiB", world.MaxConfigSize>>10)) || strings.Contains(err.Error(), "report") {
+		t.Errorf("2000 services: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -492,11 +493,53 @@ func (c *converter) convertCmd(sv *service) {
 	}
 }
 
-// loopbackCmd rewrites a command's every-interface listen addresses
-// (0.0.0.0, [::]) to loopback.
+// anyAddr finds the every-interface addresses a command may listen on:
+// 0.0.0.0, [::] and a bare ::. Whether one is a whole address is decided
+// by its neighbours (wholeAddr), which a Go regexp cannot look behind.
+var anyAddr = regexp.MustCompile(`0\.0\.0\.0|\[::\]|::`)
+
+// loopbackCmd rewrites a command's every-interface listen addresses to
+// 127.0.0.1. The IPv6 ones become 127.0.0.1 too, not [::1]: binky's health
+// probe and proxy dial 127.0.0.1, and a process listening on [::1] alone
+// would never be reached there, so its world would never be healthy.
 func loopbackCmd(cmd string) string {
-	return strings.NewReplacer("0.0.0.0", "127.0.0.1", "[::]", "[::1]").Replace(cmd)
+	var b strings.Builder
+	last := 0
+	for _, m := range anyAddr.FindAllStringIndex(cmd, -1) {
+		if !wholeAddr(cmd, m[0], m[1]) {
+			continue
+		}
+		b.WriteString(cmd[last:m[0]])
+		b.WriteString("127.0.0.1")
+		last = m[1]
+	}
+	b.WriteString(cmd[last:])
+	return b.String()
 }
+
+// wholeAddr reports whether cmd[i:j] is an address on its own, not part of
+// another: 10.0.0.0/8 and 0.0.0.0/0 are networks, ::1 and fe80:: other
+// addresses, a[::] a Python slice.
+func wholeAddr(cmd string, i, j int) bool {
+	var before, after byte
+	if i > 0 {
+		before = cmd[i-1]
+	}
+	if j < len(cmd) {
+		after = cmd[j]
+	}
+	switch cmd[i:j] {
+	case "0.0.0.0":
+		return !isDigit(before) && before != '.' && !isDigit(after) && after != '.' && after != '/'
+	case "[::]":
+		// [::]:8000, http://[::]:8000, --bind=[::]
+		return strings.IndexByte("\x00 \t\n='\",/", before) >= 0 && strings.IndexByte("\x00 \t\n:'\",/", after) >= 0
+	default: // "::" alone: --host ::, HOST=::
+		return strings.IndexByte("\x00 \t\n='\",", before) >= 0 && strings.IndexByte("\x00 \t\n'\",", after) >= 0
+	}
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // cmdText converts a compose command or entrypoint to a command line.
 func (c *converter) cmdText(sv *service, v any) string {
@@ -508,7 +551,7 @@ func (c *converter) cmdText(sv *service, v any) string {
 		for i, a := range x {
 			args[i] = c.text(sv, fmt.Sprint(a), true)
 		}
-		return shellJoin(args)
+		return shellJoin(c.scrubArgs(sv, args))
 	}
 	return ""
 }

@@ -625,3 +625,78 @@ secrets:
 		t.Errorf("the bad name is not left to the user: %q", res.Left)
 	}
 }
+
+// Only an every-interface address on its own becomes loopback: a network
+// (10.0.0.0/8) is left whole, and the IPv6 ones become 127.0.0.1, where
+// binky's health probe and proxy reach the process ([::1] they never do).
+func TestOnlyWholeEveryInterfaceAddressesBecomeLoopback(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"app --trusted 10.0.0.0/8":                    "app --trusted 10.0.0.0/8",
+		"app --allow 0.0.0.0/0 --bind 0.0.0.0:8000":   "app --allow 0.0.0.0/0 --bind 127.0.0.1:8000",
+		"app --host=0.0.0.0 --peer 10.0.0.0":          "app --host=127.0.0.1 --peer 10.0.0.0",
+		"gunicorn -b [::]:8000 app:app":               "gunicorn -b 127.0.0.1:8000 app:app",
+		"app --listen http://[::]:9000/":              "app --listen http://127.0.0.1:9000/",
+		"uvicorn main:app --host :: --port 80":        "uvicorn main:app --host 127.0.0.1 --port 80",
+		"app --bind=[::1]:80 --peer fe80::1 --any ::": "app --bind=[::1]:80 --peer fe80::1 --any 127.0.0.1",
+		`python -c "print(x[::])"`:                    `python -c "print(x[::])"`,
+		"app 100.0.0.0 0.0.0.01":                      "app 100.0.0.0 0.0.0.01",
+	} {
+		if got := loopbackCmd(cmd); got != want {
+			t.Errorf("loopbackCmd(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+}
+
+// A credential is kept out wherever init's rules know it: after curl's -u
+// or --user, --auth, in a JVM property in JAVA_OPTS, under a name ending
+// in _PW, and as the key a URL gives as its user (a Sentry DSN). Ordinary
+// values of the same shapes stay as they were.
+func TestMoreCredentialShapesStayOutOfTheFile(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  web:
+    build: .
+    command: ./web --auth=Bearer_xyz9 --auth-mode none --auth none && mongosh -u root -p mongopw17 && psql -p 5432 && mvn -Pprod
+    environment:
+      JAVA_OPTS: -Xmx512m -Djavax.net.ssl.keyStorePassword=kspw12 -Dspring.datasource.password=sppw13 -Dfile.encoding=UTF-8 -Dsecret.enabled=true
+      ADMIN_PW: adminpw14
+      SENTRY_DSN: https://abcdef0123456789@o1.ingest.sentry.io/1
+      ARGS: --user basicu:userpw15 --token tokpw16
+      REPO: https://git@github.com/acme/app.git
+      MIRROR: https://deploy@mirror.example.com/x
+      RUN_AS: --user 1000:1000
+      CFLAGS: -O2 -pipe -pthread
+      TITLE: Acme -prod edition
+      CELERY_ARGS: -A app -P gevent
+    healthcheck:
+      test: ["CMD", "curl", "-fsu", "x", "-u", "admin:basicpw1", "--user", "y:basicpw2", "http://example.com/health"]
+`})
+	for _, lit := range []string{"Bearer_xyz9", "kspw12", "sppw13", "adminpw14", "abcdef0123456789", "userpw15", "tokpw16", "basicpw1", "basicpw2", "mongopw17"} {
+		if strings.Contains(res.TOML, lit) {
+			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
+		}
+	}
+	web := cfg.Services["web"]
+	for k, want := range map[string]string{
+		"REPO":        "https://git@github.com/acme/app.git",
+		"MIRROR":      "https://deploy@mirror.example.com/x",
+		"RUN_AS":      "--user 1000:1000",
+		"CFLAGS":      "-O2 -pipe -pthread",
+		"TITLE":       "Acme -prod edition",
+		"CELERY_ARGS": "-A app -P gevent",
+	} {
+		if web.Env[k] != want {
+			t.Errorf("%s = %q, want it as it was: %q", k, web.Env[k], want)
+		}
+	}
+	for _, keep := range []string{"-Xmx512m", "-Dfile.encoding=UTF-8", "-Dsecret.enabled=true", "-Djavax.net.ssl.keyStorePassword=${env.", "--auth-mode none --auth none", "psql -p 5432 && mvn -Pprod", "--user basicu:${env."} {
+		if !strings.Contains(res.TOML, keep) {
+			t.Errorf("binky.toml lost %q:\n%s", keep, res.TOML)
+		}
+	}
+	if !slices.Contains(res.Secrets, "ADMIN_PW") {
+		t.Errorf("ADMIN_PW is not listed among the credentials kept out: %v", res.Secrets)
+	}
+	if !strings.HasPrefix(web.Env["SENTRY_DSN"], "https://${env.") || !strings.HasSuffix(web.Env["SENTRY_DSN"], "}@o1.ingest.sentry.io/1") {
+		t.Errorf("SENTRY_DSN = %q: its key should be ${env.NAME}", web.Env["SENTRY_DSN"])
+	}
+}

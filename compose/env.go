@@ -297,7 +297,7 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 		return "${" + t.name + "." + field + "}", "the " + t.name + " slice's " + field
 	}
 	v, masked := val, false
-	if !world.SecretKey(key) {
+	if !credentialKey(key) {
 		v, masked = c.maskURLPassword(key, val)
 	}
 	if hostKey(key) || strings.Contains(v, ":") {
@@ -316,9 +316,9 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 	if v != val {
 		note := "another service's address in this world"
 		if masked {
-			note = "its password is kept out; hosts are this world's"
+			note = "its credential is kept out; hosts are this world's"
 		}
-		return v, note
+		return c.scrub(sv, key, v), note
 	}
 	if s, secret := c.secretValue(key, v); secret {
 		return s, "a credential: set " + key + " in your environment or .env"
@@ -327,7 +327,7 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 }
 
 func (c *converter) maskIfSecret(key, v string) string {
-	if world.SecretKey(key) || looksSecret(v) {
+	if credentialKey(key) || looksSecret(v) {
 		return "a value"
 	}
 	return v
@@ -590,7 +590,7 @@ func (c *converter) varParts(parts []part) string {
 				continue
 			}
 			def := c.varParts(p.arg)
-			if world.SecretKey(p.name) || looksSecret(literal(p.arg, func(string) (string, bool) { return "", false })) {
+			if credentialKey(p.name) || looksSecret(literal(p.arg, func(string) (string, bool) { return "", false })) {
 				c.refs[p.name] = true
 				c.secrets[p.name] = true
 				b.WriteString(ref)
@@ -603,7 +603,7 @@ func (c *converter) varParts(parts []part) string {
 			}
 		default:
 			c.refs[p.name] = true
-			if world.SecretKey(p.name) {
+			if credentialKey(p.name) {
 				c.secrets[p.name] = true
 			}
 			b.WriteString(ref)
@@ -661,19 +661,52 @@ func (c *converter) secretValue(key, v string) (string, bool) {
 	lit := stripTokens(v)
 	if strings.TrimSpace(lit) == "" {
 		for _, r := range world.Tokens(v) {
-			if n, ok := strings.CutPrefix(r, "env."); ok && world.SecretKey(key) {
+			if n, ok := strings.CutPrefix(r, "env."); ok && credentialKey(key) {
 				c.secrets[n] = true
 			}
 		}
 		return v, false
 	}
-	if world.SecretKey(key) || looksSecret(lit) || urlPassword(v) || credentialInside(lit) {
+	if credentialKey(key) || looksSecret(lit) || urlPassword(v) || credentialInside(lit) {
 		c.secrets[key] = true
 		c.refs[key] = true
 		c.secretVal[lit] = key
 		return "${env." + key + "}", true
 	}
 	return v, false
+}
+
+// credentialKey reports whether a variable's name says it holds a
+// credential: the names world.SecretKey knows (check warns of those), and
+// DB_PW, which init keeps out too.
+func credentialKey(name string) bool {
+	up := strings.ToUpper(name)
+	return world.SecretKey(name) || up == "PW" || strings.HasSuffix(up, "_PW")
+}
+
+// tokenUser is URL userinfo with no password that is a key itself: a
+// Sentry DSN's (https://<public key>@o1.ingest.sentry.io/1), a token given
+// as the user (https://ghp_...@github.com). A user name (git, deploy,
+// service01) is not one.
+func tokenUser(u string) bool {
+	if u == "" || stripTokens(u) != u {
+		return false
+	}
+	if looksSecret(u) {
+		return true
+	}
+	var digit, letter bool
+	for i := 0; i < len(u); i++ {
+		switch c := u[i]; {
+		case isDigit(c):
+			digit = true
+		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
+			letter = true
+		default:
+			return false
+		}
+	}
+	return len(u) >= 16 && digit && letter // a hex key
 }
 
 // maskURLPassword replaces a literal password in a URL by ${env.NAME}:
@@ -686,6 +719,10 @@ func (c *converter) maskURLPassword(key, v string) (string, bool) {
 	}
 	userinfo := v[m[6]:m[7]]
 	user, pw, ok := strings.Cut(userinfo, ":")
+	if !ok && tokenUser(userinfo) {
+		name := c.secretName(userinfo, world.EnvName(key)+"_TOKEN")
+		return v[:m[6]] + "${env." + name + "}" + v[m[7]:], true
+	}
 	if !ok || pw == "" || stripTokens(pw) == "" {
 		return v, false
 	}
@@ -710,7 +747,7 @@ func (c *converter) secretName(lit, fallback string) string {
 		for _, t := range c.services {
 			env := t.rawEnv()
 			for _, k := range slices.Sorted(maps.Keys(env)) {
-				if env[k] != nil && world.SecretKey(k) && c.src.written(k, env[k]) == lit {
+				if env[k] != nil && credentialKey(k) && c.src.written(k, env[k]) == lit {
 					name = k
 					break search
 				}
@@ -772,7 +809,7 @@ func credentialInside(v string) bool {
 		return false
 	}
 	for name, vals := range u.Query() {
-		if world.SecretKey(name) && slices.ContainsFunc(vals, func(val string) bool { return val != "" }) {
+		if credentialKey(name) && slices.ContainsFunc(vals, func(val string) bool { return val != "" }) {
 			return true
 		}
 	}
@@ -855,45 +892,109 @@ func entropy(s string) float64 {
 // secretWord is a word of a command line that may be a token or key.
 var secretWord = regexp.MustCompile(`[A-Za-z0-9_+=-]{20,}`)
 
-// passFlag is a password given on a command line: --password=x,
-// --requirepass x, -pSECRET (mysql), -a x (redis-cli), -P x.
-var passFlag = regexp.MustCompile(`(?i)((?:^|\s)--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass))(=|\s+)('[^']*'|"[^"]*"|[^\s'"]+)|(^|\s)(-p)([^\s'"]+)|(^|\s)(-a|-P)\s+([^\s'"]+)`)
+// flagRules are credentials given as command-line options: pre is what
+// stays, val the credential. inVar: the rule holds in an environment value
+// too (JAVA_OPTS, a variable of options); a one-letter option there is as
+// often text ("Acme -prod") or another program's (celery's -P gevent).
+var flagRules = []struct {
+	re    string
+	inVar bool
+	ok    func(pre, val string) bool
+}{
+	// --password=x, --requirepass x, --api-key x, --auth=x
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil},
+	// a JVM system property: -Dspring.datasource.password=x
+	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
+		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
+		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
+	}},
+	// curl's -u user:password, --user user:password
+	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
+		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
+		// user:group (--user 1000:1000, www-data:www-data) is no login
+		return val != user && !(allDigits(user) && allDigits(val))
+	}},
+	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
+	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
+		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
+	}},
+	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
+	{`(?P<pre>(?:^|\s)(?:-a|-p|-P)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
+		return strings.TrimSpace(pre) == "-a" || !isPort(val)
+	}},
+}
+
+// flagCredential matches any of flagRules; its groups pre0, val0, pre1...
+// say which.
+var flagCredential = func() *regexp.Regexp {
+	alts := make([]string, len(flagRules))
+	for i, r := range flagRules {
+		re := strings.NewReplacer("?P<pre>", fmt.Sprintf("?P<pre%d>", i), "?P<val>", fmt.Sprintf("?P<val%d>", i)).Replace(r.re)
+		alts[i] = "(?:" + re + ")"
+	}
+	return regexp.MustCompile(strings.Join(alts, "|"))
+}()
+
+// plainWords are option values that are settings, not credentials
+// (--auth=none, -Dsecret.enabled=true).
+var plainWords = map[string]bool{"true": true, "false": true, "yes": true, "no": true, "on": true, "off": true,
+	"none": true, "null": true, "nil": true, "enabled": true, "disabled": true, "enable": true, "disable": true,
+	"required": true, "optional": true, "basic": true, "bearer": true, "digest": true}
+
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
 
 // scrub replaces literal credentials in free text by ${env.NAME}: values
 // already kept out elsewhere, and passwords given as command-line flags.
+// In an environment value (key set), whose own name decides the rest
+// (secretValue), only the flags.
 func (c *converter) scrub(sv *service, key, v string) string {
-	if key != "" {
-		return v // an environment value: its own name decides (secretValue)
+	if key == "" {
+		for _, lit := range slices.Sorted(maps.Keys(c.secretVal)) {
+			if len(lit) >= 6 && strings.Contains(v, lit) {
+				word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(lit) + `($|[^A-Za-z0-9_])`)
+				v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")
+			}
+		}
+		v = secretWord.ReplaceAllStringFunc(v, func(w string) string {
+			if !looksSecret(w) {
+				return w
+			}
+			return "${env." + c.secretName(w, world.EnvStem(sv.name)+"_SECRET") + "}"
+		})
 	}
-	for _, lit := range slices.Sorted(maps.Keys(c.secretVal)) {
-		if len(lit) >= 6 && strings.Contains(v, lit) {
-			word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(lit) + `($|[^A-Za-z0-9_])`)
-			v = word.ReplaceAllString(v, "${1}$${env."+c.secretVal[lit]+"}${2}")
+	return flagCredential.ReplaceAllStringFunc(v, func(s string) string {
+		m := flagCredential.FindStringSubmatchIndex(s)
+		for i, r := range flagRules {
+			pi := 2 * flagCredential.SubexpIndex(fmt.Sprintf("pre%d", i))
+			vi := 2 * flagCredential.SubexpIndex(fmt.Sprintf("val%d", i))
+			if m[pi] < 0 {
+				continue
+			}
+			pre, val := s[m[pi]:m[pi+1]], s[m[vi]:m[vi+1]]
+			unq := strings.Trim(val, `'"`)
+			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
+				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) {
+				return s
+			}
+			return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}" + s[m[vi+1]:]
+		}
+		return s
+	})
+}
+
+// scrubArgs keeps out a credential given as the argument after its flag
+// in exec form (["redis-cli", "-a", "pw"], ["curl", "-u", "admin:pw"]):
+// text scrubbed each argument alone, where the flag's value is not seen.
+func (c *converter) scrubArgs(sv *service, args []string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		pair := args[i] + " " + args[i+1]
+		if out, ok := strings.CutPrefix(c.scrub(sv, "", pair), args[i]+" "); ok {
+			args[i+1] = out
 		}
 	}
-	v = secretWord.ReplaceAllStringFunc(v, func(w string) string {
-		if !looksSecret(w) {
-			return w
-		}
-		return "${env." + c.secretName(w, world.EnvStem(sv.name)+"_SECRET") + "}"
-	})
-	return passFlag.ReplaceAllStringFunc(v, func(s string) string {
-		m := passFlag.FindStringSubmatch(s)
-		var pre, val string
-		switch {
-		case m[1] != "":
-			pre, val = m[1]+m[2], m[3]
-		case m[5] != "":
-			pre, val = m[4]+m[5], m[6]
-		default:
-			pre, val = m[7]+m[8]+" ", m[9]
-		}
-		unq := strings.Trim(val, `'"`)
-		if unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") || (m[8] == "-P" && isPort(unq)) {
-			return s
-		}
-		return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}"
-	})
+	return args
 }
 
 var localURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::(\d+))?(/[^\s'"]*)?`)
@@ -920,7 +1021,7 @@ func (c *converter) convertHealth(sv *service) {
 		for i, a := range rawTest[1:] {
 			args[i] = c.text(sv, a, false)
 		}
-		cmdline = shellJoin(args)
+		cmdline = shellJoin(c.scrubArgs(sv, args))
 	case len(rawTest) > 0:
 		cmdline = c.text(sv, strings.Join(rawTest[1:], " "), false)
 	default:

@@ -51,9 +51,9 @@ func load(ctx context.Context, path string, src []byte, dotenvVars map[string]st
 	quietCompose()
 	s := &source{path: path, dir: filepath.Dir(path), dotenv: dotenvVars, nodes: map[string]*yaml.Node{}, numbers: map[string][]string{}}
 	if src == nil {
-		b, err := os.ReadFile(path)
+		b, err := readComposeFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("read compose file: %w", err)
+			return nil, err
 		}
 		src = b
 	}
@@ -64,9 +64,9 @@ func load(ctx context.Context, path string, src []byte, dotenvVars map[string]st
 	files := []types.ConfigFile{{Filename: path, Content: src}}
 	s.files = append(s.files, path)
 	if o := overrideFile(path); o != "" {
-		b, err := os.ReadFile(o)
+		b, err := readComposeFile(o)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", o, err)
+			return nil, err
 		}
 		if _, err := s.shape(o, b); err != nil {
 			return nil, err
@@ -78,6 +78,18 @@ func load(ctx context.Context, path string, src []byte, dotenvVars map[string]st
 	s.noteMerges(main, path)
 	for _, f := range files[1:] {
 		s.noteMerges(s.nodes[f.Filename], f.Filename)
+	}
+	// Every file compose-go will read, checked before it reads them.
+	docs := map[string][]*yaml.Node{}
+	for _, f := range files {
+		d, err := documents(f.Filename, f.Content)
+		if err != nil {
+			return nil, err
+		}
+		docs[f.Filename] = d
+	}
+	if err := s.checkReferences(docs); err != nil {
+		return nil, err
 	}
 	env := types.Mapping{}
 	for k, v := range dotenvVars {
@@ -229,9 +241,13 @@ func (s *source) noteMerges(doc *yaml.Node, path string) {
 		return
 	}
 	top := doc.Content[0]
-	if inc := mapValue(top, "include"); inc != nil {
+	if incs := includes(top); len(incs) > 0 {
 		var names []string
-		walkScalars(inc, func(n *yaml.Node) { names = append(names, n.Value) })
+		for _, inc := range incs {
+			for _, p := range inc.paths {
+				names = append(names, p.Value)
+			}
+		}
 		s.carried = append(s.carried, fmt.Sprintf("included %s (from %s), as compose does", strings.Join(names, ", "), filepath.Base(path)))
 	}
 	if svcs := resolveAlias(mapValue(top, "services")); svcs != nil && svcs.Kind == yaml.MappingNode {
@@ -250,7 +266,7 @@ func (s *source) noteMerges(doc *yaml.Node, path string) {
 			s.carried = append(s.carried, fmt.Sprintf("service %s extends %s: merged, as compose does", svcs.Content[i].Value, from))
 		}
 	}
-	s.collectNumbers(top, 0)
+	s.collectNumbers(top, 0, map[*yaml.Node]bool{})
 }
 
 func scalar(n *yaml.Node) string {
@@ -261,30 +277,19 @@ func scalar(n *yaml.Node) string {
 	return n.Value
 }
 
-func walkScalars(n *yaml.Node, f func(*yaml.Node)) {
-	n = resolveAlias(n)
-	if n == nil {
-		return
-	}
-	if n.Kind == yaml.ScalarNode {
-		f(n)
-		return
-	}
-	for _, c := range n.Content {
-		walkScalars(c, f)
-	}
-}
-
 // collectNumbers remembers, for every environment mapping in the file, how
-// non-string values were written.
-func (s *source) collectNumbers(n *yaml.Node, depth int) {
+// non-string values were written. It reads each mapping once, however many
+// services name it by alias (seen): the cost is the file's text, not what
+// its aliases expand to.
+func (s *source) collectNumbers(n *yaml.Node, depth int, seen map[*yaml.Node]bool) {
 	if n == nil || depth > 64 || n.Kind == yaml.AliasNode {
 		return
 	}
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], resolveAlias(n.Content[i+1])
-			if k.Value == "environment" && v != nil && v.Kind == yaml.MappingNode {
+			if k.Value == "environment" && v != nil && v.Kind == yaml.MappingNode && !seen[v] {
+				seen[v] = true
 				for j := 0; j+1 < len(v.Content); j += 2 {
 					val := resolveAlias(v.Content[j+1])
 					if val != nil && val.Kind == yaml.ScalarNode && val.Tag != "!!str" && val.Tag != "!!null" {
@@ -295,7 +300,7 @@ func (s *source) collectNumbers(n *yaml.Node, depth int) {
 		}
 	}
 	for _, c := range n.Content {
-		s.collectNumbers(c, depth+1)
+		s.collectNumbers(c, depth+1, seen)
 	}
 }
 
