@@ -677,11 +677,9 @@ func (c *converter) secretValue(key, v string) (string, bool) {
 }
 
 // credentialKey reports whether a variable's name says it holds a
-// credential: the names world.SecretKey knows (check warns of those), and
-// DB_PW, which init keeps out too.
+// credential: the names world.SecretKey knows, which check warns of.
 func credentialKey(name string) bool {
-	up := strings.ToUpper(name)
-	return world.SecretKey(name) || up == "PW" || strings.HasSuffix(up, "_PW")
+	return world.SecretKey(name)
 }
 
 // tokenUser is URL userinfo with no password that is a key itself: a

@@ -19,7 +19,7 @@ var (
 	// A credential's name: it says so anywhere in it (DB_PASSWORD,
 	// GITHUB_TOKEN), or it ends like one (MYSQL_PWD, REDIS_PASS, AUTH_KEY).
 	secretKeyRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)|(^|_)(PASS|PWD|KEY|SALT)$`)
+		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)|(^|_)(PASS|PWD|PW|KEY|SALT)$`)
 	})
 	// scheme://user:password@host — a password written into a URL.
 	urlPasswordRE = sync.OnceValue(func() *regexp.Regexp {

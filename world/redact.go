@@ -22,7 +22,7 @@ func secretName(k string) bool {
 			return true
 		}
 	}
-	return k == "PASS" || strings.HasSuffix(k, "_PASS")
+	return k == "PASS" || strings.HasSuffix(k, "_PASS") || k == "PW" || strings.HasSuffix(k, "_PW")
 }
 
 // secrets collects the credentials in an environment: the values of
