@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/world"
@@ -45,6 +46,12 @@ func New(home world.Home, version string) *Client {
 // (which may be nil). Cancelling ctx hangs up, which cancels the request in
 // the daemon.
 func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Event), result any) error {
+	// Requests travel as JSON, which carries only UTF-8: a folder named in
+	// another encoding reached the daemon as another path ("not inside a
+	// git repository").
+	if !utf8.ValidString(req.Dir) {
+		return fmt.Errorf("the folder %q is not named in UTF-8, which binky needs for the paths it sends its daemon: rename it (or the worktree) to a UTF-8 name", req.Dir)
+	}
 	req.Version = c.Version
 	replaced := false
 	for attempt := 0; ; attempt++ {

@@ -183,3 +183,16 @@ func TestACancelledCallReturnsTheContextsError(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// JSON carries only UTF-8: a worktree folder named otherwise reached the
+// daemon as another path and was "not inside a git repository". It is
+// refused before any daemon is asked, naming the folder.
+func TestAFolderNotNamedInUTF8IsRefusedPlainly(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	c.NoStart = true
+	err := c.Call(context.Background(), api.Request{Op: api.OpStatus, Dir: "/tmp/dsn-c\xffd"}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "not named in UTF-8") || errors.Is(err, ErrNoDaemon) {
+		t.Fatalf("err = %v, want the folder refused for its name", err)
+	}
+}
