@@ -237,6 +237,9 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		return api.World{}, err
 	}
 	if w.Worktree.NoCheckout {
+		w = d.awaitCheckout(ctx, req, w)
+	}
+	if w.Worktree.NoCheckout {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
 	}
 	// A worktree another home runs is refused before anything is approved
@@ -254,6 +257,32 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		env = d.env
 	}
 	return d.up(ctx, w, req.Group, env, emit)
+}
+
+// awaitCheckout gives a worktree git is still adding the moment to check
+// its files out: an up racing `git worktree add` of the same name found
+// it with none yet and refused it as made with --no-checkout. Only a
+// fresh one is waited for (git wrote its gitdir in the last seconds, or
+// holds its index lock), and not past checkoutLockWait.
+func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.World) *world.World {
+	deadline := time.Now().Add(checkoutLockWait)
+	for w.Worktree.NoCheckout && time.Now().Before(deadline) {
+		admin := w.Worktree.AdminDir
+		fi, err := os.Stat(filepath.Join(admin, "gitdir"))
+		fresh := err == nil && time.Since(fi.ModTime()) < d.noCheckoutAfter
+		if !fresh && !exists(filepath.Join(admin, "index.lock")) {
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			return w
+		case <-time.After(50 * time.Millisecond):
+		}
+		if again, err := world.Open(d.home, req.Dir, req.Name); err == nil {
+			w = again
+		}
+	}
+	return w
 }
 
 // up starts a world's services (those of group, or all): ports first, then

@@ -165,6 +165,28 @@ func TestTwoWorktreesAddedInParallel(t *testing.T) {
 	}
 }
 
+// An up racing the `git worktree add` of its name found the worktree
+// before git had checked its files out, and refused it as one made with
+// --no-checkout. It waits for the checkout of a worktree so fresh.
+func TestAnUpRacingTheWorktreeAddOfItsNameWaitsForTheCheckout(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	for i := range 8 {
+		name := fmt.Sprintf("race%d", i)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.git(f.repo, "worktree", "add", "-q", "../"+name, "-b", name)
+		}()
+		_, stderr, err := f.binky(f.repo, "up", name)
+		wg.Wait()
+		if err != nil && strings.Contains(stderr, "no files checked out") {
+			t.Fatalf("up %s racing its worktree add: %s", name, stderr)
+		}
+	}
+}
+
 func TestNoCheckoutWorktreeIsProvisionedNotStarted(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
