@@ -215,7 +215,11 @@ func (a *admin) removeUser(ctx context.Context, accessKey string) error {
 func (a *admin) revokeTokens(ctx context.Context, accessKey string) error {
 	_, err := a.do(ctx, http.MethodPost, "/revoke-tokens/builtin", url.Values{"user": {accessKey}, "fullRevoke": {"true"}}, nil)
 	var ae *adminError
-	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusNotImplemented ||
+	// A MinIO that does not know the route answers 426 with
+	// XMinioAdminVersionMismatch (its router's catch-all for admin paths);
+	// the rest are what other servers say of a call they lack.
+	if errors.As(err, &ae) && (ae.Status == http.StatusUpgradeRequired || ae.Code == "XMinioAdminVersionMismatch" ||
+		ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed || ae.Status == http.StatusNotImplemented ||
 		ae.Code == "XMinioUnknownAPIRequest" || ae.Code == "NotImplemented") {
 		return errNoRevoke
 	}

@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -73,5 +74,28 @@ func TestAdminCallsStopWaitingWhenTheCallerGivesUp(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("kept waiting %v after the context ended", took)
+	}
+}
+
+// A MinIO older than its revoke-tokens call answers the unknown admin route
+// with 426 XMinioAdminVersionMismatch: that is "cannot revoke" (teardown
+// and provisioning go on, as documented), not an error failing every up.
+func TestAMinIOWithoutRevokeTokensSaysItCannotRevoke(t *testing.T) {
+	a := adminAt(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUpgradeRequired)
+		_, _ = w.Write([]byte(`{"Code":"XMinioAdminVersionMismatch","Message":"This 'admin' API is not supported by server in 'mode-server-fs'"}`))
+	})
+	if err := a.revokeTokens(context.Background(), "binky-x"); !errors.Is(err, errNoRevoke) {
+		t.Fatalf("err = %v, want errNoRevoke", err)
+	}
+	// A refusal is still an error: the admin keys lack the right.
+	b := adminAt(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"Code":"AccessDenied","Message":"Access Denied."}`))
+	})
+	if err := b.revokeTokens(context.Background(), "binky-x"); err == nil || errors.Is(err, errNoRevoke) {
+		t.Fatalf("err = %v, want the refusal", err)
 	}
 }

@@ -251,8 +251,8 @@ func (a *S3) Provision(ctx context.Context, s adapters.Slice) error {
 	if err := v.admin.addUser(ctx, key, s.Password); err != nil {
 		return err
 	}
-	if u == nil {
-		// A new user: temporary credentials an earlier user of this
+	if u == nil || u.PolicyName == "" {
+		// A new user (or one a crash left before its policy): temporary credentials an earlier user of this
 		// access key minted (an older binky's world, which teardown did
 		// not revoke) would be this one's from the moment its policy is.
 		// Revoked before the policy is attached. (The user's own, on a
