@@ -618,7 +618,12 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 			return name, prepare()
 		}
 	}
-	// Absent, or left half-built by a crash: build it (again).
+	// Absent, or left half-built by a crash: build it (again). A marker of
+	// a template the server lost goes first: one left beside a rebuild a
+	// crash cut off would pass the half-built template for complete.
+	if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
 	_ = a.Teardown(ctx, gs)
 	// Which server the build is on, for gc, should it not finish and no
 	// later up of this key come to drop it.

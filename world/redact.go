@@ -109,7 +109,7 @@ func rawPassword(v string) string {
 
 // dsnRE is a Go MySQL driver's DSN, user:password@tcp(host:port)/db (or
 // unix(...), or @/db for the default): no scheme, so no URL.
-var dsnRE = regexp.MustCompile(`^[^:@/\s]+:(.*)@(?:[a-z0-9]+\(|/)`)
+var dsnRE = regexp.MustCompile(`^[^:@/\s]+:(\S*)@(?:[a-z0-9]+\(|/)`)
 
 // dsnPassword is the password of such a DSN, or "".
 func dsnPassword(v string) string {

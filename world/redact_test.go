@@ -78,6 +78,7 @@ func TestRedactEnvHidesPasswordsInTextThatIsNotAURL(t *testing.T) {
 		"DB_DSN2": "root:DsnS3cret2@/app",
 		"DB_HOST": "db:5432",
 		"NOTE":    "mail me: a@b.example",
+		"NOTE2":   "Note: mail ops@/dev/null",
 	}
 	got := RedactEnv(env)
 	for k, v := range got {
@@ -87,7 +88,7 @@ func TestRedactEnvHidesPasswordsInTextThatIsNotAURL(t *testing.T) {
 			}
 		}
 	}
-	if got["DB_DSN"] != "app:xxxxx@tcp(127.0.0.1:3306)/app" || got["DB_HOST"] != env["DB_HOST"] || got["NOTE"] != env["NOTE"] {
+	if got["DB_DSN"] != "app:xxxxx@tcp(127.0.0.1:3306)/app" || got["DB_HOST"] != env["DB_HOST"] || got["NOTE"] != env["NOTE"] || got["NOTE2"] != env["NOTE2"] {
 		t.Errorf("redacted too much or too little: %v", got)
 	}
 }

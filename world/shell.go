@@ -12,7 +12,10 @@ import "strings"
 func ShellQuote(v string) string {
 	var b strings.Builder
 	open := false
-	for _, r := range v {
+	// Byte by byte: ' and \ are ASCII, and bytes that are not UTF-8 pass
+	// through as they are.
+	for i := 0; i < len(v); i++ {
+		r := v[i]
 		switch r {
 		case '\'', '\\':
 			if open {
@@ -29,7 +32,7 @@ func ShellQuote(v string) string {
 				b.WriteByte('\'')
 				open = true
 			}
-			b.WriteRune(r)
+			b.WriteByte(r)
 		}
 	}
 	if open {

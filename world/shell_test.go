@@ -14,7 +14,7 @@ func TestShellQuoteReadsBackExactlyInEveryShell(t *testing.T) {
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	values := []string{
 		"", "plain", "it's", `back\slash`, `ends with \`, `\'`, `x\';touch ` + pwned + `;#`,
-		"$(touch " + pwned + ")", "`touch " + pwned + "`", "two\nlines", `"double"`, "ünï ✓", `\\'\\`, "'",
+		"$(touch " + pwned + ")", "`touch " + pwned + "`", "two\nlines", `"double"`, "ünï ✓", `\\'\\`, "'", "not UTF-8: a\xffb",
 	}
 	shells := map[string][]string{
 		"sh":   {"-c", `eval "$1"; printf '%s' "$V"`},

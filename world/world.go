@@ -207,7 +207,11 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 		// home) under a lock in the worktree's admin folder, which every
 		// home takes: two homes taking a new worktree at once both saw no
 		// owner, and both ran it.
-		if release := lockOwner(ctx, w.Worktree.AdminDir); release != nil {
+		release, err := lockOwner(ctx, w.Worktree.AdminDir)
+		if err != nil {
+			return nil, err
+		}
+		if release != nil {
 			defer release()
 		}
 		if err := w.Home.checkOwner(w.Worktree.AdminDir, w.ID, w.Name); err != nil {
@@ -695,19 +699,23 @@ func (w *World) LogPaths(service string) (map[string]string, error) {
 }
 
 // lockOwner takes the lock under which a home claims a worktree (see
-// ensureLocked), or returns nil when it cannot be had (no admin folder, one
-// binky cannot write): then the claim goes on as before, unlocked.
-func lockOwner(ctx context.Context, adminDir string) func() {
+// ensureLocked). Where it cannot be made (no admin folder, one binky
+// cannot write) the claim goes on unlocked, as before: nil, nil. A ctx
+// that ends while it waits is an error.
+func lockOwner(ctx context.Context, adminDir string) (func(), error) {
 	if adminDir == "" {
-		return nil
+		return nil, nil
 	}
 	dir := StateDir(adminDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil
+		return nil, nil
 	}
 	unlock, err := Lock(ctx, filepath.Join(dir, "owner.lock"))
 	if err != nil {
-		return nil
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
-	return unlock
+	return unlock, nil
 }
