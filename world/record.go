@@ -194,7 +194,8 @@ func (h Home) SaveRecord(r *Record) error {
 	}
 	r.Schema = RecordSchema
 	r.Updated = time.Now().UTC()
-	if r.Created.IsZero() {
+	first := r.Created.IsZero()
+	if first {
 		r.Created = r.Updated
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -208,7 +209,10 @@ func (h Home) SaveRecord(r *Record) error {
 	// Not into a folder git gave a new worktree of the same name since:
 	// that copy would make the old world the new worktree's (a daemon
 	// adopting the old one's processes saves as it checks them).
-	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && !adminReplaced(r) {
+	// (A world's first save always writes it: with the folder's clock
+	// ahead of this one, as on a network file system, the world would
+	// otherwise never have a copy, and be taken for replaced.)
+	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
 		dir := StateDir(r.AdminDir)
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)

@@ -308,10 +308,10 @@ func (h Home) ApprovedConfig(hash, path string) (*Config, error) {
 // that worktree and a new one took its name (git reuses a removed
 // worktree's name). Two signs, both needed: the folder holds no copy of
 // the record (every save writes one while the folder exists), and git
-// wrote the folder's gitdir file after the world was made (git writes it
-// when it adds a worktree, and on move and repair). A copy that could not
-// be written, or that someone deleted, is not enough to cost a live world
-// its data. The new worktree must get a world of its own, not this one's.
+// made the folder after the world was made (adminReplaced). A copy that
+// could not be written, or that someone deleted, is not enough to cost a
+// live world its data. The new worktree must get a world of its own, not
+// this one's.
 // It looks under the world's lock, so a first save between its two
 // writes is not taken for a replacement.
 func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) {
@@ -331,9 +331,13 @@ func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) 
 }
 
 // adminReplaced reports whether rec's admin folder is now another
-// worktree's: git made it (its gitdir file) after the world was created,
-// and it holds no copy of the world's record, which every world's first
-// save writes there.
+// worktree's: git made it after the world was created, and it holds no
+// copy of the world's record, which every world's first save writes
+// there. When git made it is told by its commondir file, which `git
+// worktree add` writes and move and repair leave alone (they rewrite
+// gitdir): a moved world whose copy was deleted is not taken for a new
+// worktree. (The inode cannot tell: ext4 gives a folder made again at
+// once the inode of the one just removed.)
 func adminReplaced(rec *Record) bool {
 	if rec.Main || rec.AdminDir == "" || rec.Created.IsZero() {
 		return false
@@ -344,6 +348,6 @@ func adminReplaced(rec *Record) bool {
 	if _, err := os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json")); !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
-	gitdir, err := os.Stat(filepath.Join(rec.AdminDir, "gitdir"))
-	return err == nil && gitdir.ModTime().After(rec.Created)
+	made, err := os.Stat(filepath.Join(rec.AdminDir, "commondir"))
+	return err == nil && made.ModTime().After(rec.Created)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx/gittest"
 )
@@ -263,5 +264,85 @@ func TestTwoHomesTakingOneWorktreeAtOnceGiveItOneOwner(t *testing.T) {
 		if took != 1 {
 			t.Fatalf("round %d: %d homes took the worktree, want one (errors: %v)", round, took, errs)
 		}
+	}
+}
+
+// The signs that a world's admin folder is now a new worktree's: no copy
+// of its record there, and the folder made after the world. A move (git
+// rewrites gitdir) with the copy deleted is not one, and the next save
+// puts the copy back; a folder whose clock runs ahead still gets its
+// copy at the world's first save; a folder made again under the name
+// gets no copy from the old world's saves, and reads as replaced.
+func TestAnAdminFolderIsReplacedOnlyWhenGitMadeItAgain(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	ctx := context.Background()
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	open := func(name string) (*World, *Record) {
+		t.Helper()
+		wt := gittest.AddWorktree(t, repo, filepath.Join(tmp, name), name)
+		w, err := Open(home, wt, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := w.Ensure(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, rec
+	}
+	copyOf := func(rec *Record) string { return filepath.Join(StateDir(rec.AdminDir), "world.json") }
+	replaced := func(rec *Record) bool {
+		t.Helper()
+		r, err := home.AdminFolderReplaced(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	// Moved, then the copy deleted.
+	_, moved := open("moved")
+	future := time.Now().Add(time.Minute)
+	os.Chtimes(filepath.Join(moved.AdminDir, "gitdir"), future, future)
+	os.Remove(copyOf(moved))
+	if replaced(moved) {
+		t.Error("a moved world whose copy was deleted reads as replaced")
+	}
+	if err := home.SaveRecord(moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(copyOf(moved)); err != nil {
+		t.Errorf("the next save did not put the copy back: %v", err)
+	}
+
+	// The folder's clock ahead of ours when the world is made.
+	wt := gittest.AddWorktree(t, repo, filepath.Join(tmp, "skew"), "skew")
+	admin := strings.TrimSpace(gittest.Git(t, wt, "rev-parse", "--absolute-git-dir"))
+	os.Chtimes(filepath.Join(admin, "commondir"), future, future)
+	w, err := Open(home, wt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew, err := w.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(copyOf(skew)); err != nil || replaced(skew) {
+		t.Errorf("a world made in a folder whose clock runs ahead: copy %v, replaced %v", err, replaced(skew))
+	}
+
+	// Removed and made again under the name.
+	_, old := open("again")
+	gittest.Git(t, repo, "worktree", "remove", "--force", filepath.Join(tmp, "again"))
+	gittest.AddWorktree(t, repo, filepath.Join(tmp, "again"), "again-new")
+	if err := home.SaveRecord(old); err != nil { // the old world's processes, adopted, saving
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(copyOf(old)); !os.IsNotExist(err) {
+		t.Errorf("the old world wrote its copy into the new worktree's folder: %v", err)
+	}
+	if !replaced(old) {
+		t.Error("a folder git made again under the name does not read as replaced")
 	}
 }
