@@ -700,3 +700,33 @@ func TestMoreCredentialShapesStayOutOfTheFile(t *testing.T) {
 		t.Errorf("SENTRY_DSN = %q: its key should be ${env.NAME}", web.Env["SENTRY_DSN"])
 	}
 }
+
+// A one-letter flag is a password to a database client only: review found
+// mkdir -p /run/app, a health check's mkdir -p and docker's -p written out
+// as ${env.APP_PASSWORD}, commands broken and a credential asked for.
+func TestOneLetterFlagsOfOtherProgramsAreNotPasswords(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  app:
+    build: .
+    command: sh -c "mkdir -p /run/app && cp -a /src /dst && mkdir -pv /tmp/x && ./app"
+    healthcheck:
+      test: ["CMD", "mkdir", "-p", "/tmp/healthy"]
+  cache:
+    build: .
+    command: sh -c "redis-cli -a cachepw21 ping && mysql -uroot -pdbpw2233 -e 'select 1'"
+`})
+	app := cfg.Services["app"]
+	for _, keep := range []string{"mkdir -p /run/app", "cp -a /src /dst", "mkdir -pv /tmp/x"} {
+		if !strings.Contains(app.Cmd, keep) {
+			t.Errorf("cmd lost %q: %s", keep, app.Cmd)
+		}
+	}
+	if app.Health == nil || !strings.Contains(app.Health.Cmd, "mkdir -p /tmp/healthy") {
+		t.Errorf("health check changed: %+v", app.Health)
+	}
+	for _, lit := range []string{"cachepw21", "dbpw2233"} {
+		if strings.Contains(res.TOML, lit) {
+			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/smallfile"
@@ -898,29 +899,45 @@ var flagRules = []struct {
 	re    string
 	inVar bool
 	ok    func(pre, val string) bool
+	// client: a one-letter flag, which is a password only to a database
+	// client (mysql -pSECRET, redis-cli -a x, mongosh -p x); to mkdir, cp,
+	// ls or docker the same letters mean something else.
+	client bool
 }{
 	// --password=x, --requirepass x, --api-key x, --auth=x
-	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil},
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, false},
 	// a JVM system property: -Dspring.datasource.password=x
 	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
 		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
 		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
-	}},
+	}, false},
 	// curl's -u user:password, --user user:password
 	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
 		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
 		// user:group (--user 1000:1000, www-data:www-data) is no login
 		return val != user && !(allDigits(user) && allDigits(val))
-	}},
+	}, false},
 	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
 	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
 		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
-	}},
+	}, true},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
 	{`(?P<pre>(?:^|\s)(?:-a|-p|-P)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
-	}},
+	}, true},
 }
+
+// passwordLike is a one-letter flag's value that reads as a password
+// whatever the program: letters and digits, six or more, and nothing of
+// a path, an address or an option (mkdir -p /run/app, docker -p 8080:80).
+func passwordLike(v string) bool {
+	return len(v) >= 6 && strings.ContainsAny(v, "0123456789") && strings.IndexFunc(v, unicode.IsLetter) >= 0 &&
+		!strings.ContainsAny(v, "/.:=,")
+}
+
+// passwordClient names the database clients that take a password as a
+// one-letter flag.
+var passwordClient = regexp.MustCompile(`(?:^|[\s/'"])(?:mysql|mysqladmin|mysqldump|mysqlcheck|mysqlimport|mysqlshow|mysqlsh|mariadb|mariadb-admin|mariadb-dump|mariadb-check|redis-cli|valkey-cli|keydb-cli|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)(?:$|[\s'"])`)
 
 // flagCredential matches any of flagRules; its groups pre0, val0, pre1...
 // say which.
@@ -948,6 +965,13 @@ func allDigits(s string) bool {
 // In an environment value (key set), whose own name decides the rest
 // (secretValue), only the flags.
 func (c *converter) scrub(sv *service, key, v string) string {
+	return c.scrubIn(sv, key, v, v)
+}
+
+// scrubIn is scrub of v, part of the command text context: what says
+// whether a one-letter flag is a password (passwordClient).
+func (c *converter) scrubIn(sv *service, key, v, context string) string {
+	client := passwordClient.MatchString(context)
 	if key == "" {
 		for _, lit := range slices.Sorted(maps.Keys(c.secretVal)) {
 			if len(lit) >= 6 && strings.Contains(v, lit) {
@@ -973,7 +997,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 			pre, val := s[m[pi]:m[pi+1]], s[m[vi]:m[vi+1]]
 			unq := strings.Trim(val, `'"`)
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
-				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) {
+				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client && !client && !passwordLike(unq) {
 				return s
 			}
 			return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}" + s[m[vi+1]:]
@@ -988,7 +1012,7 @@ func (c *converter) scrub(sv *service, key, v string) string {
 func (c *converter) scrubArgs(sv *service, args []string) []string {
 	for i := 0; i+1 < len(args); i++ {
 		pair := args[i] + " " + args[i+1]
-		if out, ok := strings.CutPrefix(c.scrub(sv, "", pair), args[i]+" "); ok {
+		if out, ok := strings.CutPrefix(c.scrubIn(sv, "", pair, strings.Join(args, " ")), args[i]+" "); ok {
 			args[i+1] = out
 		}
 	}
