@@ -641,8 +641,7 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 	if err != nil {
 		return
 	}
-	cur, lerr := d.home.LoadRecord(rec.ID)
-	running := r.group != nil || upping || lerr == nil && cur.State == world.StateFailed
+	running := r.group != nil || upping || d.failedByMove(rec.ID, wt)
 	env := r.env
 	w, err := world.FromWorktree(d.home, repo, &wt)
 	untrusted := err == nil && !d.home.TrustedConfig(w.Config)
@@ -698,6 +697,19 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 			d.log.Error("move: restart", "world", rec.Worktree, "err", err)
 		}
 	}
+}
+
+// failedByMove reports whether a world's up failed after its worktree
+// moved (its last save, which said failed, came after git rewrote the
+// admin folder's gitdir for the move): one that failed before is not
+// started by a move.
+func (d *Daemon) failedByMove(id string, wt gitx.Worktree) bool {
+	cur, err := d.home.LoadRecord(id)
+	if err != nil || cur.State != world.StateFailed {
+		return false
+	}
+	moved, err := os.Stat(filepath.Join(wt.AdminDir, "gitdir"))
+	return err == nil && !cur.Updated.Before(moved.ModTime())
 }
 
 // hook handles a git event the post-checkout hook handed over.

@@ -255,6 +255,37 @@ depends_on = ["slow"]
 	})
 }
 
+// Review: a world that failed long before its worktree moved was started
+// again by the move, whatever [project] auto said. Only a failure the
+// move caused (an up under way) brings it up at the new path.
+func TestAWorldThatFailedBeforeItsMoveStaysDown(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "exit 3"
+url = "api"
+restart = "no"
+`)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.eventually("the world failed", func() bool {
+		w, ok := f.find("feat")
+		return ok && w.State == "failed"
+	})
+	time.Sleep(50 * time.Millisecond) // the move's gitdir written after the failure's save
+	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	moved := filepath.Join(f.tmp, "moved")
+	f.eventually("the record follows the move", func() bool {
+		w, ok := f.find("feat")
+		return ok && w.Path == moved
+	})
+	time.Sleep(time.Second)
+	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+	if strings.Contains(string(log), `"restart":true`) {
+		t.Errorf("the move restarted a world that had failed before it:\n%s", log)
+	}
+}
+
 func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
