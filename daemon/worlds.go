@@ -237,7 +237,7 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		return api.World{}, err
 	}
 	if w.Worktree.NoCheckout {
-		w = d.awaitCheckout(ctx, req, w)
+		w = d.awaitCheckout(ctx, req, w, emit)
 	}
 	if w.Worktree.NoCheckout {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
@@ -264,9 +264,18 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 // it with none yet and refused it as made with --no-checkout. Only a
 // fresh one is waited for (git wrote its gitdir in the last seconds, or
 // holds its index lock), and not past checkoutLockWait.
-func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.World) *world.World {
-	deadline := time.Now().Add(checkoutLockWait)
+func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.World, emit func(api.Event)) *world.World {
+	start := time.Now()
+	deadline := start.Add(checkoutLockWait)
+	told := false
 	for w.Worktree.NoCheckout && time.Now().Before(deadline) {
+		if !told && time.Since(start) > time.Second {
+			// A large checkout, or a git that died holding the lock: say
+			// what this waits for, and how to end it.
+			emit(api.Event{World: w.Name, Message: fmt.Sprintf("waiting for git to check out %s (it holds %s; if no git is running, remove that file)",
+				w.Worktree.Path, filepath.Join(w.Worktree.AdminDir, "index.lock"))})
+			told = true
+		}
 		admin := w.Worktree.AdminDir
 		fi, err := os.Stat(filepath.Join(admin, "gitdir"))
 		fresh := err == nil && time.Since(fi.ModTime()) < d.noCheckoutAfter

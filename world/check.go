@@ -239,6 +239,11 @@ func (c *Config) validate() []Diagnostic {
 			errAt(append(key, "health", "cmd"), "health.cmd holds a NUL character (\\u0000), which no command can carry: remove it")
 		}
 	}
+	for i, v := range c.Agents.Verify {
+		if strings.ContainsRune(v, 0) {
+			errAt([]string{"agents", "verify"}, "verify command %d holds a NUL character (\\u0000), which no command can carry: remove it", i+1)
+		}
+	}
 	for _, g := range sortedKeys(c.Groups) {
 		for _, s := range c.Groups[g] {
 			if _, ok := c.Services[s]; !ok {

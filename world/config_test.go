@@ -158,6 +158,12 @@ func TestParseConfigErrors(t *testing.T) {
 			want:     `health.retries = -5`,
 		},
 		{
+			name:     "a NUL in a verify command",
+			src:      "[services.api]\ncmd = \"x\"\n[agents]\nverify = [\"a\\u0000b\"]\n",
+			wantLine: 4,
+			want:     `verify command 1 holds a NUL character`,
+		},
+		{
 			name:     "a NUL in a command",
 			src:      "[services.api]\ncmd = \"a\\u0000b\"\n",
 			wantLine: 2,
