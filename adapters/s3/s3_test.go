@@ -544,7 +544,7 @@ func stsClient(t *testing.T, addr adapters.Address) *minio.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := creds.Get(); err != nil {
+	if _, err := creds.GetWithContext(&credentials.CredContext{Client: http.DefaultClient}); err != nil {
 		t.Fatalf("the world could not mint temporary credentials: %v", err)
 	}
 	c, err := minio.New(u.Host, &minio.Options{Creds: creds, Region: addr["region"], BucketLookup: minio.BucketLookupPath})
