@@ -94,12 +94,12 @@ func TestRedactEnvHidesPasswordsInTextThatIsNotAURL(t *testing.T) {
 }
 
 func TestSecretNamesAreCredentialsAndOnlyThose(t *testing.T) {
-	for _, k := range []string{"DB_PASSWORD", "password", "S3_SECRET_KEY", "VEC_API_KEY", "api_key", "apikey", "GH_TOKEN", "TLS_PRIVATE_KEY", "DB_PASS", "db-passwd", "LDAP_BIND_PW"} {
+	for _, k := range []string{"DB_PASSWORD", "password", "S3_SECRET_KEY", "VEC_API_KEY", "api_key", "apikey", "GH_TOKEN", "TLS_PRIVATE_KEY", "DB_PASS", "db-passwd", "LDAP_BIND_PW", "MYSQL_PWD", "APP_SALT", "JWT_AUTH_KEY", "AWS_SECRET_ACCESS_KEY", "DB_CREDENTIAL"} {
 		if !secretName(k) {
 			t.Errorf("%s is a credential", k)
 		}
 	}
-	for _, k := range []string{"DB_URL", "DB_USER", "S3_ACCESS_KEY", "CACHE_PREFIX", "PWD", "COMPASS", "SPW", "DB_PORT", "BYPASS_CACHE"} {
+	for _, k := range []string{"DB_URL", "DB_USER", "S3_ACCESS_KEY", "CACHE_PREFIX", "PWD", "COMPASS", "SPW", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_ACCESS_KEY_ID", "DB_PORT", "BYPASS_CACHE"} {
 		if secretName(k) {
 			t.Errorf("%s is not a credential", k)
 		}
