@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -280,6 +281,12 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		delete(d.lost, wt.AdminDir)
 		d.mu.Unlock()
 		if (lost || slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
+			if !utf8.ValidString(wt.Path) {
+				// Its world could not be reached from its own folder (the
+				// client sends paths as JSON, which is UTF-8): not started.
+				d.log.Warn("worktree born with a path not in UTF-8: its world is not started", "worktree", world.Inert(wt.Path))
+				continue
+			}
 			born = append(born, wt)
 		}
 	}

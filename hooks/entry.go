@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
@@ -126,6 +127,10 @@ func PostCheckout(ctx context.Context, c Checkout) {
 			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", world.Inert(wt.Name), world.Inert(wt.Path))
 	}
 	if c.Daemon == nil {
+		return
+	}
+	if !utf8.ValidString(wt.Path) {
+		fmt.Fprintf(c.Err, "git-binky: %s is not named in UTF-8, which binky needs to manage a world from its folder: its world is not started; rename the folder ('git worktree move') to start it\n", world.Inert(wt.Path))
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

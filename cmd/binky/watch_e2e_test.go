@@ -187,6 +187,25 @@ func TestAnUpRacingTheWorktreeAddOfItsNameWaitsForTheCheckout(t *testing.T) {
 	}
 }
 
+// A worktree folder not named in UTF-8 got a world from the hook and the
+// watcher that no command in the folder could reach (paths travel as
+// JSON). Neither starts one; the hook says why, and git's add succeeds.
+func TestAWorktreeNotNamedInUTF8GetsNoWorldItCannotManage(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	out, err := f.git(f.repo, "worktree", "add", "../bad\xffname", "-b", "bad")
+	if err != nil {
+		t.Fatalf("git worktree add failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "not named in UTF-8") {
+		t.Errorf("the hook did not say why no world starts:\n%s", out)
+	}
+	time.Sleep(2 * time.Second) // the watcher's look
+	if s := f.status(); len(s.Worlds) != 0 {
+		t.Errorf("a world was started for it: %+v", s.Worlds)
+	}
+}
+
 func TestNoCheckoutWorktreeIsProvisionedNotStarted(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
