@@ -714,7 +714,21 @@ func TestOneLetterFlagsOfOtherProgramsAreNotPasswords(t *testing.T) {
   cache:
     build: .
     command: sh -c "redis-cli -a cachepw21 ping && mysql -uroot -pdbpw2233 -e 'select 1'"
+  backup:
+    build: .
+    command: sh -c "mkdir -p /var/backups && cp -pr /a /b && rsync -a backup dest && mysqldump -h db -uroot -pdumppw2244 app > /var/backups/app.sql && mysql -u root -p mydb < dump.sql && redis-cli -u redis://:urlpw2255@cache:6379 ping"
 `})
+	backup := cfg.Services["backup"]
+	for _, keep := range []string{"mkdir -p /var/backups", "cp -pr /a /b", "rsync -a backup dest", "mysql -u root -p mydb", "redis-cli -u redis://:${env."} {
+		if !strings.Contains(backup.Cmd, keep) {
+			t.Errorf("backup's cmd lost %q: %s", keep, backup.Cmd)
+		}
+	}
+	for _, lit := range []string{"dumppw2244", "urlpw2255"} {
+		if strings.Contains(backup.Cmd, lit) {
+			t.Errorf("backup's cmd holds %s: %s", lit, backup.Cmd)
+		}
+	}
 	app := cfg.Services["app"]
 	for _, keep := range []string{"mkdir -p /run/app", "cp -a /src /dst", "mkdir -pv /tmp/x"} {
 		if !strings.Contains(app.Cmd, keep) {

@@ -899,33 +899,47 @@ var flagRules = []struct {
 	re    string
 	inVar bool
 	ok    func(pre, val string) bool
-	// client: a one-letter flag, which is a password only to a database
-	// client (mysql -pSECRET, redis-cli -a x, mongosh -p x); to mkdir, cp,
-	// ls or docker the same letters mean something else.
-	client bool
+	// client: a one-letter flag, which is a password only to the database
+	// clients it names (mysql -pSECRET, redis-cli -a x, mongosh -p x; a
+	// mysql -p db prompts, and db is a database); to mkdir, cp, rsync or
+	// docker the same letters mean something else.
+	client func(pre, program string) bool
 }{
 	// --password=x, --requirepass x, --api-key x, --auth=x
-	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, false},
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil},
 	// a JVM system property: -Dspring.datasource.password=x
 	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
 		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
 		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
-	}, false},
+	}, nil},
 	// curl's -u user:password, --user user:password
 	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
 		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
-		// user:group (--user 1000:1000, www-data:www-data) is no login
-		return val != user && !(allDigits(user) && allDigits(val))
-	}, false},
+		// user:group (--user 1000:1000, www-data:www-data) is no login,
+		// and redis-cli -u redis://... a URL (its password is masked as
+		// one).
+		return val != user && !(allDigits(user) && allDigits(val)) && !strings.HasPrefix(val, "//")
+	}, nil},
 	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
 	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
 		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
-	}, true},
+	}, func(_, program string) bool {
+		return strings.HasPrefix(program, "mysql") || strings.HasPrefix(program, "mariadb")
+	}},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
-	{`(?P<pre>(?:^|\s)(?:-a|-p|-P)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
+	{`(?P<pre>(?:^|\s)(?:-a|-p)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
-	}, true},
+	}, func(pre, program string) bool {
+		if strings.TrimSpace(pre) == "-a" {
+			return strings.HasSuffix(program, "-cli")
+		}
+		return strings.HasPrefix(program, "mongo")
+	}},
 }
+
+// commandSep splits a command line into the commands it runs: a flag
+// means what the program of its own command says.
+var commandSep = regexp.MustCompile(`&&|\|\||[;|\n]`)
 
 // passwordLike is a one-letter flag's value that reads as a password
 // whatever the program: letters and digits, six or more, and nothing of
@@ -937,7 +951,7 @@ func passwordLike(v string) bool {
 
 // passwordClient names the database clients that take a password as a
 // one-letter flag.
-var passwordClient = regexp.MustCompile(`(?:^|[\s/'"])(?:mysql|mysqladmin|mysqldump|mysqlcheck|mysqlimport|mysqlshow|mysqlsh|mariadb|mariadb-admin|mariadb-dump|mariadb-check|redis-cli|valkey-cli|keydb-cli|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)(?:$|[\s'"])`)
+var passwordClient = regexp.MustCompile(`(?:^|[\s/'"])(mysql|mysqladmin|mysqldump|mysqlcheck|mysqlimport|mysqlshow|mysqlsh|mariadb|mariadb-admin|mariadb-dump|mariadb-check|redis-cli|valkey-cli|keydb-cli|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)(?:$|[\s'"])`)
 
 // flagCredential matches any of flagRules; its groups pre0, val0, pre1...
 // say which.
@@ -965,13 +979,21 @@ func allDigits(s string) bool {
 // In an environment value (key set), whose own name decides the rest
 // (secretValue), only the flags.
 func (c *converter) scrub(sv *service, key, v string) string {
-	return c.scrubIn(sv, key, v, v)
+	return c.scrubIn(sv, key, v, "", false)
 }
 
-// scrubIn is scrub of v, part of the command text context: what says
-// whether a one-letter flag is a password (passwordClient).
-func (c *converter) scrubIn(sv *service, key, v, context string) string {
-	client := passwordClient.MatchString(context)
+// clientIn is the database client a command runs (passwordClient), or "".
+func clientIn(cmd string) string {
+	m := passwordClient.FindStringSubmatch(cmd)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// scrubIn is scrub; with fixed set, program is the program of all of v (an
+// exec form's argv[0]), else each command of v says its own.
+func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) string {
 	if key == "" {
 		for _, lit := range slices.Sorted(maps.Keys(c.secretVal)) {
 			if len(lit) >= 6 && strings.Contains(v, lit) {
@@ -986,6 +1008,23 @@ func (c *converter) scrubIn(sv *service, key, v, context string) string {
 			return "${env." + c.secretName(w, world.EnvStem(sv.name)+"_SECRET") + "}"
 		})
 	}
+	if !fixed {
+		var out strings.Builder
+		last := 0
+		for _, m := range append(commandSep.FindAllStringIndex(v, -1), []int{len(v), len(v)}) {
+			seg := v[last:m[0]]
+			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg)))
+			out.WriteString(v[m[0]:m[1]])
+			last = m[1]
+		}
+		return out.String()
+	}
+	return c.scrubFlags(sv, key, v, program)
+}
+
+// scrubFlags masks the credentials given as flags in one command, whose
+// database client (or "") is program.
+func (c *converter) scrubFlags(sv *service, key, v, program string) string {
 	return flagCredential.ReplaceAllStringFunc(v, func(s string) string {
 		m := flagCredential.FindStringSubmatchIndex(s)
 		for i, r := range flagRules {
@@ -997,7 +1036,7 @@ func (c *converter) scrubIn(sv *service, key, v, context string) string {
 			pre, val := s[m[pi]:m[pi+1]], s[m[vi]:m[vi+1]]
 			unq := strings.Trim(val, `'"`)
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
-				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client && !client && !passwordLike(unq) {
+				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
 				return s
 			}
 			return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}" + s[m[vi+1]:]
@@ -1012,7 +1051,7 @@ func (c *converter) scrubIn(sv *service, key, v, context string) string {
 func (c *converter) scrubArgs(sv *service, args []string) []string {
 	for i := 0; i+1 < len(args); i++ {
 		pair := args[i] + " " + args[i+1]
-		if out, ok := strings.CutPrefix(c.scrubIn(sv, "", pair, strings.Join(args, " ")), args[i]+" "); ok {
+		if out, ok := strings.CutPrefix(c.scrubIn(sv, "", pair, clientIn(" "+filepath.Base(args[0])+" "), true), args[i]+" "); ok {
 			args[i+1] = out
 		}
 	}
