@@ -242,6 +242,9 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	if w.Worktree.NoCheckout {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("worktree %s has no files checked out (git worktree add --no-checkout): check out a branch in it first", w.Worktree.Path)}
 	}
+	// A world this home holds for a removed worktree of this name goes
+	// first: this worktree is another (and may be another home's now).
+	d.retireReplacedOf(ctx, w)
 	// A worktree another home runs is refused before anything is approved
 	// or registered here (and before any record or lease is made: a world
 	// still queued must leave nothing behind).
@@ -257,6 +260,20 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 		env = d.env
 	}
 	return d.up(ctx, w, req.Group, env, emit)
+}
+
+// retireReplacedOf tears down, under the repository's lock, the world this
+// home holds for a removed worktree whose name w now has.
+func (d *Daemon) retireReplacedOf(ctx context.Context, w *world.World) {
+	if w.Worktree.Main || !d.home.HasRecord(w.ID) {
+		return
+	}
+	rec, err := d.home.LoadRecord(w.ID)
+	if err != nil {
+		return
+	}
+	defer d.repoLock(w.Repo.CommonDir)()
+	d.retireReplaced(ctx, rec)
 }
 
 // awaitCheckout gives a worktree git is still adding the moment to check
@@ -662,7 +679,9 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	}
 	// Another home's world is that home's to remove: this one would delete
 	// the worktree under it and leave its world to a watcher that may not
-	// be running.
+	// be running. (A stale world of this home for a removed worktree of
+	// the name is retired first, so it does not pass for ownership.)
+	d.retireReplacedOf(ctx, w)
 	if err := d.home.CheckOwner(w); err != nil {
 		return api.World{}, classify(err)
 	}

@@ -77,6 +77,7 @@ type Snapshot struct {
 	id        string
 	cfgPath   string
 	head      string            // the worktree's HEAD file: its branch is in the output
+	adminCopy string            // the admin folder's copy of the record
 	opened    time.Time         // before anything was read (Save's racy check)
 	wtKey     []byte            // the worktree as git describes it, and the renderer
 	digest    [32]byte          // of the inputs when opened (ports from the record)
@@ -119,6 +120,10 @@ func Open(o Options) *Snapshot {
 	s.wtKey = k.buf.Bytes()
 	s.cfgPath = filepath.Join(wt.Path, "binky.toml")
 	s.head = filepath.Join(wt.AdminDir, "HEAD")
+	// The admin folder's copy of the record: absent once git made the
+	// folder again for a new worktree of the name, whose env is not the
+	// old world's (world.AdminFolderReplaced).
+	s.adminCopy = filepath.Join(wt.AdminDir, "binky", "world.json")
 	files, ok := s.readInputs()
 	if !ok {
 		s.path = "" // no record yet: the full path makes one, a later env saves
@@ -231,7 +236,7 @@ func (s *Snapshot) recordPorts(record []byte) ([]int, bool) {
 func (s *Snapshot) racy(ports []int) bool {
 	since := s.opened.Add(-RacyMargin)
 	paths := []string{
-		s.cfgPath, filepath.Dir(s.cfgPath), s.head,
+		s.cfgPath, filepath.Dir(s.cfgPath), s.head, s.adminCopy,
 		s.home, homedir.Settings(s.home), homedir.Worlds(s.home), homedir.Record(s.home, s.id),
 		homedir.Ports(s.home),
 	}
@@ -263,6 +268,7 @@ func (s *Snapshot) readInputs() ([][]byte, bool) {
 		filepath.Join(s.home, homedir.IDFile),
 		filepath.Join(s.home, homedir.SecretFile),
 		homedir.ProxyDown(s.home), // proxyDownInput
+		s.adminCopy,
 		homedir.Record(s.home, s.id),
 	}
 	files := make([][]byte, len(paths))

@@ -214,6 +214,10 @@ func (h Home) ApprovedSource(hash string) ([]byte, error) {
 	return []byte(e.Source), nil
 }
 
+// ErrReplaced is returned for a worktree whose name this home's record
+// holds for a worktree git removed (AdminFolderReplaced).
+var ErrReplaced = errors.New("the world of this worktree's name is a removed worktree's")
+
 // ErrOtherHome is returned for a worktree whose world belongs to another
 // BINKY_HOME on this machine.
 var ErrOtherHome = errors.New("the world of this worktree belongs to another git-binky home")
@@ -331,9 +335,10 @@ func (h Home) AdminFolderReplaced(ctx context.Context, id string) (bool, error) 
 }
 
 // adminReplaced reports whether rec's admin folder is now another
-// worktree's: git made it after the world was created, and it holds no
-// copy of the world's record, which every world's first save writes
-// there. When git made it is told by its commondir file, which `git
+// worktree's: its copy of a record is another world's (another home's, or
+// one made since), or git made the folder after the world was created and
+// it holds no copy of the world's record, which every world's first save
+// writes there. When git made it is told by its commondir file, which `git
 // worktree add` writes and move and repair leave alone (they rewrite
 // gitdir): a moved world whose copy was deleted is not taken for a new
 // worktree. (The inode cannot tell: ext4 gives a folder made again at
@@ -345,7 +350,12 @@ func adminReplaced(rec *Record) bool {
 	if fi, err := os.Stat(rec.AdminDir); err != nil || !fi.IsDir() {
 		return false
 	}
-	if _, err := os.Stat(filepath.Join(StateDir(rec.AdminDir), "world.json")); !errors.Is(err, os.ErrNotExist) {
+	if cp, err := adminCopy(rec.AdminDir); err == nil {
+		// A copy that is another world's (another home claimed the new
+		// worktree while this home's daemon was down) says so too.
+		return cp.ID != rec.ID || cp.Home != "" && rec.Home != "" && cp.Home != rec.Home ||
+			!cp.Created.IsZero() && !rec.Created.IsZero() && !cp.Created.Equal(rec.Created)
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
 	made, err := os.Stat(filepath.Join(rec.AdminDir, "commondir"))

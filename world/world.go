@@ -221,6 +221,11 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 		dirty = true
 	case err != nil:
 		return nil, err
+	case adminReplaced(rec):
+		// The record is of a worktree git removed; this one only has its
+		// name. Its coordinates are not this worktree's: the daemon tears
+		// the old world down (an up does first) and gives this one its own.
+		return nil, fmt.Errorf("%w: worktree %s was removed and added again under its name, and its old world is not torn down yet: run 'git binky up' in it (the old world goes, this one gets its own)", ErrReplaced, w.Name)
 	}
 	if id, err := w.Home.ID(); err == nil && (rec.Home != id || rec.HomeDir != w.Home.Dir) {
 		rec.Home, rec.HomeDir = id, w.Home.Dir

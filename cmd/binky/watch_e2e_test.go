@@ -138,6 +138,47 @@ func TestAWorktreeRemovedAndAddedAgainWhileTheDaemonIsDownGetsAWorldOfItsOwn(t *
 	}
 }
 
+// Attack: with this home's daemon down, a worktree removed and added again
+// under its name handed the old world to env (its database, its rows);
+// and once another home had claimed the new worktree, this home's up
+// adopted the old world's processes for it and its remove deleted the
+// worktree under the owner. The old world is not the new worktree's.
+func TestAStaleWorldOfAReusedNameIsNeverTheNewWorktrees(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustBinky(f.repo, "up", "feat")
+	old := f.world("feat")
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustGit(f.repo, "-c", "core.hooksPath=/dev/null", "worktree", "remove", "--force", "../feat")
+	f.mustGit(f.repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "../feat", "-b", "feat-new")
+	wt := filepath.Join(f.tmp, "feat")
+	if out, _, err := f.binky(wt, "env"); err == nil && strings.Contains(out, fmt.Sprint(old.Ports["api"])) {
+		t.Errorf("env in the new worktree gives the old world's coordinates:\n%s", out)
+	}
+
+	other := filepath.Join(f.tmp, "other-home")
+	os.MkdirAll(other, 0o700)
+	os.WriteFile(filepath.Join(other, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", freeTCPPort(t))), 0o600)
+	daemonMu.Lock()
+	daemonHomes[other] = true
+	daemonMu.Unlock()
+	t.Cleanup(func() { stopDaemon(other) })
+	f.extraEnv = []string{"BINKY_HOME=" + other}
+	f.mustBinky(f.repo, "up", "feat")
+	f.extraEnv = nil
+
+	if _, stderr, err := f.binky(f.repo, "up", "feat"); err == nil || !strings.Contains(stderr, "is run by BINKY_HOME="+other) {
+		t.Errorf("this home's up of a worktree the other home claimed: err=%v\n%s", err, stderr)
+	}
+	if _, _, err := f.binky(f.repo, "remove", "feat", "--force"); err == nil {
+		t.Error("this home removed the worktree the other home runs")
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Errorf("the worktree is gone: %v", err)
+	}
+	f.eventually("the old world's process gone", func() bool { return !pidAlive(old.Services[0].PID) })
+}
+
 func TestTwoWorktreesAddedInParallel(t *testing.T) {
 	f := newFixture(t, oneService)
 	f.mustBinky(f.repo, "install")
