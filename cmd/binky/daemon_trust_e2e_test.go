@@ -343,13 +343,7 @@ func TestASecondHomeLeavesTheFirstHomesWorldAlone(t *testing.T) {
 	}
 	envBefore := f.envOf("p1")
 
-	other := filepath.Join(f.tmp, "other-home")
-	os.MkdirAll(other, 0o700)
-	os.WriteFile(filepath.Join(other, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", freeTCPPort(t))), 0o600)
-	daemonMu.Lock()
-	daemonHomes[other] = true
-	daemonMu.Unlock()
-	t.Cleanup(func() { stopDaemon(other) })
+	other := f.otherHome()
 	f.extraEnv = []string{"BINKY_HOME=" + other}
 
 	for _, args := range [][]string{{"env", "p1"}, {"up", "p1"}, {"remove", "p1", "--force"}} {
@@ -420,4 +414,18 @@ func TestAWorldWhoseServicesDiedUnwatchedIsStoppedAndUpStartsIt(t *testing.T) {
 			t.Errorf("%s after up: port %d (was %d), pid %d alive %v", s.Name, s.Port, old.Port, s.PID, pidAlive(s.PID))
 		}
 	}
+}
+
+// otherHome makes a second BINKY_HOME beside the fixture's, its daemon
+// stopped when the test ends.
+func (f *fixture) otherHome() string {
+	f.t.Helper()
+	other := filepath.Join(f.tmp, "other-home")
+	os.MkdirAll(other, 0o700)
+	os.WriteFile(filepath.Join(other, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", freeTCPPort(f.t))), 0o600)
+	daemonMu.Lock()
+	daemonHomes[other] = true
+	daemonMu.Unlock()
+	f.t.Cleanup(func() { stopDaemon(other) })
+	return other
 }

@@ -156,13 +156,7 @@ func TestAStaleWorldOfAReusedNameIsNeverTheNewWorktrees(t *testing.T) {
 		t.Errorf("env in the new worktree gives the old world's coordinates:\n%s", out)
 	}
 
-	other := filepath.Join(f.tmp, "other-home")
-	os.MkdirAll(other, 0o700)
-	os.WriteFile(filepath.Join(other, "settings.toml"), []byte(fmt.Sprintf("proxy_port = %d\n", freeTCPPort(t))), 0o600)
-	daemonMu.Lock()
-	daemonHomes[other] = true
-	daemonMu.Unlock()
-	t.Cleanup(func() { stopDaemon(other) })
+	other := f.otherHome()
 	f.extraEnv = []string{"BINKY_HOME=" + other}
 	f.mustBinky(f.repo, "up", "feat")
 	f.extraEnv = nil
