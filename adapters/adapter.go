@@ -94,6 +94,11 @@ type Lister interface {
 	List(ctx context.Context, adminURL string) ([]Owned, error)
 }
 
+// SpareSuffix ends the name of a template's spare, its next clone made
+// ahead (postgres, mysql). A spare carries its template's mark, so gc tells
+// it by this name.
+const SpareSuffix = "_spare"
+
 // Sentinel errors.
 var (
 	ErrTaken   = errors.New("a slice of that name exists and belongs to another world")

@@ -91,6 +91,14 @@ type goldenMarker struct {
 	Admin string `json:"admin"`
 }
 
+// adminRef is where the template's server is, as adminFromRef reads it.
+func (m goldenMarker) adminRef() string {
+	if m.Admin == "" {
+		return "managed:" + m.Adapter
+	}
+	return m.Admin
+}
+
 // Golden is `git binky golden [drop NAME]`: the golden templates this home
 // built, from their markers; drop tears one down (only if it is marked as
 // this home's golden template) and removes its marker, so the next up
@@ -129,11 +137,7 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 	if err != nil {
 		return nil, err
 	}
-	ref := found.Admin
-	if ref == "" {
-		ref = "managed:" + found.Adapter
-	}
-	admin, err := d.adminFromRef(ctx, ref, req.Env)
+	admin, err := d.adminFromRef(ctx, found.adminRef(), req.Env)
 	if err != nil {
 		return nil, fmt.Errorf("golden template %s: %w", found.Name, err)
 	}

@@ -867,11 +867,7 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 	unfinished := d.unfinishedGoldens()
 	kept := map[string]bool{} // half-built templates gc did not drop, or could not look for
 	for _, m := range unfinished {
-		ref := m.Admin
-		if ref == "" {
-			ref = "managed:" + m.Adapter
-		}
-		if u, err := d.adminFromRef(ctx, ref, req.Env); err == nil {
+		if u, err := d.adminFromRef(ctx, m.adminRef(), req.Env); err == nil {
 			servers[u] = m.Adapter
 		} else {
 			kept[m.Name] = true
@@ -914,7 +910,7 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			switch {
 			case obj.Owner.World == goldenWorld:
 				if obj.Owner.Home == homeID && !d.goldenMarked(obj.Slice) {
-					halfBuilt[strings.TrimSuffix(obj.Slice, goldenSpareSuffix)] = true
+					halfBuilt[strings.TrimSuffix(obj.Slice, adapters.SpareSuffix)] = true
 				}
 			case d.home.HasRecord(obj.Owner.World):
 			case obj.Owner.Legacy():
@@ -967,13 +963,18 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 	return out, nil
 }
 
-// goldenSpareSuffix ends the name of a template's spare (its next clone,
-// made ahead: adapters/postgres and adapters/mysql), which carries the
-// template's mark.
-const goldenSpareSuffix = "_spare"
+// tryGoldenLock takes a template's lock if it is free now: a build holds it
+// for its whole length, and gc does not wait for one.
+func (d *Daemon) tryGoldenLock(ctx context.Context, name string) (unlock func(), ok bool) {
+	lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	unlock, err := world.Lock(lctx, filepath.Join(d.home.GoldenDir(), name+".lock"))
+	return unlock, err == nil
+}
 
-// unfinishedGoldens reads the building files of templates whose build
-// is not going on now (their lock is free) and did not finish (no marker).
+// unfinishedGoldens reads the building files: templates whose build began
+// and is not known to have ended (a build under way has one too; its
+// callers take the template's lock before acting on it).
 func (d *Daemon) unfinishedGoldens() []goldenMarker {
 	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*"+buildingSuffix))
 	var out []goldenMarker
@@ -998,10 +999,8 @@ func (d *Daemon) unfinishedGoldens() []goldenMarker {
 func (d *Daemon) forgetUnfinished(ctx context.Context, unfinished []goldenMarker, kept map[string]bool, allAnswered bool) {
 	for _, m := range unfinished {
 		func() {
-			lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			defer cancel()
-			unlock, err := world.Lock(lctx, filepath.Join(d.home.GoldenDir(), m.Name+".lock"))
-			if err != nil {
+			unlock, ok := d.tryGoldenLock(ctx, m.Name)
+			if !ok {
 				return
 			}
 			defer unlock()
@@ -1016,7 +1015,7 @@ func (d *Daemon) forgetUnfinished(ctx context.Context, unfinished []goldenMarker
 // template whose build finished: its marker file names it, or names the
 // template it is the spare of.
 func (d *Daemon) goldenMarked(name string) bool {
-	for _, n := range []string{name, strings.TrimSuffix(name, goldenSpareSuffix)} {
+	for _, n := range []string{name, strings.TrimSuffix(name, adapters.SpareSuffix)} {
 		if _, err := os.Stat(filepath.Join(d.home.GoldenDir(), n+".json")); err == nil {
 			return true
 		}
@@ -1029,10 +1028,8 @@ func (d *Daemon) goldenMarked(name string) bool {
 // built holds the template's lock for its whole build, so a lock not had
 // at once means a build in progress: it is left alone, and not reported.
 func (d *Daemon) gcHalfBuilt(ctx context.Context, a adapters.Adapter, kind, admin, name, homeID string, secret []byte, dryRun bool) (api.Orphan, bool) {
-	lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	unlock, err := world.Lock(lctx, filepath.Join(d.home.GoldenDir(), name+".lock"))
-	if err != nil {
+	unlock, ok := d.tryGoldenLock(ctx, name)
+	if !ok {
 		return api.Orphan{}, false
 	}
 	defer unlock()
@@ -1044,7 +1041,7 @@ func (d *Daemon) gcHalfBuilt(ctx context.Context, a adapters.Adapter, kind, admi
 	if dryRun {
 		return o, true
 	}
-	err = a.Teardown(ctx, adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name)})
+	err := a.Teardown(ctx, adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name)})
 	switch {
 	case errors.Is(err, adapters.ErrKept):
 		o.Dropped, o.Note = true, o.Note+"; "+err.Error()

@@ -265,12 +265,12 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 // retireReplacedOf tears down, under the repository's lock, the world this
 // home holds for a removed worktree whose name w now has.
 func (d *Daemon) retireReplacedOf(ctx context.Context, w *world.World) {
-	if w.Worktree.Main || !d.home.HasRecord(w.ID) {
+	if w.Worktree.Main {
 		return
 	}
 	rec, err := d.home.LoadRecord(w.ID)
 	if err != nil {
-		return
+		return // none: nothing stale
 	}
 	defer d.repoLock(w.Repo.CommonDir)()
 	d.retireReplaced(ctx, rec)

@@ -38,7 +38,7 @@ import (
 // after its template was dropped finds it gone. A schema of a spare's name
 // that is not marked as its template is (someone's own, or another home's
 // spare) is never taken, dropped or marked.
-const spareSuffix = "_spare"
+const spareSuffix = adapters.SpareSuffix
 
 // spareReady is the kind of the mark that says a spare is complete.
 const spareReady = "spare_ready"

@@ -31,7 +31,7 @@ import (
 // ~20 ms of each up on a VM). A spare that is not prepared (a crash, or an
 // older binky made it) is taken the first way: renamed, then its objects
 // handed over from inside.
-const spareSuffix = "_spare"
+const spareSuffix = adapters.SpareSuffix
 
 // spareOf is the spare's name, or "" for a template whose name leaves no
 // room for the suffix.
