@@ -16,29 +16,11 @@ import (
 // The patterns used only by `check` compile on first use: every `env` on a
 // shell prompt parses the config, and start-up time is its whole cost.
 var (
-	// A credential's name: it says so anywhere in it (DB_PASSWORD,
-	// GITHUB_TOKEN), or it ends like one (MYSQL_PWD, REDIS_PASS, AUTH_KEY).
-	secretKeyRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)|(^|_)(PASS|PWD|PW|KEY|SALT)$`)
-	})
 	// scheme://user:password@host — a password written into a URL.
 	urlPasswordRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^@\s/]+)@`)
 	})
 )
-
-// SecretKey reports whether an environment variable's name says it holds
-// a credential; check warns when one is written inline, and init keeps its
-// value out of the file.
-// A name ending in _FILE or _PATH holds where a credential is, not the
-// credential (POSTGRES_PASSWORD_FILE=/run/secrets/db).
-func SecretKey(name string) bool {
-	up := strings.ToUpper(name)
-	if strings.HasSuffix(up, "_FILE") || strings.HasSuffix(up, "_PATH") {
-		return false
-	}
-	return secretKeyRE().MatchString(name)
-}
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'

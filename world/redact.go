@@ -12,27 +12,6 @@ import (
 // Hidden is what a redacted credential reads as.
 const Hidden = "xxxxx"
 
-// secretName reports a variable or field whose value is a credential:
-// *_PASSWORD, *_SECRET, *_TOKEN, *_SECRET_KEY, an API key (Qdrant's
-// api_key: without jwt_rbac, the admin's), a private key, and the names
-// check also warns of (MYSQL_PWD, *_SALT, *_AUTH_KEY). Not *_CREDENTIALS:
-// GOOGLE_APPLICATION_CREDENTIALS is where the file is.
-func secretName(k string) bool {
-	k = strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
-	for _, s := range []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "SECRET_KEY", "API_KEY", "APIKEY", "PRIVATE_KEY", "SECRET_ACCESS_KEY", "CREDENTIAL", "AUTH_KEY"} {
-		if strings.HasSuffix(k, s) {
-			return true
-		}
-	}
-	// Whole words only: PWD alone is the shell's working folder.
-	for _, s := range []string{"PASS", "PW", "PWD", "SALT"} {
-		if strings.HasSuffix(k, "_"+s) || k == s && s != "PWD" {
-			return true
-		}
-	}
-	return false
-}
-
 // secrets collects the credentials in an environment: the values of
 // *_PASSWORD-like variables, the passwords inside URLs (decoded and as
 // written, which may escape them differently than Go would) and URL

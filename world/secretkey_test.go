@@ -27,3 +27,24 @@ func TestCheckWarnsOfEveryCredentialNameWrittenInline(t *testing.T) {
 		}
 	}
 }
+
+func TestACredentialIsSaidByHowItsNameEnds(t *testing.T) {
+	for _, k := range []string{"SECRET_KEY_BASE", "ADMIN_PASSWORD_HASH", "DB_PASSWORD_2", "DBPASSWORD", "CLIENTSECRET", "APP_KEY", "STRIPE_API_KEY", "JWT_KEY", "LDAP_BIND_PW", "AUTH_PEPPER", "db-passwd"} {
+		if !SecretKey(k) || !secretName(k) {
+			t.Errorf("%s: check warns %v, env hides %v; both should", k, SecretKey(k), secretName(k))
+		}
+	}
+	// Settings and addresses that only mention a credential.
+	for _, k := range []string{"PASSWORD_MIN_LENGTH", "TOKEN_TTL", "TOKENIZER_MODEL", "MY_TOKEN_URL", "PASSWORD_RESET_URL", "SECRET_ROTATION_DAYS", "KEYCLOAK_URL", "PWD", "BYPASS", "GOOGLE_APPLICATION_CREDENTIALS", "DB_PASSWORD_FILE", "S3_ACCESS_KEY", "AWS_ACCESS_KEY_ID"} {
+		if SecretKey(k) || secretName(k) {
+			t.Errorf("%s: check warns %v, env hides %v; neither should", k, SecretKey(k), secretName(k))
+		}
+	}
+	// A KEY of no credential's owner may be a cache's: check warns and init
+	// keeps it out, but env does not cut its value out of every log line.
+	for _, k := range []string{"CACHE_KEY", "SORT_KEY", "KEY"} {
+		if !SecretKey(k) || secretName(k) {
+			t.Errorf("%s: check warns %v (want true), env hides %v (want false)", k, SecretKey(k), secretName(k))
+		}
+	}
+}
