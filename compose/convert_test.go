@@ -744,3 +744,33 @@ func TestOneLetterFlagsOfOtherProgramsAreNotPasswords(t *testing.T) {
 		}
 	}
 }
+
+// Credentials a command gives other than as a flag: a variable set for
+// one command, a password as a positional argument, a password in SQL.
+func TestCredentialsSetInlineOrAsArgumentsAreKeptOut(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  init:
+    build: .
+    command: sh -c "PGPASSWORD=inlinepw41 psql -h db -c \"CREATE USER app WITH PASSWORD 'sqlpw42'\" && env MYSQL_PWD=envpw43 mysql -e \"ALTER USER root IDENTIFIED BY 'sqlpw44'\"; export API_TOKEN=tokpw45"
+  rabbit:
+    build: .
+    command: sh -c "rabbitmqctl -n rabbit@host add_user bob rabbitpw46 && rabbitmqctl change_password bob rabbitpw47"
+  minio-init:
+    build: .
+    command: ["sh", "-c", "mc alias set local http://minio:9000 minioadmin miniopw48 && mysqladmin -uroot password adminpw49 && redis-cli CONFIG SET requirepass redispw50"]
+  keep:
+    build: .
+    command: sh -c "LOG_LEVEL=debug PASSWORD_MIN_LENGTH=12 ./app --title 'PASSWORD reset' && rabbitmqctl list_users && mc ls local"
+`})
+	for _, lit := range []string{"inlinepw41", "sqlpw42", "envpw43", "sqlpw44", "tokpw45", "rabbitpw46", "rabbitpw47", "miniopw48", "adminpw49", "redispw50"} {
+		if strings.Contains(res.TOML, lit) {
+			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
+		}
+	}
+	if cmd := cfg.Services["init"].Cmd; !strings.Contains(cmd, "WITH PASSWORD '${env.") || !strings.Contains(cmd, "IDENTIFIED BY '${env.") {
+		t.Errorf("the SQL lost its quotes around the password: %s", cmd)
+	}
+	if cmd := cfg.Services["keep"].Cmd; !strings.Contains(cmd, "LOG_LEVEL=debug PASSWORD_MIN_LENGTH=12 ./app --title 'PASSWORD reset'") || !strings.Contains(cmd, "rabbitmqctl list_users && mc ls local") {
+		t.Errorf("a command with no credential changed: %s", cmd)
+	}
+}

@@ -926,6 +926,18 @@ var flagRules = []struct {
 	}, func(_, program string) bool {
 		return strings.HasPrefix(program, "mysql") || strings.HasPrefix(program, "mariadb")
 	}},
+	// a variable set for one command or exported: PGPASSWORD=x psql,
+	// env MYSQL_PWD=x mysql, export API_TOKEN=x
+	{`(?P<pre>(?:^|[\s'"])[A-Za-z_][A-Za-z0-9_]*=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
+		return credentialKey(strings.Trim(pre, " \t\n'\"="))
+	}, nil},
+	// a password as a positional argument: rabbitmqctl add_user NAME PW,
+	// mc alias set NAME URL KEY SECRET, mysqladmin password PW,
+	// redis-cli CONFIG SET requirepass PW
+	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil},
+	// SQL in a command: CREATE USER app WITH PASSWORD 'x', ALTER USER
+	// root IDENTIFIED BY 'x' (the quotes stay: the SQL needs them)
+	{`(?P<pre>(?:^|\s)(?i:IDENTIFIED\s+(?:WITH\s+\S+\s+)?BY|PASSWORD)\s+')(?P<val>[^'\s]+)`, false, nil, nil},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
 	{`(?P<pre>(?:^|\s)(?:-a|-p)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
