@@ -882,6 +882,15 @@ func (d *Daemon) describeRecord(rec *world.Record, r *worldRun) api.World {
 	if _, err := os.Stat(rec.Path); err != nil {
 		w.Missing = true
 	}
+	// The branch as checked out now: the record's is as of its last save,
+	// and a `git branch -m` or a checkout saves nothing.
+	gitDir := rec.AdminDir
+	if rec.Main {
+		gitDir = rec.CommonDir
+	}
+	if b, ok := gitx.HeadBranch(gitDir); ok && gitDir != "" && !w.Missing {
+		w.Branch = b
+	}
 	live := map[string]supervisor.Status{}
 	if r != nil {
 		if g := r.live.Load(); g != nil {

@@ -369,6 +369,22 @@ func readHead(gitDir, common string) (branch, hash string) {
 	return branch, resolveRef(common, ref)
 }
 
+// HeadBranch is the branch checked out in the worktree whose git folder
+// (its admin folder, or the common folder for the main worktree) is
+// gitDir, read now: "" when its HEAD is detached; ok is false when HEAD
+// cannot be read (the worktree is gone).
+func HeadBranch(gitDir string) (branch string, ok bool) {
+	b, err := smallfile.Read(filepath.Join(gitDir, "HEAD"), maxGitFile)
+	if err != nil {
+		return "", false
+	}
+	ref, isRef := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: ")
+	if !isRef {
+		return "", true
+	}
+	return strings.TrimPrefix(ref, "refs/heads/"), true
+}
+
 // resolveRef returns the object a reference names, or "": the loose ref
 // under common, else its line in packed-refs, following symbolic refs as
 // git does. (go-git's dotgit did this; linking it cost every `git binky

@@ -493,3 +493,19 @@ migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
 		t.Error("the migrate went on after its daemon was killed")
 	}
 }
+
+// status said the branch of the world's last save: a `git branch -m` in
+// the worktree (which saves nothing) left the old name listed.
+func TestStatusNamesTheBranchCheckedOutNow(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "up", "feat")
+	wt := filepath.Join(filepath.Dir(f.repo), "feat")
+	f.mustGit(wt, "branch", "-m", "feat-renamed")
+	if w := f.world("feat"); w.Branch != "feat-renamed" {
+		t.Errorf("status names branch %q after git branch -m, want feat-renamed", w.Branch)
+	}
+	f.mustGit(wt, "checkout", "-q", "--detach")
+	if w := f.world("feat"); w.Branch != "" {
+		t.Errorf("status names branch %q for a detached HEAD, want none", w.Branch)
+	}
+}
