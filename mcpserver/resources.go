@@ -64,7 +64,11 @@ func (s *Server) envResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return jsonContents(req.Params.URI, c.Redacted())
+	c = c.Redacted()
+	if err := c.CheckUTF8(); err != nil {
+		return nil, err
+	}
+	return jsonContents(req.Params.URI, c)
 }
 
 // notFound answers req with err as "resource not found" (-32002; invalid

@@ -199,10 +199,13 @@ func (s *Server) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 
 func (s *Server) env(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, err := world.OpenCoordinates(ctx, s.Home, s.dir(req), req.GetString(argName, ""))
-	if err != nil || req.GetBool("reveal", false) {
+	if err != nil {
 		return result(c, err)
 	}
-	return result(c.Redacted(), nil)
+	if !req.GetBool("reveal", false) {
+		c = c.Redacted()
+	}
+	return result(c, c.CheckUTF8())
 }
 
 func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/git-binky/git-binky/gitx"
 )
@@ -307,6 +309,42 @@ type Coordinates struct {
 	Branch   string                    `json:"branch,omitempty"`
 	Services map[string]ServiceAddress `json:"services"`
 	Env      map[string]string         `json:"env"`
+}
+
+// CheckUTF8 refuses coordinates that JSON cannot carry as they are: a
+// value that is not UTF-8 (a variable of the caller's environment, a
+// branch named in another encoding) would reach a program as U+FFFD, a
+// value that is not the world's. It names the first such value, in order.
+func (c Coordinates) CheckUTF8() error {
+	bad := func(what, v string) error {
+		if utf8.ValidString(v) {
+			return nil
+		}
+		return fmt.Errorf("%s holds bytes that are not UTF-8, which JSON cannot carry: read it with 'git binky env --dotenv' or '--shell', which print it as it is", what)
+	}
+	for _, f := range [][2]string{{"the project's name", c.Project}, {"the worktree's name", c.Worktree}, {"the worktree's path", c.Path}, {"the branch's name", c.Branch}} {
+		if err := bad(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	for _, kv := range SortedEnv(c.Env) {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := bad("variable "+strconv.Quote(k), k+v); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Services)) {
+		a := c.Services[name]
+		for _, f := range slices.Sorted(maps.Keys(a.Fields)) {
+			if err := bad(fmt.Sprintf("service %s's %s", name, f), f+a.Fields[f]); err != nil {
+				return err
+			}
+		}
+		if err := bad("service "+name+"'s address", a.URL+a.DirectURL+a.Host); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ServiceAddress is where one service of a world can be reached.

@@ -112,6 +112,9 @@ func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
 		envTerminal: envLines(world.RedactEnv(c.Env), func(k, v string) string { return world.Inert(dotenv(k, v)) }),
 	}
 	if withJSON {
+		if err := c.CheckUTF8(); err != nil {
+			return nil, err
+		}
 		var js bytes.Buffer
 		enc := json.NewEncoder(&js)
 		enc.SetIndent("", "  ")

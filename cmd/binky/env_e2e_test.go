@@ -161,3 +161,23 @@ func TestEnvSkipsAPortHeldFromOutside(t *testing.T) {
 		t.Fatalf("env = %s\nwant %q: port %d is held from outside binky", out, want, held)
 	}
 }
+
+// JSON has no bytes that are not UTF-8: env --json turned a branch named
+// in another encoding into U+FFFD, a name that is not the branch's, and
+// said nothing. It refuses, naming the value; --dotenv keeps the bytes.
+func TestEnvJSONRefusesAValueThatIsNotUTF8(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": threeServices})
+	if out, err := exec.Command("git", "-C", repo, "checkout", "-q", "-b", "caf\xe9").CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v: %s", err, out)
+	}
+	env := []string{"BINKY_HOME=" + filepath.Join(tmp, "home")}
+	out, err := binky(t, repo, env, "env", "--json")
+	if err == nil || !strings.Contains(err.Error(), "the branch's name holds bytes that are not UTF-8") {
+		t.Errorf("env --json = %q, %v; want a refusal naming the branch", out, err)
+	}
+	out, err = binky(t, repo, env, "env", "--dotenv")
+	if err != nil || !strings.Contains(string(out), "BINKY_BRANCH=caf\xe9\n") && !strings.Contains(string(out), "BINKY_BRANCH='caf\xe9'\n") {
+		t.Errorf("env --dotenv = %q, %v; want the bytes as they are", out, err)
+	}
+}
