@@ -97,16 +97,16 @@ func (a *Allocator) replaceStaleClaim(path, mine string) bool {
 }
 
 // ensureClaimed claims a port the world already holds when no claim names
-// it (a lease made before claims existed, or a claim file removed): best
-// effort, since a running world's port is not moved.
-func (a *Allocator) ensureClaimed(port int) {
+// it (a lease made before claims existed, or a claim file removed). It
+// reports false when another home holds a valid claim on the port.
+func (a *Allocator) ensureClaimed(port int) bool {
 	if a.Claims == "" {
-		return
+		return true
 	}
 	if target, err := os.Readlink(filepath.Join(a.Claims, strconv.Itoa(port))); err == nil && target == a.claimTarget(port) {
-		return
+		return true
 	}
-	a.claim(port)
+	return a.claim(port)
 }
 
 // claimTarget is the lease file a claim of ours points at, absolute and

@@ -187,3 +187,39 @@ func TestAStaleClaimOfOnesOwnIsNotTakenByTwoHomes(t *testing.T) {
 		}
 	}
 }
+
+// A port whose claim was removed by hand, then claimed by another home:
+// ensureClaimed failed silently and both homes' worlds used the port, the
+// second to start meeting EADDRINUSE. A world with nothing on the port
+// moves; one whose service may be listening on it keeps it.
+func TestAPortAnotherHomeClaimedWhileOursWasMissingMoves(t *testing.T) {
+	claims, a, b := twoHomes(t, 24140, 24141)
+	ctx := context.Background()
+	ra := saveWorld(t, a.Home, "w")
+	if _, err := a.Ensure(ctx, ra, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	port := ra.Ports["api"]
+	os.Remove(filepath.Join(claims, strconv.Itoa(port)))
+	// Home b's world wants the same port first (same name and key): it
+	// takes it, since no claim names it and nothing listens.
+	rb := saveWorld(t, b.Home, "w")
+	if _, err := b.Ensure(ctx, rb, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	if rb.Ports["api"] != port {
+		t.Skipf("home b chose port %d, not the contested %d", rb.Ports["api"], port)
+	}
+	running := *ra
+	running.Ports = map[string]int{"api": port}
+	running.Services = map[string]*ServiceState{"api": {PID: 4242, State: "healthy"}}
+	if changed, err := a.Ensure(ctx, &running, []string{"api"}); err != nil || changed || running.Ports["api"] != port {
+		t.Errorf("a world whose service may hold the port: changed=%v err=%v port %d, want it kept", changed, err, running.Ports["api"])
+	}
+	if changed, err := a.Ensure(ctx, ra, []string{"api"}); err != nil || !changed || ra.Ports["api"] == port {
+		t.Fatalf("a stopped world on a port another home claimed: changed=%v err=%v port %d, want another", changed, err, ra.Ports["api"])
+	}
+	if a.owned(port, ra.ID, "api") {
+		t.Error("the moved world kept its lease on the old port")
+	}
+}

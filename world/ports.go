@@ -112,16 +112,25 @@ func (a *Allocator) Ensure(ctx context.Context, rec *Record, keys []string) (boo
 			return changed, err
 		}
 		if p, ok := rec.Ports[k]; ok {
-			if a.owned(p, rec.ID, k) {
-				a.ensureClaimed(p)
-				continue
+			held := a.owned(p, rec.ID, k)
+			if !held {
+				// Our lease vanished (deleted by hand?): take the same port
+				// back if nobody else has; our own service may be listening
+				// on it, so no bind check.
+				held, _ = a.tryLease(p, rec.ID, k)
 			}
-			// Our lease vanished (deleted by hand?): take the same port back
-			// if nobody else has; our own service may be listening on it, so
-			// no bind check.
-			if ok, _ := a.tryLease(p, rec.ID, k); ok {
-				a.ensureClaimed(p)
-				continue
+			if held {
+				if a.ensureClaimed(p) || serviceRecorded(rec, k) || !a.Bindable(p) {
+					continue
+				}
+				// Another home claimed the port while no claim of ours named
+				// it (ours removed by hand, a lease from before claims), and
+				// nothing of ours runs on it: that home's service will bind
+				// it, so ours moves rather than meet EADDRINUSE. A port a
+				// service of ours may hold is never moved.
+				a.release(p, rec.ID, k)
+				delete(rec.Ports, k)
+				changed = true
 			}
 		}
 		p, err := a.allocate(rec.ID, k)
@@ -132,6 +141,15 @@ func (a *Allocator) Ensure(ctx context.Context, rec *Record, keys []string) (boo
 		changed = true
 	}
 	return changed, nil
+}
+
+// serviceRecorded reports whether the record names a process of the
+// service the port key k belongs to ("api" of "api.metrics"): one that may
+// be listening on the port now.
+func serviceRecorded(rec *Record, k string) bool {
+	svc, _, _ := strings.Cut(k, ".")
+	st := rec.Services[svc]
+	return st != nil && st.PID != 0
 }
 
 func (a *Allocator) allocate(world, key string) (int, error) {
