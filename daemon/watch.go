@@ -210,11 +210,16 @@ func (w *watcher) reconcileAll(ctx context.Context) {
 func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 	repo, born := d.reconcileRecords(ctx, common)
 	// Starting a world can take a while; it happens outside the repository
-	// lock so that another worktree's removal is not held up by it.
+	// lock so that another worktree's removal is not held up by it. Worlds
+	// born together (added while no daemon ran, or lost by one that died)
+	// start at once, as their hooks would have started them: admission
+	// queues them past max_parallel, not one whole up after another.
+	var wg sync.WaitGroup
 	for _, wt := range born {
 		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
-		d.autoBorn(ctx, repo, &wt, d.watcherEnv(common))
+		wg.Go(func() { d.autoBorn(ctx, repo, &wt, d.watcherEnv(common)) })
 	}
+	wg.Wait()
 }
 
 // reconcileRecords tears down and moves worlds to match git, under the

@@ -499,3 +499,31 @@ func TestAMovedWorktreeWithAnUnapprovedConfigKeepsRunning(t *testing.T) {
 		t.Errorf("state %q %q, want untrusted saying why", after.State, after.Message)
 	}
 }
+
+// Worktrees added while no daemon ran were started one whole up after
+// another by the daemon that found them: each service here starts only
+// once all three worlds have begun theirs, so one at a time never gets
+// there.
+func TestWorktreesBornWhileNoDaemonRanStartTogether(t *testing.T) {
+	barrier := filepath.Join(t.TempDir(), "barrier")
+	if err := os.MkdirAll(barrier, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fmt.Sprintf(`[project]
+name = "acme"
+[services.api]
+cmd = "touch %[1]s/$BINKY_WORKTREE; while [ $(ls %[1]s | wc -l) -lt 3 ]; do sleep 0.05; done; exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`, barrier))
+	f.mustBinky(f.repo, "install")
+	f.mustBinky(f.repo, "daemon", "stop")
+	for _, name := range []string{"b1", "b2", "b3"} {
+		// No hook: it would start a daemon for each add.
+		f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", "../"+name, "-b", name)
+	}
+	f.mustBinky(f.repo, "daemon", "start")
+	for _, name := range []string{"b1", "b2", "b3"} {
+		f.waitHealthy(name)
+	}
+}
