@@ -198,6 +198,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Serve at once (a hook must not wait for a daemon to finish starting);
 	// requests that touch worlds wait until adoption is done.
 	go func() {
+		d.reapSteps()
 		d.adoptAll(ctx)
 		d.findLost()
 		d.remarkSlices(ctx)

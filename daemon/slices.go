@@ -503,7 +503,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 		if err != nil {
 			return fmt.Errorf("service %s: %s: %w", n, step.what, err)
 		}
-		if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, step.cmd, logPath); err != nil {
+		if err := d.runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, step.cmd, logPath); err != nil {
 			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
 		}
 		if phase == "slice" {
@@ -517,7 +517,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 
 // runStep runs one migrate or seed command, its output appended to the
 // service's log, and says how it ended with its last lines.
-func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logPath string) error {
+func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline, shown, logPath string) error {
 	f, err := logfile.Open(logPath)
 	if err != nil {
 		return err
@@ -525,7 +525,12 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	defer f.Close()
 	fmt.Fprintf(f, "=== binky %s: %s\n", time.Now().Format(time.RFC3339), shown)
 	cmd := procgroup.Command(ctx, cmdline)
+	mark, unmark := d.markStep()
+	defer unmark()
 	cmd.Dir, cmd.Env = dir, env
+	if mark != "" {
+		cmd.Env = append(env, mark)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	// A step outlived a killed daemon and wrote into the database the next
 	// daemon made again (or into a template): the kernel kills its shell
@@ -535,6 +540,9 @@ func runStep(ctx context.Context, dir string, env []string, cmdline, shown, logP
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
+		// What it started in the background, or in a session of its own,
+		// goes with it: a failed or cut-off step writes nothing more.
+		procgroup.KillMarked(mark)
 		// Only this run's output: what follows the last marker, not what
 		// an earlier run left above it; its credentials hidden, since what
 		// it printed can hold its own URL and the error reaches a terminal,

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -128,7 +132,7 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 	if err != nil {
 		return fmt.Errorf("service %s: migrate: %w", n, err)
 	}
-	if err := runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, svc.Migrate, logPath); err != nil {
+	if err := d.runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, svc.Migrate, logPath); err != nil {
 		return fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
 	}
 	return nil
@@ -197,4 +201,59 @@ func (d *Daemon) watcherEnv(common string) []string {
 		}
 	}
 	return d.env
+}
+
+// A migrate or seed step is marked while it runs: a file under the home
+// names it, and every process it starts carries BINKY_STEP=<its id> in its
+// environment. The kernel kills a step's shell with a killed daemon
+// (DieWithParent), but not what the shell started: a migration tool run
+// by make lived on and wrote into the database the next daemon dropped
+// and made again. The next daemon kills whatever still carries the mark
+// of a step whose daemon is gone (reapSteps).
+func (d *Daemon) stepsDir() string { return filepath.Join(d.home.Dir, "steps") }
+
+// markStep returns the environment entry that marks one step's processes,
+// and the function that forgets the mark once the step is over.
+func (d *Daemon) markStep() (mark string, unmark func()) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", func() {}
+	}
+	id := hex.EncodeToString(b[:])
+	path := filepath.Join(d.stepsDir(), id)
+	self := os.Getpid()
+	tick := uint64(0)
+	if info, err := procgroup.ReadProc(self); err == nil {
+		tick = info.StartTick
+	}
+	if err := os.MkdirAll(d.stepsDir(), 0o700); err == nil {
+		_ = os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", self, tick), 0o600)
+	}
+	return "BINKY_STEP=" + id, func() { os.Remove(path) }
+}
+
+// reapSteps kills what the steps of a dead daemon left running, once, as
+// a daemon starts (before it adopts any world: a world whose up was cut
+// off is then made again with nothing writing into it).
+func (d *Daemon) reapSteps() {
+	entries, err := os.ReadDir(d.stepsDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(d.stepsDir(), e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var pid int
+		var tick uint64
+		if _, err := fmt.Sscan(string(b), &pid, &tick); err == nil && pid != os.Getpid() && procgroup.Alive(pid, tick) {
+			continue // a daemon still running it (the one this one replaces)
+		}
+		if n := procgroup.KillMarked("BINKY_STEP=" + e.Name()); n > 0 {
+			d.log.Warn("killed what a migrate or seed step left running when its daemon died", "processes", n)
+		}
+		os.Remove(path)
+	}
 }
