@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -267,7 +268,9 @@ func (c *Client) start(ctx context.Context) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(), "BINKY_HOME="+c.Home.Dir)
+	// Not the mark of a world's service we may be run from: stopping that
+	// service would stop the daemon with it.
+	cmd.Env = append(procgroup.WithMark(os.Environ(), ""), "BINKY_HOME="+c.Home.Dir)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = detached()

@@ -527,10 +527,7 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	cmd := procgroup.Command(ctx, cmdline)
 	mark, unmark := d.markStep()
 	defer unmark()
-	cmd.Dir, cmd.Env = dir, env
-	if mark != "" {
-		cmd.Env = append(env, mark)
-	}
+	cmd.Dir, cmd.Env = dir, procgroup.WithMark(env, mark)
 	cmd.Stdout, cmd.Stderr = f, f
 	// A step outlived a killed daemon and wrote into the database the next
 	// daemon made again (or into a template): the kernel kills its shell

@@ -76,6 +76,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			Restart:     supervisor.Policy(s.Restart),
 			StopTimeout: s.StopTimeout.Duration,
 			LogPath:     filepath.Join(world.LogDir(w.Worktree.AdminDir), name+".log"),
+			Mark:        serviceMark(rec.ID, name),
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts
@@ -110,3 +111,8 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 	}
 	return specs, nil
 }
+
+// serviceMark is what every process of a world's service carries in its
+// environment (supervisor.Spec.Mark): the same for the service whichever
+// daemon runs it, and no other service's.
+func serviceMark(worldID, service string) string { return worldID + "." + service }

@@ -204,16 +204,16 @@ func (d *Daemon) watcherEnv(common string) []string {
 }
 
 // A migrate or seed step is marked while it runs: a file under the home
-// names it, and every process it starts carries BINKY_STEP=<its id> in its
-// environment. The kernel kills a step's shell with a killed daemon
-// (DieWithParent), but not what the shell started: a migration tool run
-// by make lived on and wrote into the database the next daemon dropped
-// and made again. The next daemon kills whatever still carries the mark
-// of a step whose daemon is gone (reapSteps).
+// names it, and every process it starts carries step.<its id> as its mark
+// (procgroup.MarkVar). The kernel kills a step's shell with a killed
+// daemon (DieWithParent), but not what the shell started: a migration
+// tool run by make lived on and wrote into the database the next daemon
+// dropped and made again. The next daemon kills whatever still carries
+// the mark of a step whose daemon is gone (reapSteps).
 func (d *Daemon) stepsDir() string { return filepath.Join(d.home.Dir, "steps") }
 
-// markStep returns the environment entry that marks one step's processes,
-// and the function that forgets the mark once the step is over.
+// markStep returns the mark of one step's processes, and the function
+// that forgets it once the step is over.
 func (d *Daemon) markStep() (mark string, unmark func()) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -229,7 +229,7 @@ func (d *Daemon) markStep() (mark string, unmark func()) {
 	if err := os.MkdirAll(d.stepsDir(), 0o700); err == nil {
 		_ = os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", self, tick), 0o600)
 	}
-	return "BINKY_STEP=" + id, func() { os.Remove(path) }
+	return "step." + id, func() { os.Remove(path) }
 }
 
 // reapSteps kills what the steps of a dead daemon left running, once, as
@@ -251,7 +251,7 @@ func (d *Daemon) reapSteps() {
 		if _, err := fmt.Sscan(string(b), &pid, &tick); err == nil && pid != os.Getpid() && procgroup.Alive(pid, tick) {
 			continue // a daemon still running it (the one this one replaces)
 		}
-		if n := procgroup.KillMarked("BINKY_STEP=" + e.Name()); n > 0 {
+		if n := procgroup.KillMarked("step." + e.Name()); n > 0 {
 			d.log.Warn("killed what a migrate or seed step left running when its daemon died", "processes", n)
 		}
 		os.Remove(path)

@@ -2,6 +2,8 @@
 
 package procgroup
 
-// KillMarked finds nothing here: only Linux shows another process's
+import "syscall"
+
+// signalMarked finds nothing here: only Linux shows another process's
 // environment (/proc/<pid>/environ).
-func KillMarked(marker string) int { return 0 }
+func signalMarked(string, syscall.Signal) int { return 0 }

@@ -413,6 +413,7 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		pgid, stopping, wasReady := p.pgid, p.stopping, p.isReady
 		p.mu.Unlock()
 		procgroup.Stop(pgid, p.spec.StopTimeout)
+		procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout)
 		if stopping || ctx.Err() != nil {
 			// Our own SIGTERM's exit code says nothing about the service.
 			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
@@ -495,6 +496,9 @@ func (p *proc) spawn() (func() *int, error) {
 	}
 	cmd := procgroup.Command(context.Background(), s.Cmd)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
+	if s.Mark != "" {
+		cmd.Env = procgroup.WithMark(s.Env, s.Mark)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	shown := s.Shown
 	if shown == "" {
@@ -613,6 +617,9 @@ func (p *proc) stop(ctx context.Context) error {
 	var err error
 	if pgid > 0 && !procgroup.Stop(pgid, p.spec.StopTimeout) {
 		err = fmt.Errorf("service %s: process group %d survived SIGKILL", p.spec.Name, pgid)
+	}
+	if !procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout) {
+		err = errors.Join(err, fmt.Errorf("service %s: a process it started outside its group survived SIGKILL", p.spec.Name))
 	}
 	select {
 	case <-done:

@@ -22,6 +22,11 @@ type Spec struct {
 	// LogPath receives stdout and stderr; rotated past MaxLogBytes.
 	LogPath     string
 	MaxLogBytes int64
+	// Mark, when set, is carried by every process of the service in its
+	// environment (procgroup.MarkVar): stopping the service stops what
+	// left its process group too (a setsid, a double-forked daemon). It
+	// must stay the same for the service across daemons, which adopt it.
+	Mark string
 }
 
 // Health is a readiness and liveness probe. A zero Health means "ready once
