@@ -29,37 +29,104 @@ func Open(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
-// Rotate keeps a log under max bytes: past it, the log is copied to
-// <path>.1 (replacing the previous one) and truncated in place. Copy and
-// truncate rather than rename, because the running process keeps writing to
-// the descriptor it has; a few lines written between the copy and the
-// truncation can be lost, the price of never restarting a service for it.
-func Rotate(path string, max int64) {
+// Rotate keeps a log near max bytes: past it, the last max bytes of the log
+// (from the first line that starts in them, when one starts near their
+// beginning) are copied to <path>.1, replacing the previous one, and the log
+// is truncated in place. Copy and truncate rather than rename, because the
+// running process keeps writing to the descriptor it has; a few lines
+// written between the copy and the truncation can be lost, the price of
+// never restarting a service for it.
+//
+// Only the tail is copied, so a rotation costs at most max bytes of disk and
+// reading however big the log grew (a service printing in a loop made its
+// log 8 GB between two checks, and a copy of the whole of it filled the
+// disk). A ctx done stops the copy, leaving the log as it was.
+func Rotate(ctx context.Context, path string, max int64) error {
 	if path == "" {
-		return
+		return nil
 	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() <= max {
-		return
+	if fi, err := os.Stat(path); err != nil || fi.Size() <= max {
+		return nil
 	}
 	src, err := os.Open(path)
 	if err != nil {
-		return
+		return fmt.Errorf("rotate log %s: %w", path, err)
 	}
 	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("rotate log %s: %w", path, err)
+	}
+	size := fi.Size()
+	if size <= max {
+		return nil
+	}
+	start := lineStart(src, size-max, min(max/2, rotateAlign))
 	tmp := path + ".1.tmp"
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return
+		return fmt.Errorf("rotate log %s: %w", path, err)
 	}
-	_, cerr := io.Copy(dst, src)
-	if err := dst.Close(); cerr != nil || err != nil {
+	cerr := copyRange(ctx, dst, src, start, size)
+	if err := dst.Close(); cerr == nil {
+		cerr = err
+	}
+	if cerr != nil {
 		os.Remove(tmp)
-		return
+		return fmt.Errorf("rotate log %s: %w", path, cerr)
 	}
-	if os.Rename(tmp, path+".1") == nil {
-		_ = os.Truncate(path, 0)
+	if err := os.Rename(tmp, path+".1"); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("rotate log %s: %w", path, err)
 	}
+	if err := os.Truncate(path, 0); err != nil {
+		return fmt.Errorf("rotate log %s: %w", path, err)
+	}
+	return nil
+}
+
+// rotateAlign is how far past the cut Rotate looks for a line break, so
+// that <path>.1 begins with a whole line.
+const rotateAlign = 64 << 10
+
+// lineStart is the offset of the first line that begins in f within
+// [off, off+within], or off if none does.
+func lineStart(f *os.File, off, within int64) int64 {
+	if off <= 0 || within <= 0 {
+		return max(off, 0)
+	}
+	// From the byte before off: a break there means off begins a line.
+	buf := make([]byte, within+1)
+	n, _ := f.ReadAt(buf, off-1)
+	if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+		return off + int64(i)
+	}
+	return off
+}
+
+// copyRange copies the bytes of src in [from, to) to dst, in chunks,
+// stopping when ctx is done. A src that got shorter ends the copy early.
+func copyRange(ctx context.Context, dst io.Writer, src io.ReaderAt, from, to int64) error {
+	buf := make([]byte, 1<<20)
+	for from < to {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := src.ReadAt(buf[:min(int64(len(buf)), to-from)], from)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			from += int64(n)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MaxTailBytes bounds how much of a log Tail reads back, and how much
@@ -245,31 +312,43 @@ func PageWithin(path string, offset int64, n int, budget int) (lines []string, n
 
 // Follow writes each complete line appended to path from offset on to fn,
 // until ctx is done. It notices rotation (the file shrinks) and starts again
-// from the top, and waits for a file that does not exist yet.
+// from the top, and waits for a file that does not exist yet. A line over
+// MaxLineBytes comes cut, as Tail and Page return it: only that much of a
+// line still being written is held, however long it grows.
 func Follow(ctx context.Context, path string, offset int64, fn func(line string)) error {
-	var partial []byte
+	// The line being read: its first MaxLineBytes, and its whole length.
+	var kept []byte
+	var length int64
+	add := func(b []byte) {
+		kept = append(kept, b[:min(len(b), MaxLineBytes-len(kept))]...)
+		length += int64(len(b))
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		f, err := os.Open(path)
 		if err == nil {
 			fi, serr := f.Stat()
 			if serr == nil && fi.Size() < offset {
-				offset, partial = 0, nil // rotated under us
+				offset, kept, length = 0, kept[:0], 0 // rotated under us
 			}
-			for {
+			// A service writing faster than this reads keeps it here: ctx
+			// is checked on each read, not only between polls.
+			for ctx.Err() == nil {
 				n, rerr := f.ReadAt(buf, offset)
 				if n > 0 {
 					offset += int64(n)
-					data := append(partial, buf[:n]...)
+					data := buf[:n]
 					for {
 						i := bytes.IndexByte(data, '\n')
 						if i < 0 {
+							add(data)
 							break
 						}
-						fn(string(data[:i]))
+						add(data[:i])
+						fn(cut(kept, length))
+						kept, length = kept[:0], 0
 						data = data[i+1:]
 					}
-					partial = append([]byte(nil), data...)
 				}
 				if rerr != nil || n == 0 {
 					break

@@ -1,6 +1,8 @@
 package logfile
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,5 +139,121 @@ func TestTailAndPageWithinABudgetCountTheEncodedSize(t *testing.T) {
 	}
 	if lines, next, _ = PageWithin(p, next, 10, 1); len(lines) != 1 || next != 404 {
 		t.Errorf("a budget smaller than a line still gives one: %d lines, next %d", len(lines), next)
+	}
+}
+
+// A service that printed in a loop made its log 8 GB between two checks,
+// and rotating it copied the whole of it to <path>.1.tmp, filling the disk:
+// a rotation copies the last max bytes only, from a line's start.
+func TestRotateCopiesOnlyTheTailFromALineStart(t *testing.T) {
+	const max = 1 << 20
+	var b bytes.Buffer
+	for i := 0; b.Len() < 50<<20; i++ {
+		fmt.Fprintf(&b, "line %07d %s\n", i, strings.Repeat("x", i%200))
+	}
+	content := b.Bytes()
+	p := write(t, string(content))
+	if err := Rotate(context.Background(), p, max); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(p + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old) > max || len(old) < max-rotateAlign {
+		t.Errorf("%s.1 holds %d bytes, want at most %d (and near it)", p, len(old), max)
+	}
+	if len(old) >= len(content) || !bytes.HasSuffix(content, old) || content[len(content)-len(old)-1] != '\n' || !bytes.HasPrefix(old, []byte("line ")) {
+		t.Errorf("%s.1 is not the log's last lines from a line's start: it begins %q", p, old[:min(len(old), 40)])
+	}
+	if n := Size(p); n != 0 {
+		t.Errorf("the log holds %d bytes after rotation, want 0", n)
+	}
+	if _, err := os.Stat(p + ".1.tmp"); !os.IsNotExist(err) {
+		t.Errorf("%s.1.tmp left behind: %v", p, err)
+	}
+
+	// Under the bound, nothing moves.
+	os.WriteFile(p, []byte("short\n"), 0o600)
+	if err := Rotate(context.Background(), p, max); err != nil || Size(p) != 6 {
+		t.Errorf("a short log rotated: size %d, %v", Size(p), err)
+	}
+}
+
+// With no line break near the cut, <path>.1 is the last max bytes.
+func TestRotateWithoutLineBreaksKeepsMaxBytes(t *testing.T) {
+	p := write(t, strings.Repeat("y", 5<<20))
+	if err := Rotate(context.Background(), p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if n := Size(p + ".1"); n != 1<<20 {
+		t.Errorf("%s.1 holds %d bytes, want %d", p, n, 1<<20)
+	}
+	if n := Size(p); n != 0 {
+		t.Errorf("the log holds %d bytes after rotation, want 0", n)
+	}
+}
+
+// A rotation does not outlive the group that runs it: with its context
+// done, it leaves the log as it was and no copy behind.
+func TestRotateStopsWithItsContext(t *testing.T) {
+	p := write(t, strings.Repeat("z\n", 4<<20))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Rotate(ctx, p, 1<<20); err == nil {
+		t.Error("Rotate with its context done returned no error")
+	}
+	if n := Size(p); n != 8<<20 {
+		t.Errorf("the log holds %d bytes, want it untouched", n)
+	}
+	for _, suffix := range []string{".1", ".1.tmp"} {
+		if _, err := os.Stat(p + suffix); !os.IsNotExist(err) {
+			t.Errorf("%s%s exists after a cancelled rotation: %v", p, suffix, err)
+		}
+	}
+}
+
+// logs -f held a line without a break whole, copying it on every read: a
+// service printing 400 MiB on one line grew the follower to 96 MB. Follow
+// cuts a long line as Tail and Page do, holding only what it keeps.
+func TestFollowCutsALongLine(t *testing.T) {
+	const long = 8 << 20
+	p := write(t, "before\n"+strings.Repeat("a", long)+"\nafter\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lines := make(chan string, 10)
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, p, 0, func(l string) { lines <- l }) }()
+	var got []string
+	for len(got) < 3 {
+		got = append(got, <-lines)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("a", MaxLineBytes) + fmt.Sprintf("… [line cut: %d bytes]", long)
+	if got[0] != "before" || got[1] != want || got[2] != "after" {
+		t.Errorf("Follow = lengths %v, want 6, %d, 5", lengths(got), len(want))
+	}
+	// The same line as Page gives it.
+	if page, _, _ := Page(p, 0, 3); len(page) != 3 || page[1] != got[1] {
+		t.Errorf("Follow and Page cut the line differently: lengths %v and %v", lengths(got), lengths(page))
+	}
+}
+
+// A line of exactly MaxLineBytes is whole; one byte more is cut.
+func TestFollowCutsAtMaxLineBytes(t *testing.T) {
+	exact, over := strings.Repeat("e", MaxLineBytes), strings.Repeat("o", MaxLineBytes+1)
+	p := write(t, exact+"\n"+over+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lines := make(chan string, 10)
+	go Follow(ctx, p, 0, func(l string) { lines <- l })
+	if got := <-lines; got != exact {
+		t.Errorf("a line of MaxLineBytes came back %d bytes long", len(got))
+	}
+	if got, want := <-lines, over[:MaxLineBytes]+fmt.Sprintf("… [line cut: %d bytes]", MaxLineBytes+1); got != want {
+		t.Errorf("a line of MaxLineBytes+1 came back %q...", got[max(0, len(got)-40):])
 	}
 }
