@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/git-binky/git-binky/gitx"
 )
 
 // TrustHash identifies a binky.toml by its content: approving a config
-// approves exactly these bytes, wherever they appear.
+// approves exactly these bytes, in the repositories it was approved in.
 func TrustHash(src []byte) string {
 	sum := sha256.Sum256(src)
 	return hex.EncodeToString(sum[:])
@@ -40,7 +42,16 @@ func (h Home) Trust(src []byte, path string) error {
 	e := trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)}
 	file := filepath.Join(h.TrustDir(), TrustHash(src))
 	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
-		e.EnvFiles = old.EnvFiles
+		e.EnvFiles, e.Repos = old.EnvFiles, old.Repos
+		if len(e.Repos) == 0 && old.Path != "" {
+			e.Repos = []string{repoOf(old.Path)} // approved by a binky that kept no list
+		}
+	}
+	if repo := repoOf(path); !slices.Contains(e.Repos, repo) {
+		e.Repos = append(e.Repos, repo)
+		if len(e.Repos) > maxTrustRepos {
+			e.Repos = e.Repos[len(e.Repos)-maxTrustRepos:]
+		}
 	}
 	cfg, _ := ParseConfig(path, src)
 	if files := envFileDigests(cfg); len(files) > 0 && !e.holds(files) {
@@ -57,6 +68,41 @@ func (h Home) Trust(src []byte, path string) error {
 
 // maxEnvFileSets bounds the env-file sets one approved config keeps.
 const maxEnvFileSets = 32
+
+// maxTrustRepos bounds the repositories one approved config keeps.
+const maxTrustRepos = 256
+
+// repoOf is the repository (its common folder) a config at path is in, or
+// the folder of path when it is in none: an approval counts there only.
+// The same bytes in another repository are another project's commands
+// (its ./dev.sh is not this one's): approving a binky.toml in one
+// repository started, on `git worktree add`, a stranger's repository
+// holding a copy of it.
+func repoOf(path string) string {
+	dir := filepath.Dir(path)
+	if r, _, err := gitx.Discover(dir); err == nil {
+		return r.CommonDir
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// approvedIn reports whether the approval of the config with this hash
+// counts in repository repo.
+func (h Home) approvedIn(hash, repo string) bool {
+	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
+	if err != nil {
+		return false
+	}
+	if len(e.Repos) == 0 {
+		// Approved by a binky that kept no list: in the repository it
+		// was found in.
+		return e.Path != "" && repoOf(e.Path) == repo
+	}
+	return slices.Contains(e.Repos, repo)
+}
 
 // TrustedHere reports whether the config src, found at path, may start
 // automatically: it is approved (Trusted), and so are the env files it
@@ -79,7 +125,7 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 		return false
 	}
 	hash := TrustHash(cfg.Source)
-	if !h.Trusted(hash) {
+	if !h.Trusted(hash) || !h.approvedIn(hash, repoOf(cfg.Path)) {
 		return false
 	}
 	return h.envFilesApproved(hash, envFileDigests(cfg))
@@ -92,7 +138,11 @@ func (h Home) TrustedWorld(w *World) bool {
 		return h.TrustedConfig(w.Config)
 	}
 	hash := TrustHash(w.Config.Source)
-	if !h.Trusted(hash) {
+	repo := repoOf(w.Config.Path)
+	if w.Repo != nil {
+		repo = w.Repo.CommonDir
+	}
+	if !h.Trusted(hash) || !h.approvedIn(hash, repo) {
 		return false
 	}
 	files := map[string]string{}
@@ -194,6 +244,9 @@ type trustEntry struct {
 	// EnvFiles are the sets of env files (name as the config writes it →
 	// SHA-256 of the content, or "absent") approved with this config.
 	EnvFiles []map[string]string `json:"env_files,omitempty"`
+	// Repos are the repositories (common folders) it was approved in
+	// (repoOf); an entry without them counts in Path's only.
+	Repos []string `json:"repos,omitempty"`
 }
 
 // ApprovedSource returns the content of the approved config with this hash,

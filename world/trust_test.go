@@ -346,3 +346,42 @@ func TestAnAdminFolderIsReplacedOnlyWhenGitMadeItAgain(t *testing.T) {
 		t.Error("a folder git made again under the name does not read as replaced")
 	}
 }
+
+// Approval went by content alone: approving a binky.toml in one
+// repository approved a stranger's repository holding the same bytes,
+// whose ./dev.sh then ran on `git worktree add`. An approval counts in
+// the repositories it was given in; its worktrees share it.
+func TestAnApprovalCountsInItsOwnRepositoryOnly(t *testing.T) {
+	tmp := t.TempDir()
+	mine := gittest.NewRepo(t, tmp, "mine", map[string]string{"binky.toml": webConfig})
+	theirs := gittest.NewRepo(t, tmp, "theirs", map[string]string{"binky.toml": webConfig})
+	wt := gittest.AddWorktree(t, mine, filepath.Join(tmp, "mine-feat"), "feat")
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	src := []byte(webConfig)
+	if err := home.Trust(src, filepath.Join(mine, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
+	if !home.TrustedHere(src, filepath.Join(wt, ConfigFile)) {
+		t.Error("a worktree of the repository it was approved in is not approved")
+	}
+	if home.TrustedHere(src, filepath.Join(theirs, ConfigFile)) {
+		t.Fatal("the same bytes in another repository are approved")
+	}
+	if err := home.Trust(src, filepath.Join(theirs, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
+	if !home.TrustedHere(src, filepath.Join(theirs, ConfigFile)) || !home.TrustedHere(src, filepath.Join(mine, ConfigFile)) {
+		t.Error("approving it in a second repository should approve it there and keep the first")
+	}
+
+	// An approval of an older binky, with no list of repositories, counts
+	// in the repository it was found in.
+	file := filepath.Join(home.TrustDir(), TrustHash(src))
+	legacy := fmt.Sprintf(`{"path": %q, "approved": "2026-01-01T00:00:00Z", "source": %q}`, filepath.Join(mine, ConfigFile), webConfig)
+	if err := os.WriteFile(file, []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !home.TrustedHere(src, filepath.Join(wt, ConfigFile)) || home.TrustedHere(src, filepath.Join(theirs, ConfigFile)) {
+		t.Error("an old approval should count in its own repository only")
+	}
+}
