@@ -142,6 +142,10 @@ const MaxLineBytes = 16 << 10
 // CutMark follows the kept part of a line that was cut.
 const CutMark = "… [line cut: "
 
+// CutStartMark begins a line whose start is not there: a page read from an
+// offset inside a line, or output of which only the tail was kept.
+const CutStartMark = "[line cut] …"
+
 // cut shortens a line longer than MaxLineBytes, saying so.
 func cut(line []byte, full int64) string {
 	if int64(len(line)) < full || len(line) > MaxLineBytes {
@@ -278,6 +282,14 @@ func PageWithin(path string, offset int64, n int, budget int) (lines []string, n
 	if offset < 0 || fi.Size() < offset {
 		offset = 0
 	}
+	// From an offset inside a line, its first line says so.
+	midLine := false
+	if offset > 0 {
+		var before [1]byte
+		if _, err := f.ReadAt(before[:], offset-1); err == nil && before[0] != '\n' {
+			midLine = true
+		}
+	}
 	r := bufio.NewReader(io.NewSectionReader(f, offset, fi.Size()-offset))
 	next = offset
 	total := 0
@@ -301,6 +313,9 @@ func PageWithin(path string, offset int64, n int, budget int) (lines []string, n
 			break
 		}
 		line := cut(bytes.TrimSuffix(kept, []byte{'\n'}), length-1)
+		if midLine && len(lines) == 0 {
+			line = CutStartMark + line
+		}
 		if total += Encoded(line); total > budget && len(lines) > 0 {
 			break // the next page begins with it
 		}

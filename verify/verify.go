@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/git-binky/git-binky/logfile"
 	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
@@ -96,19 +97,32 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
-	max int
-	buf bytes.Buffer
+	max  int
+	buf  bytes.Buffer
+	last byte // the last byte dropped, once some were
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf.Write(p)
 	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
+		t.last = t.buf.Next(over)[over-1]
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string { return t.buf.String() }
+// String is the kept output from its first whole line; kept inside one
+// line, it says its start is cut (logfile.CutStartMark), which also tells
+// the hider that a secret's last part may stand there.
+func (t *tailBuffer) String() string {
+	b := t.buf.Bytes()
+	if t.last == 0 || t.last == '\n' {
+		return string(b)
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return string(b[i+1:])
+	}
+	return logfile.CutStartMark + string(b)
+}
 
 // RunWorld runs the checks of the world named name (or the one around dir):
 // what `git binky verify` and the MCP verify tool both do.

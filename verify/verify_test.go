@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/git-binky/git-binky/gitx/gittest"
+	"github.com/git-binky/git-binky/logfile"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -77,7 +78,25 @@ func TestOnlyTheLastOutputIsKept(t *testing.T) {
 	tb := &tailBuffer{max: 8}
 	tb.Write([]byte("0123456789"))
 	tb.Write([]byte("ab"))
-	if got := tb.String(); got != "456789ab" {
-		t.Errorf("tail %q", got)
+	if got := tb.String(); got != logfile.CutStartMark+"456789ab" {
+		t.Errorf("tail %q: want the kept bytes, saying their line's start was cut", got)
+	}
+	lines := &tailBuffer{max: 8}
+	lines.Write([]byte("012\n456789"))
+	if got := lines.String(); got != "456789" {
+		t.Errorf("tail %q: want it from its first whole line", got)
+	}
+}
+
+// A check that printed its world's password, then 16 KiB, kept a tail
+// beginning inside the password: 31 of its 32 characters came back
+// through MCP verify without reveal.
+func TestATailCutInsideASecretHidesItsLastPart(t *testing.T) {
+	pw := "04ce5e14d1e8ca86ea77b2f0c1d9e3aa"
+	tb := &tailBuffer{max: 52} // the password's last 12 characters, then the rest
+	tb.Write([]byte("DB_URL=postgres://app:" + pw + "@127.0.0.1/app; more output on this line"))
+	hide := world.Hider(map[string]string{"DB_PASSWORD": pw})
+	if got := hide(tb.String()); strings.Contains(got, pw[len(pw)-12:]) || !strings.Contains(got, "xxxxx@127.0.0.1/app; more") {
+		t.Errorf("hidden tail %q still holds the password's last part", got)
 	}
 }

@@ -129,6 +129,19 @@ func hide(v string, secrets []string) string {
 		}
 		v = head + v[i:]
 	}
+	// A text that begins inside a line (a page read from an offset, the
+	// kept tail of a check's output) may begin with a secret's last part.
+	if rest, ok := strings.CutPrefix(v, logfile.CutStartMark); ok {
+		for _, s := range secrets {
+			for k := len(s) - 1; k >= 4; k-- {
+				if strings.HasPrefix(rest, s[len(s)-k:]) {
+					rest = Hidden + rest[k:]
+					break
+				}
+			}
+		}
+		v = logfile.CutStartMark + rest
+	}
 	return v
 }
 

@@ -1,6 +1,8 @@
 package world
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,5 +121,32 @@ func TestALogLineCutInsideASecretHidesItsFirstPart(t *testing.T) {
 	}
 	if got := hide("nothing " + logfile.CutMark + "9 bytes]"); got != "nothing "+logfile.CutMark+"9 bytes]" {
 		t.Errorf("a cut line with no secret changed: %q", got)
+	}
+}
+
+// MCP logs from an offset one byte into a password returned its other 31
+// characters: a page that begins inside a line says so, and the hider
+// hides a secret's last part there.
+func TestAPageBeginningInsideASecretHidesItsLastPart(t *testing.T) {
+	pw := "04ce5e14d1e8ca86ea77b2f0c1d9e3aa"
+	path := filepath.Join(t.TempDir(), "api.log")
+	if err := os.WriteFile(path, []byte("start\nPW="+pw+" ok\nnext\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	offset := int64(len("start\nPW=") + 1)
+	lines, _, err := logfile.PageWithin(path, offset, 10, logfile.MaxTailBytes)
+	if err != nil || len(lines) != 2 {
+		t.Fatalf("page = %q, %v", lines, err)
+	}
+	hide := Hider(map[string]string{"DB_PASSWORD": pw})
+	if got := hide(lines[0]); got != logfile.CutStartMark+Hidden+" ok" {
+		t.Errorf("first line hidden = %q, want the cut mark, then %s ok", got, Hidden)
+	}
+	if got := hide("a line that begins " + pw[20:]); got != "a line that begins "+pw[20:] {
+		t.Errorf("a line not cut at its start changed: %q", got)
+	}
+	whole, _, _ := logfile.PageWithin(path, int64(len("start\n")), 10, logfile.MaxTailBytes)
+	if len(whole) == 0 || strings.HasPrefix(whole[0], logfile.CutStartMark) {
+		t.Errorf("a page from a line's start is marked cut: %q", whole)
 	}
 }
