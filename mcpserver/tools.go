@@ -110,7 +110,7 @@ func (s *Server) tools() []server.ServerTool {
 			writes.idempotentToo().titled("Stop a service"), with(worldArgs(), serviceArg("The service to stop."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceStop)},
 		{Tool: newTool("start", "Start one stopped service of a running world (its dependencies must be up) and wait until it is healthy.",
 			writes.idempotentToo().titled("Start a service"), with(worldArgs(), serviceArg("The service to start."), mcp.WithOutputSchema[api.World]())...), Handler: s.service(api.ServiceStart)},
-		{Tool: newTool("curl", "Send an HTTP request to a world's service through binky's proxy (the Host header filled in) and return the status, headers and body.",
+		{Tool: newTool("curl", "Send an HTTP request to a world's service through binky's proxy (the Host header filled in) and return the status, headers and body. Redirects are not followed: a 3xx comes back as is, with its Location header.",
 			writes.destroys().titled("HTTP request to a service"), with(worldArgs(), serviceArg("The service (one with a url)."),
 				mcp.WithString("path", mcp.Description("Request path, default /.")),
 				mcp.WithString("method", mcp.Description("HTTP method, default GET (POST with a body)."), mcp.Enum("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")),

@@ -25,8 +25,9 @@ type CurlRequest struct {
 	Fail      bool     // exit non-zero on HTTP errors
 }
 
-// Do sends r to the proxy on loopback with the Host header filled in. The
-// caller closes the response body.
+// Do sends r to the proxy on loopback with the Host header filled in. It
+// follows no redirect: a 3xx answer is returned as is, Location included.
+// The caller closes the response body.
 func Do(ctx context.Context, r CurlRequest) (*http.Response, error) {
 	path := r.Path
 	if path == "" {
@@ -71,7 +72,15 @@ func Do(ctx context.Context, r CurlRequest) (*http.Response, error) {
 		}
 		req.Header.Set(k, v)
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	// A redirect is returned as it is, with its Location, as plain curl
+	// does without -L: following it would send the caller's headers and
+	// basic auth to wherever the service points, another port or host.
+	client := &http.Client{
+		Transport: &http.Transport{Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 	resp, err := client.Do(req)
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

@@ -43,7 +43,7 @@ func newCurlCmd(app *App) *cobra.Command {
 	var opts curlOptions
 	cmd := &cobra.Command{
 		Use:   "curl <name> <service> [path]",
-		Short: "Call a service through the proxy, with the Host header filled in",
+		Short: "Call a service through the proxy, with the Host header filled in (redirects not followed)",
 		Args:  cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name, opts.Service = args[0], args[1]
