@@ -90,6 +90,9 @@ func Install(ctx context.Context, dir string) (Result, error) {
 	}
 	path := filepath.Join(hooksDir, "post-checkout")
 	res := Result{Path: path, Method: "file"}
+	if err := checkLeadsOut(ctx, dir, hooksDir, path); err != nil {
+		return res, err
+	}
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -276,9 +279,122 @@ func isShell(b []byte) bool {
 	return false
 }
 
+// checkLeadsOut refuses a hook file that a symbolic link (the file itself,
+// or a folder on its way) leads out of the repository: a repository can
+// commit .husky/post-checkout as a link to any file of the user's, set
+// core.hooksPath=.husky, and install would write binky's block into that
+// file. Where the file really is must lie in the worktree, in the git
+// folder, or in the hooks folder, where git's path to that folder is not
+// one the worktree holds (a core.hooksPath of ~/.githooks, say: the
+// repository does not choose what that folder's links point at). A hook
+// that does not exist yet is checked where it would be created.
+func checkLeadsOut(ctx context.Context, dir, hooksDir, path string) error {
+	real, err := realPath(path)
+	if err != nil {
+		return nil // nothing binky can write through either
+	}
+	var roots []string
+	top, topErr := gitx.Git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel")
+	common, commonErr := gitx.Git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	for _, r := range []struct {
+		dir string
+		err error
+	}{{top, topErr}, {common, commonErr}} {
+		if r.err == nil && r.dir != "" {
+			roots = append(roots, filepath.Clean(r.dir))
+		}
+	}
+	userChose, setting := chosen(ctx, dir, top, topErr, common, commonErr)
+	if userChose {
+		roots = append(roots, hooksDir)
+	}
+	for _, r := range roots {
+		if rr, err := realPath(r); err == nil && within(real, rr) {
+			return nil
+		}
+	}
+	where := "the worktree"
+	if topErr == nil {
+		where = top
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		link, _ := os.Readlink(path)
+		return fmt.Errorf("%s is a symbolic link to %s (%s), outside the repository (%s) and its hooks folder, so binky will not write its hook into it: replace the link with a file of its own and install again, or add this line to the hook by hand:\n  git-binky hook post-checkout \"$@\" || true", path, link, real, where)
+	}
+	folder := filepath.Dir(path)
+	if setting != "" {
+		folder = setting
+	}
+	return fmt.Errorf("the hooks folder %s (core.hooksPath) leads through a symbolic link to %s, outside the repository (%s), so binky will not write its hook there: make the hooks folder a folder of its own, not a link, and install again, or add this line to the hook by hand:\n  git-binky hook post-checkout \"$@\" || true", folder, filepath.Dir(real), where)
+}
+
+// chosen reports whether the hooks folder is one the user chose rather than
+// one the repository can lead elsewhere: no core.hooksPath (the git
+// folder's hooks), or a core.hooksPath outside the worktree or inside the
+// git folder. git answers the hooks folder with its links resolved, so it
+// is the setting, as written, that says whether a link the worktree holds
+// lies on its way (.husky committed as a link to another folder). setting
+// is the setting as a path from the root, "" when it is not set.
+func chosen(ctx context.Context, dir, top string, topErr error, common string, commonErr error) (ok bool, setting string) {
+	set, err := gitx.Git(ctx, dir, "config", "--type=path", "--get", "core.hooksPath")
+	if err != nil || set == "" || topErr != nil || top == "" {
+		return true, "" // unset, or a bare repository: no worktree to hold a link
+	}
+	if r, err := realPath(top); err == nil {
+		top = r
+	}
+	p := filepath.Clean(set)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(top, p) // git reads a relative core.hooksPath from the worktree's top
+	}
+	// Each folder on the way, resolved: a path through a link to the
+	// worktree (/src/link/repo/.husky) is in the worktree too.
+	for a := filepath.Dir(p); ; a = filepath.Dir(a) {
+		if r, err := realPath(a); err == nil {
+			if commonErr == nil && within(r, filepath.Clean(common)) {
+				return true, p
+			}
+			if within(r, top) {
+				return false, p
+			}
+		}
+		if filepath.Dir(a) == a {
+			return true, p
+		}
+	}
+}
+
+// realPath is p with every symbolic link resolved; for a path that does not
+// exist (or a dangling link, which writeHook replaces with a file), it is
+// where the file would be created: its nearest existing folder, resolved,
+// joined with the rest.
+func realPath(p string) (string, error) {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return "", os.ErrNotExist
+	}
+	r, err := realPath(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(r, filepath.Base(p)), nil
+}
+
+// within reports whether p is root or lies under it (both clean).
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
 func writeHook(path string, b []byte, mode os.FileMode) error {
 	// A hook that is a link (to a script the repository tracks, say) stays
-	// one: the file it names is what changes.
+	// one: the file it names is what changes. Install has checked that the
+	// link stays in the repository (checkLeadsOut).
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}

@@ -156,6 +156,78 @@ func TestInstallHonoursCoreHooksPath(t *testing.T) {
 	}
 }
 
+// A repository that commits .husky/post-checkout as a link to a file outside
+// it, and sets core.hooksPath=.husky, does not get binky's block written into
+// that file. (An attack had install edit /tmp/victim.sh and print only
+// .husky/post-checkout.) A .husky that is itself such a link is refused the
+// same way, and nothing is created through it.
+func TestInstallRefusesAHookLinkLeadingOutOfTheRepository(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	ctx := context.Background()
+	t.Run("the hook is a link", func(t *testing.T) {
+		repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+		gittest.Git(t, repo, "config", "core.hooksPath", ".husky")
+		victim := filepath.Join(t.TempDir(), "victim.sh")
+		original := "#!/bin/sh\necho victim\n"
+		if err := os.WriteFile(victim, []byte(original), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		hook := filepath.Join(repo, ".husky", "post-checkout")
+		os.MkdirAll(filepath.Dir(hook), 0o755)
+		if err := os.Symlink(victim, hook); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Install(ctx, repo)
+		if err == nil || res.Changed || !strings.Contains(err.Error(), hook) || !strings.Contains(err.Error(), victim) ||
+			!strings.Contains(err.Error(), "replace the link") || !strings.Contains(err.Error(), `git-binky hook post-checkout "$@" || true`) {
+			t.Errorf("install: %+v, %v; want a refusal naming the link, its target and what to do", res, err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != original {
+			t.Errorf("the file outside the repository was changed:\n%s", b)
+		}
+		if fi, err := os.Lstat(hook); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the link was replaced: %v %v", fi, err)
+		}
+	})
+	t.Run("the hooks folder is a link", func(t *testing.T) {
+		repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+		gittest.Git(t, repo, "config", "core.hooksPath", ".husky")
+		outside := t.TempDir()
+		if err := os.Symlink(outside, filepath.Join(repo, ".husky")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Install(ctx, repo); err == nil || !strings.Contains(err.Error(), outside) {
+			t.Errorf("install: %v; want a refusal naming %s", err, outside)
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+			t.Errorf("install created %v outside the repository", entries)
+		}
+	})
+}
+
+// A hooks folder outside the repository that the user chose (a global
+// core.hooksPath) is the user's: a hook there that links to a script in that
+// folder is installed into.
+func TestInstallWritesThroughALinkInAHooksFolderOutsideTheRepository(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hooksDir := t.TempDir()
+	gittest.Git(t, repo, "config", "core.hooksPath", hooksDir)
+	script := filepath.Join(hooksDir, "common.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho common\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("common.sh", filepath.Join(hooksDir, "post-checkout")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(script); !strings.Contains(string(b), beginMarker) {
+		t.Errorf("the script after install:\n%s", b)
+	}
+}
+
 func TestInstallRefusesAHookThatIsNotAShellScript(t *testing.T) {
 	t.Setenv("BINKY_HOOKS", "file")
 	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
