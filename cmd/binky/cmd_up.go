@@ -68,7 +68,7 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 		switch {
 		case e.State == string(world.StateQueued):
 			// Waiting is always worth saying, terminal or not.
-			fmt.Fprintln(app.Err, "  ⏳ "+e.Message)
+			fmt.Fprintln(app.Err, "  ⏳ "+inertText(e.Message))
 		case tty:
 			show(e)
 		}

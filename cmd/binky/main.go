@@ -80,7 +80,9 @@ func exitCode(err error, app *App) int {
 		fmt.Fprintln(app.Err, "git-binky: interrupted")
 		return 130
 	}
-	fmt.Fprintf(app.Err, "git-binky: %s\n", err)
+	// An error can quote a service's output or a path, whose escape
+	// sequences the terminal would run: they are shown as text.
+	fmt.Fprintf(app.Err, "git-binky: %s\n", inertText(err.Error()))
 	if h := hint(err); h != "" {
 		fmt.Fprintf(app.Err, "hint: %s\n", h)
 	}

@@ -85,18 +85,36 @@ func printServices(w io.Writer, st style, wd api.World, indent string) {
 	tw.Flush()
 }
 
-// progress prints daemon events as they come, for people watching.
+// inertText is world.Inert for text of several lines, such as an error
+// quoting a service's last output: line breaks and tabs stay, every other
+// control character (an escape sequence's ESC, BEL, a carriage return that
+// would write over the line) is shown as text. It is for what others wrote;
+// binky's own colours (style) are added around it, never passed through it.
+func inertText(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = world.Inert(c)
+		}
+		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// progress prints daemon events as they come, for people watching. A
+// message can quote a service's output: it is shown as text (inertText).
 func progress(w io.Writer, st style) func(api.Event) {
 	return func(e api.Event) {
 		switch {
 		case e.Service != "" && e.State != "":
 			msg := ""
 			if e.Message != "" && e.State != "healthy" {
-				msg = "  " + e.Message
+				msg = "  " + inertText(e.Message)
 			}
 			fmt.Fprintf(w, "  %s %s%s\n", e.Service, st.state(e.State), msg)
 		case e.Message != "":
-			fmt.Fprintf(w, "  %s\n", e.Message)
+			fmt.Fprintf(w, "  %s\n", inertText(e.Message))
 		}
 	}
 }
