@@ -276,7 +276,7 @@ func (s *Server) hider(w *world.World, req mcp.CallToolRequest) func(string) str
 	if err != nil {
 		return nil
 	}
-	return w.Coordinates(rec).Hider()
+	return w.ProcessHider(rec, s.Env)
 }
 
 func (s *Server) service(action string) server.ToolHandlerFunc {

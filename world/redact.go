@@ -168,6 +168,36 @@ func Hider(env map[string]string) func(string) string {
 	return func(v string) string { return hide(v, sec) }
 }
 
+// ProcessHider hides what the world's processes could print of their
+// credentials: the coordinates' (slice passwords), and every service's
+// environment as its processes get it (base, the caller's environment;
+// its env files; its env table). A service echoing the STRIPE_SECRET_KEY
+// of its env_file or the ${env.TOKEN} of its env showed it through MCP
+// logs and verify, which hid the coordinates' alone.
+func (w *World) ProcessHider(rec *Record, base []string) func(string) string {
+	coords := w.Coordinates(rec)
+	seen := map[string]bool{}
+	var sec []string
+	add := func(env map[string]string) {
+		for _, s := range secrets(env) {
+			if !seen[s] {
+				seen[s] = true
+				sec = append(sec, s)
+			}
+		}
+	}
+	add(coords.flat())
+	if w.Config != nil {
+		for _, n := range w.Config.ServiceNames() {
+			if env, err := w.ProcessEnvFor(coords, rec, base, n); err == nil {
+				add(env)
+			}
+		}
+	}
+	sort.Slice(sec, func(i, j int) bool { return len(sec[i]) > len(sec[j]) })
+	return func(v string) string { return hide(v, sec) }
+}
+
 // flat is every value of the coordinates, by variable or service.field.
 func (c Coordinates) flat() map[string]string {
 	all := map[string]string{}

@@ -1,11 +1,13 @@
 package world
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/logfile"
 )
 
@@ -148,5 +150,30 @@ func TestAPageBeginningInsideASecretHidesItsLastPart(t *testing.T) {
 	whole, _, _ := logfile.PageWithin(path, int64(len("start\n")), 10, logfile.MaxTailBytes)
 	if len(whole) == 0 || strings.HasPrefix(whole[0], logfile.CutStartMark) {
 		t.Errorf("a page from a line's start is marked cut: %q", whole)
+	}
+}
+
+// MCP logs and verify hid only the coordinates' passwords: a service
+// echoing the STRIPE_SECRET_KEY of its env_file or the token its env
+// table takes from the caller showed them without reveal.
+func TestTheProcessHiderHidesWhatTheServicesEnvironmentHolds(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{
+		"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"./api\"\nenv_file = \".env.api\"\nenv = { MY_TOKEN = \"${env.MYTOK}\", PLAIN = \"visible-value\" }\n",
+		".env.api":   "STRIPE_SECRET_KEY=sk_live_abcdef123456\n",
+	})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	w, err := Open(home, repo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := w.Ensure(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hide := w.ProcessHider(rec, []string{"MYTOK=tok_supersecret_999", "HOME=/home/me"})
+	got := hide("stripe=sk_live_abcdef123456 token=tok_supersecret_999 plain=visible-value home=/home/me")
+	if want := "stripe=xxxxx token=xxxxx plain=visible-value home=/home/me"; got != want {
+		t.Errorf("hidden = %q, want %q", got, want)
 	}
 }
