@@ -19,7 +19,7 @@ import (
 // role owns in another database (a world that could connect there, on a
 // server binky does not run; a clone a crash left half handed over) are
 // neither dropped nor given to the admin, who may be a superuser: the role
-// stays, and the error names the database.
+// stays, unable to log in, and the error names the database.
 func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	_, err := c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(role))
 	var pe *pgconn.PgError
@@ -43,7 +43,12 @@ func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	}
 	for _, h := range holders {
 		if h.Owns {
-			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are: "+
+			// Kept, but shut: a removed world's URL must not log in (an
+			// attack planted a large object in the postgres database and
+			// kept its login past the remove), nor a session stay open.
+			_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN PASSWORD NULL")
+			_, _ = c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
+			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are (the role can no longer log in): "+
 				"drop them or give them an owner there (REASSIGN OWNED BY %s TO <role>), then run git binky gc", role, h.DB, ident(role))
 		}
 	}

@@ -363,6 +363,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if err != nil {
 				return fmt.Errorf("create database %s: %w", s.Name, err)
 			}
+			if template == "" {
+				if err := refusePlanted(ctx, c, s.Name); err != nil {
+					return err
+				}
+			}
 		}
 		if template != "" {
 			// The template is free again: the next world's copy starts now,
@@ -574,6 +579,30 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// refusePlanted drops the database just made from template1 and refuses
+// it when it holds objects a role of binky's owns: on a server of your
+// own, worlds may connect to template1 (see SECURITY.md), and one that
+// could create there (a public schema open to all, as before PostgreSQL
+// 15) planted a function every later world's database copied and ran as
+// that world's role. A world's role owns nothing in template1 honestly.
+func refusePlanted(ctx context.Context, c *pgx.Conn, db string) error {
+	var owner string
+	err := c.QueryRow(ctx, `SELECT r.rolname FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
+		JOIN pg_roles r ON r.oid = s.refobjid
+		WHERE d.datname = $1 AND s.refclassid = 'pg_authid'::regclass AND s.deptype = 'o'
+		AND shobj_description(r.oid, 'pg_authid') LIKE 'binky:%' LIMIT 1`, db).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check database %s for objects a world planted in template1: %w", db, err)
+	}
+	_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(db)+" WITH (FORCE)")
+	return fmt.Errorf("postgres database %s: template1, which new databases copy, holds objects that binky's role %s owns (a world can plant them where it may connect to template1): "+
+		"drop them there (as the admin, in template1: REASSIGN OWNED BY %s TO <role> or DROP OWNED BY %s), close template1 to worlds (REVOKE CONNECT ON DATABASE template1 FROM PUBLIC), then up again",
+		db, owner, ident(owner), ident(owner))
 }
 
 // List returns the databases and roles binky marked on the server, and the

@@ -624,3 +624,120 @@ func TestANewDatabaseIsClosedUntilItsGrantsAreSet(t *testing.T) {
 	}
 	c.Close(ctx)
 }
+
+// openTo lets role connect to db for the test, as PUBLIC may on a server
+// nobody hardened.
+func openTo(t *testing.T, admin, db, role string) {
+	t.Helper()
+	c := adminConn(t, admin)
+	if _, err := c.Exec(context.Background(), "GRANT CONNECT ON DATABASE "+ident(db)+" TO "+ident(role)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "REVOKE CONNECT ON DATABASE "+ident(db)+" FROM "+ident(role)) })
+}
+
+// worldConn connects to db as the world of s, with its own role.
+func worldConn(t *testing.T, s adapters.Slice, db string) *pgx.Conn {
+	t.Helper()
+	addr, err := New().Resolve(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(addr["url"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + db
+	c, err := pgx.Connect(context.Background(), u.String())
+	if err != nil {
+		t.Fatalf("connect to %s as %s: %v", db, s.Name, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// On a server of your own, worlds may connect to template1, which every
+// database made without a template copies: an attack planted a function
+// there (where public was open to all, as before PostgreSQL 15) that the
+// next world's database held and ran. On PostgreSQL 15 a world can still
+// plant a large object. A new database holding something a world's role
+// owns is refused, naming the role, and dropped.
+func TestANewDatabaseRefusesWhatAWorldPlantedInTemplate1(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	planter := testSlice(t, admin, "planter")
+	if err := p.Provision(ctx, planter); err != nil {
+		t.Fatal(err)
+	}
+	// As a server of your own is by default (the managed one is hardened,
+	// and so may this test server be by an earlier test).
+	openTo(t, admin, "template1", planter.Name)
+	var oid uint32
+	wc := worldConn(t, planter, "template1")
+	if err := wc.QueryRow(ctx, "SELECT lo_from_bytea(0, 'planted')").Scan(&oid); err != nil {
+		t.Skipf("this server does not let a world write into template1 (%v): nothing to refuse", err)
+	}
+	wc.Close(ctx) // template1 is copied only with no one connected
+	unlink := func() error {
+		c, err := connect(ctx, admin, "template1")
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "SELECT lo_unlink($1) FROM pg_largeobject_metadata WHERE oid = $1", oid)
+		return err
+	}
+	t.Cleanup(func() { unlink() })
+
+	victim := testSlice(t, admin, "victim")
+	err := p.Provision(ctx, victim)
+	if err == nil || !strings.Contains(err.Error(), "template1") || !strings.Contains(err.Error(), planter.Name) {
+		t.Fatalf("provision = %v; want a refusal naming template1 and %s", err, planter.Name)
+	}
+	if db, err := database(ctx, adminConn(t, admin), victim.Name); err != nil || db.exists {
+		t.Errorf("the refused database is still there (%v)", err)
+	}
+	if err := unlink(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Provision(ctx, victim); err != nil {
+		t.Errorf("with template1 clean again: %v", err)
+	}
+}
+
+// A removed world whose role owns something elsewhere (a large object in
+// the postgres database) kept its login: its URL still worked after
+// remove. The role stays, since what it owns stays, but shut.
+func TestARoleLeftForWhatItOwnsCannotLogIn(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "keeper")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	openTo(t, admin, "postgres", s.Name)
+	var oid uint32
+	if err := worldConn(t, s, "postgres").QueryRow(ctx, "SELECT lo_from_bytea(0, 'kept')").Scan(&oid); err != nil {
+		t.Skipf("this server does not let a world write into the postgres database (%v)", err)
+	}
+	ac := adminConn(t, admin)
+	defer ac.Exec(ctx, "SELECT lo_unlink($1)", oid)
+	err := p.Teardown(ctx, s)
+	if err == nil || !strings.Contains(err.Error(), "owns objects in database postgres") {
+		t.Fatalf("teardown = %v; want it to name the database", err)
+	}
+	var login bool
+	if err := ac.QueryRow(ctx, "SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", s.Name).Scan(&login); err != nil || login {
+		t.Errorf("the kept role can log in: %v, %v", login, err)
+	}
+	addr, _ := p.Resolve(ctx, s)
+	if c, err := pgx.Connect(ctx, addr["url"]); err == nil {
+		c.Close(ctx)
+		t.Error("the removed world's URL still logs in")
+	}
+	if _, err := ac.Exec(ctx, "SELECT lo_unlink($1)", oid); err != nil {
+		t.Fatal(err)
+	}
+}
