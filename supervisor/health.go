@@ -3,9 +3,11 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -52,9 +54,20 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 	case h.Cmd != "":
 		cmd := procgroup.Command(ctx, h.Cmd)
 		cmd.Dir, cmd.Env = s.Dir, s.Env
+		if s.Mark != "" {
+			// What a probe leaves running (setsid ... &) goes with the service.
+			cmd.Env = procgroup.WithMark(s.Env, s.Mark)
+		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		// A child the probe left holding its output (setsid sleep 120 &)
+		// kept Run waiting, and no probe finished: once the probe exits,
+		// its output is read for a second more, then the probe is done.
+		cmd.WaitDelay = time.Second
 		err := cmd.Run()
+		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+			err = nil // it passed; what it left running is not the probe
+		}
 		if err != nil {
 			msg := strings.TrimSpace(out.String())
 			if len(msg) > 200 {
