@@ -559,3 +559,39 @@ func TestStatusNamesTheBranchCheckedOutNow(t *testing.T) {
 		t.Errorf("status names branch %q for a detached HEAD, want none", w.Branch)
 	}
 }
+
+// reload (down, then up) approved a changed binky.toml and ran it without
+// a word, where the status line had said only up approves. An up or a
+// reload that approves a file says so.
+func TestAnUpThatApprovesAFileSaysSo(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give up a terminal (util-linux)")
+	}
+	f := newFixture(t, oneService)
+	onTTY := func(args ...string) string {
+		line := filepath.Join(binDir, "git-binky")
+		for _, a := range args {
+			line += " " + a
+		}
+		cmd := exec.Command(script, "-qec", line, "/dev/null")
+		cmd.Dir, cmd.Env = f.repo, append(os.Environ(), f.env()...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		return string(out)
+	}
+	if out := onTTY("up"); !strings.Contains(out, "approved "+filepath.Join(f.repo, "binky.toml")) {
+		t.Errorf("the first up approves the file and does not say so:\n%s", out)
+	}
+	if out := onTTY("up"); strings.Contains(out, "approved ") {
+		t.Errorf("an up of an approved file says it approves it:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(oneService+"# changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := onTTY("reload"); !strings.Contains(out, "approved ") {
+		t.Errorf("reload approved a changed file without a word:\n%s", out)
+	}
+}
