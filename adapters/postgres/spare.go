@@ -365,6 +365,14 @@ func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string) (string, error) {
 	stmt := "CREATE DATABASE " + ident(name) + " OWNER " + ident(owner)
 	if template == "" {
+		// template1 is copied only with no one connected: a world may
+		// connect there on a server of your own, and one that held a
+		// session open made every new database fail. Worlds' sessions go;
+		// anyone else's stay (and the copy waits for them as before).
+		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN pg_roles r ON r.oid = a.usesysid
+			WHERE a.datname = 'template1' AND a.pid <> pg_backend_pid() AND shobj_description(r.oid, 'pg_authid') LIKE 'binky:%'`); err != nil {
+			return "", err
+		}
 		return stmt, nil
 	}
 	// A template cannot be copied while anyone is connected to it.

@@ -741,3 +741,22 @@ func TestARoleLeftForWhatItOwnsCannotLogIn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A world holding a session on template1 made every database made without
+// a template fail ("source database is being accessed by other users"):
+// worlds' sessions there are ended before the copy.
+func TestAWorldsSessionOnTemplate1DoesNotBlockNewDatabases(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	holder := testSlice(t, admin, "holder")
+	if err := p.Provision(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	openTo(t, admin, "template1", holder.Name)
+	worldConn(t, holder, "template1")
+	other := testSlice(t, admin, "blocked")
+	if err := p.Provision(ctx, other); err != nil {
+		t.Fatalf("a world's session on template1 blocks a new database: %v", err)
+	}
+}
