@@ -31,7 +31,7 @@ func secrets(env map[string]string) []string {
 		if v == "" {
 			continue
 		}
-		if secretName(k) {
+		if secretName(k) && !plainValue(v) {
 			add(v)
 		}
 		add(dsnPassword(v))
@@ -70,6 +70,17 @@ func secrets(env map[string]string) []string {
 	// Longest first, so a secret that contains another is hidden whole.
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// plainValue is a value that is a setting's whatever its name says
+// (SMTP_PASSWORD_ENCRYPTED=true): hidden, it would be cut out of every
+// line of every log.
+func plainValue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "false", "yes", "no", "on", "off", "none", "null", "nil", "enabled", "disabled", "required", "optional":
+		return true
+	}
+	return false
 }
 
 // rawPassword is the password of a URL as its text writes it, escapes and

@@ -29,13 +29,16 @@ func TestCheckWarnsOfEveryCredentialNameWrittenInline(t *testing.T) {
 }
 
 func TestACredentialIsSaidByHowItsNameEnds(t *testing.T) {
-	for _, k := range []string{"SECRET_KEY_BASE", "ADMIN_PASSWORD_HASH", "DB_PASSWORD_2", "DBPASSWORD", "CLIENTSECRET", "APP_KEY", "STRIPE_API_KEY", "JWT_KEY", "LDAP_BIND_PW", "AUTH_PEPPER", "db-passwd"} {
+	for _, k := range []string{"SECRET_KEY_BASE", "ADMIN_PASSWORD_HASH", "DB_PASSWORD_2", "DBPASSWORD", "CLIENTSECRET", "APP_KEY", "STRIPE_API_KEY", "JWT_KEY", "LDAP_BIND_PW", "AUTH_PEPPER", "db-passwd",
+		// A qualifier after the credential's word (review: init wrote these
+		// inline once the rule read only the last word).
+		"DB_PASSWORD_DEV", "STRIPE_SECRET_KEY_TEST", "GITHUB_TOKEN_V2", "SECRETKEY", "SSH_PRIVATEKEY", "ADMIN_PASSWORD_OLD", "OAUTH_KEY", "CLIENTSECRET_KEY"} {
 		if !SecretKey(k) || !secretName(k) {
 			t.Errorf("%s: check warns %v, env hides %v; both should", k, SecretKey(k), secretName(k))
 		}
 	}
 	// Settings and addresses that only mention a credential.
-	for _, k := range []string{"PASSWORD_MIN_LENGTH", "TOKEN_TTL", "TOKENIZER_MODEL", "MY_TOKEN_URL", "PASSWORD_RESET_URL", "SECRET_ROTATION_DAYS", "KEYCLOAK_URL", "PWD", "BYPASS", "GOOGLE_APPLICATION_CREDENTIALS", "DB_PASSWORD_FILE", "S3_ACCESS_KEY", "AWS_ACCESS_KEY_ID"} {
+	for _, k := range []string{"PASSWORD_MIN_LENGTH", "TOKEN_TTL", "TOKENIZER_MODEL", "MY_TOKEN_URL", "PASSWORD_RESET_URL", "SECRET_ROTATION_DAYS", "KEYCLOAK_URL", "PWD", "BYPASS", "GOOGLE_APPLICATION_CREDENTIALS", "DB_PASSWORD_FILE", "S3_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "PASSWORDLESS_LOGIN", "TOKEN_EXPIRY_SECONDS", "API_KEY_HEADER", "CACHE_KEY_PREFIX"} {
 		if SecretKey(k) || secretName(k) {
 			t.Errorf("%s: check warns %v, env hides %v; neither should", k, SecretKey(k), secretName(k))
 		}
@@ -46,5 +49,14 @@ func TestACredentialIsSaidByHowItsNameEnds(t *testing.T) {
 		if !SecretKey(k) || secretName(k) {
 			t.Errorf("%s: check warns %v (want true), env hides %v (want false)", k, SecretKey(k), secretName(k))
 		}
+	}
+}
+
+// A setting's value named like a credential (SMTP_PASSWORD_ENCRYPTED=true)
+// must not cut every "true" out of the logs.
+func TestAPlainWordIsNeverHidden(t *testing.T) {
+	hide := Hider(map[string]string{"SMTP_PASSWORD_ENCRYPTED": "true", "DB_PASSWORD_REQUIRED_X": "none", "DB_PASSWORD": "hunter2x"})
+	if got := hide(`{"ok": true, "auth": none, "pw": "hunter2x"}`); got != `{"ok": true, "auth": none, "pw": "xxxxx"}` {
+		t.Errorf("hidden = %q", got)
 	}
 }

@@ -4,65 +4,105 @@ import "strings"
 
 // One rule says which variable names hold a credential, for the three
 // places that ask: check warns when one is written inline, init keeps its
-// value out of the file, and env and logs hide it. It reads how a name
-// ends, not what it contains: PASSWORD_MIN_LENGTH, TOKEN_TTL and
-// TOKENIZER_MODEL are settings, and a MY_TOKEN_URL is an address (a
-// password inside a URL is found by reading the URL).
+// value out of the file, and env and logs hide it. A name holds one when a
+// credential's word is in it (DB_PASSWORD, GITHUB_TOKEN_V2,
+// STRIPE_SECRET_KEY_TEST) and no word after it makes it a setting of the
+// credential instead (PASSWORD_MIN_LENGTH, TOKEN_TTL, MY_TOKEN_URL).
 
-// Endings that make a credential as the end of any word run together
-// (DBPASSWORD, CLIENTSECRET, GH_TOKEN).
-var credentialEndings = []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL"}
+// Endings of a word that make it a credential's (DBPASSWORD, CLIENTSECRET,
+// GH_TOKEN); a longer word merely beginning with one is not (TOKENIZER,
+// PASSWORDLESS).
+var credentialEndings = []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "APIKEY", "SECRETKEY", "PRIVATEKEY", "CREDENTIAL"}
 
-// Words that make a credential only as a whole last word: DB_PASS but not
-// BYPASS or COMPASS, LDAP_BIND_PW, MYSQL_PWD (PWD alone is the shell's
-// working folder), AUTH_SALT, APP_KEY.
-var credentialWords = map[string]bool{"PASS": true, "PW": true, "PWD": true, "SALT": true, "PEPPER": true, "KEY": true}
+// Words that are a credential's only whole: DB_PASS but not BYPASS or
+// COMPASS, LDAP_BIND_PW, MYSQL_PWD (PWD alone is the shell's working
+// folder), AUTH_SALT.
+var credentialWords = map[string]bool{"PASS": true, "PW": true, "PWD": true, "SALT": true, "PEPPER": true}
 
-// Words after a credential's word that keep it one (SECRET_KEY_BASE,
-// ADMIN_PASSWORD_HASH, DB_PASSWORD_2).
-var credentialTails = map[string]bool{"BASE": true, "HASH": true, "B64": true, "BASE64": true, "ENC": true, "ENCRYPTED": true, "RAW": true, "PLAIN": true, "PLAINTEXT": true, "VALUE": true}
+// Words after a credential's word that make the name a setting about the
+// credential, not the credential.
+var settingWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`LENGTH LEN MIN MAX TTL EXPIRY EXPIRES EXPIRE EXPIRATION LIFETIME AGE TIMEOUT INTERVAL
+		URL URI URLS ENDPOINT HOST HOSTNAME PORT PATH FILE DIR FOLDER LOCATION DAYS HOURS MINUTES SECONDS MS MODEL ROUNDS COST
+		POLICY RESET ENABLED DISABLED ENABLE DISABLE REQUIRED REQUIRE HEADER PREFIX SUFFIX TYPE NAME ID COUNT SIZE ALGORITHM
+		ALG FORMAT MODE STRENGTH COMPLEXITY HINT FIELD PARAM KIND METHOD SCOPE SCOPES AUDIENCE ISSUER LIMIT RETRIES ATTEMPTS
+		VERSION HASHER HASHERS VALIDATORS CHARS CHARSET REGEX PATTERN LEEWAY`) {
+		settingWords[w] = true
+	}
+}
 
 // KEY is a credential's last word in API_KEY or APP_KEY, and a cache's or
-// a table's in CACHE_KEY or SORT_KEY. These first words make it one beyond
-// doubt, which hiding needs: a hidden value is taken out of every line of
-// every log, so a CACHE_KEY of "v1" would cut every "v1" out of them.
-var keyOwners = map[string]bool{"API": true, "PRIVATE": true, "SECRET": true, "AUTH": true, "ENCRYPTION": true, "SIGNING": true, "MASTER": true, "APP": true, "LICENSE": true, "HMAC": true, "JWT": true, "SESSION": true, "CRYPT": true}
+// a table's in CACHE_KEY or SORT_KEY. A name whose word before KEY ends in
+// one of these is a credential beyond doubt, which hiding needs: a hidden
+// value is taken out of every line of every log, so a CACHE_KEY of "v1"
+// would cut every "v1" out of them.
+var keyOwners = []string{"API", "PRIVATE", "SECRET", "AUTH", "ENCRYPTION", "SIGNING", "MASTER", "APP", "LICENSE", "HMAC", "JWT", "SESSION", "CRYPT", "CLIENT"}
 
 // credentialName reports whether name says it holds a credential, and
-// whether it says so beyond doubt (a name that only ends in an unowned KEY
-// does not). A name ending in _FILE or _PATH holds where a credential is
-// (POSTGRES_PASSWORD_FILE=/run/secrets/db), and a plural CREDENTIALS is
-// Google's file (GOOGLE_APPLICATION_CREDENTIALS): neither is one.
+// whether it says so beyond doubt (a name whose only credential's word is
+// a last KEY no owner's word comes before does not). A name ending in
+// _FILE or _PATH holds where a credential is (POSTGRES_PASSWORD_FILE), and
+// a plural CREDENTIALS is Google's file (GOOGLE_APPLICATION_CREDENTIALS):
+// neither is one.
 func credentialName(name string) (secret, sure bool) {
-	up := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-	words := strings.Split(up, "_")
-	last := len(words) - 1
-	for last > 0 && (words[last] == "" || isNumber(words[last]) || credentialTails[words[last]]) {
-		last--
+	words := strings.Split(strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "_")
+	// The last credential's word; every word after it must not make the
+	// name a setting.
+	for i := len(words) - 1; i >= 0; i-- {
+		w := words[i]
+		if settingWords[w] {
+			return false, false
+		}
+		if credentialWord(w) && !(w == "PWD" && len(words) == 1) {
+			return true, true
+		}
+		if w == "KEY" && i == lastWord(words) {
+			return keyName(words[:i])
+		}
 	}
-	if len(words) > 1 && (words[len(words)-1] == "FILE" || words[len(words)-1] == "PATH") {
-		return false, false
+	return false, false
+}
+
+func credentialWord(w string) bool {
+	if credentialWords[w] {
+		return true
 	}
-	w := words[last]
 	for _, e := range credentialEndings {
 		if strings.HasSuffix(w, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastWord is the index of the name's last word that is not a number
+// (DB_KEY_2's KEY).
+func lastWord(words []string) int {
+	i := len(words) - 1
+	for i > 0 && (words[i] == "" || isNumber(words[i])) {
+		i--
+	}
+	return i
+}
+
+// keyName judges a name that ends in KEY, given the words before it.
+func keyName(before []string) (secret, sure bool) {
+	if len(before) == 0 {
+		return true, false
+	}
+	prev := before[len(before)-1]
+	if prev == "ACCESS" { // AWS_SECRET_ACCESS_KEY is one; S3_ACCESS_KEY is its id
+		s := len(before) >= 2 && strings.HasSuffix(before[len(before)-2], "SECRET")
+		return s, s
+	}
+	for _, o := range keyOwners {
+		if strings.HasSuffix(prev, o) { // OAUTH_KEY, CLIENTSECRET_KEY
 			return true, true
 		}
 	}
-	if !credentialWords[w] || w == "PWD" && last == 0 {
-		return false, false
-	}
-	if w != "KEY" {
-		return true, true
-	}
-	if last == 0 {
-		return true, false
-	}
-	prev := words[last-1]
-	if prev == "ACCESS" { // AWS_SECRET_ACCESS_KEY is one; S3_ACCESS_KEY is its id
-		return last >= 2 && words[last-2] == "SECRET", last >= 2 && words[last-2] == "SECRET"
-	}
-	return true, keyOwners[prev] || strings.HasSuffix(prev, "API")
+	return true, false
 }
 
 func isNumber(s string) bool {
