@@ -774,3 +774,38 @@ func TestCredentialsSetInlineOrAsArgumentsAreKeptOut(t *testing.T) {
 		t.Errorf("a command with no credential changed: %s", cmd)
 	}
 }
+
+// Review: the assignment rule took a lone backslash, a backtick or a
+// format for a password and broke the command; SQL's PASSWORD matched any
+// text saying "password 'now'", and kept a password's second word.
+func TestInlineCredentialRulesLeaveShellAndProseAlone(t *testing.T) {
+	_, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  esc:
+    build: .
+    command: sh -c "PGPASSWORD=\"$$PW\" psql -h db && export GITHUB_TOKEN=` + "`cat /run/secrets/gh`" + ` && printf 'API_TOKEN=%s\n' x"
+  quoted:
+    build: .
+    command: sh -c "PGPASSWORD=\"escpw6161\" psql -h db"
+  prose:
+    build: .
+    command: sh -c "echo Enter your password 'now' && psql -c \"ALTER ROLE app PASSWORD 'two words6262'\" && mysql -e \"SET PASSWORD FOR root = 'setpw6363'\""
+`})
+	esc := cfg.Services["esc"].Cmd
+	for _, keep := range []string{`PGPASSWORD=\"$PW\" psql`, "GITHUB_TOKEN=`cat /run/secrets/gh`", `printf 'API_TOKEN=%s\n' x`} {
+		if !strings.Contains(esc, keep) {
+			t.Errorf("cmd lost %q: %s", keep, esc)
+		}
+	}
+	if q := cfg.Services["quoted"].Cmd; strings.Contains(q, "escpw6161") || !strings.Contains(q, "PGPASSWORD=${env.") {
+		t.Errorf("a password in escaped quotes: %s", q)
+	}
+	prose := cfg.Services["prose"].Cmd
+	if !strings.Contains(prose, "echo Enter your password 'now'") {
+		t.Errorf("prose taken for SQL: %s", prose)
+	}
+	for _, lit := range []string{"words6262", "two words", "setpw6363"} {
+		if strings.Contains(prose, lit) {
+			t.Errorf("cmd holds %q: %s", lit, prose)
+		}
+	}
+}

@@ -904,14 +904,17 @@ var flagRules = []struct {
 	// mysql -p db prompts, and db is a database); to mkdir, cp, rsync or
 	// docker the same letters mean something else.
 	client func(pre, program string) bool
+	// where, when set, is what the command must also hold for the rule
+	// to apply (SQL that makes or changes a user, for its PASSWORD 'x').
+	where *regexp.Regexp
 }{
 	// --password=x, --requirepass x, --api-key x, --auth=x
-	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil},
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil},
 	// a JVM system property: -Dspring.datasource.password=x
 	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
 		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
 		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
-	}, nil},
+	}, nil, nil},
 	// curl's -u user:password, --user user:password
 	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
 		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
@@ -919,25 +922,28 @@ var flagRules = []struct {
 		// and redis-cli -u redis://... a URL (its password is masked as
 		// one).
 		return val != user && !(allDigits(user) && allDigits(val)) && !strings.HasPrefix(val, "//")
-	}, nil},
+	}, nil, nil},
 	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
 	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
 		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
 	}, func(_, program string) bool {
 		return strings.HasPrefix(program, "mysql") || strings.HasPrefix(program, "mariadb")
-	}},
+	}, nil},
 	// a variable set for one command or exported: PGPASSWORD=x psql,
 	// env MYSQL_PWD=x mysql, export API_TOKEN=x
-	{`(?P<pre>(?:^|[\s'"])[A-Za-z_][A-Za-z0-9_]*=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
-		return credentialKey(strings.Trim(pre, " \t\n'\"="))
-	}, nil},
+	{`(?P<pre>(?:^|[\s'"])[A-Za-z_][A-Za-z0-9_]*=)(?P<val>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s'"\\]+)`, true, func(pre, val string) bool {
+		// Not a value the shell makes ($PW, `cat file`) or a format's (%s).
+		return credentialKey(strings.Trim(pre, " \t\n'\"=")) && !strings.ContainsAny(val, "$`") && !strings.HasPrefix(val, "%")
+	}, nil, nil},
 	// a password as a positional argument: rabbitmqctl add_user NAME PW,
 	// mc alias set NAME URL KEY SECRET, mysqladmin password PW,
 	// redis-cli CONFIG SET requirepass PW
-	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil},
-	// SQL in a command: CREATE USER app WITH PASSWORD 'x', ALTER USER
-	// root IDENTIFIED BY 'x' (the quotes stay: the SQL needs them)
-	{`(?P<pre>(?:^|\s)(?i:IDENTIFIED\s+(?:WITH\s+\S+\s+)?BY|PASSWORD)\s+')(?P<val>[^'\s]+)`, false, nil, nil},
+	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil},
+	// SQL in a command that makes or changes a user: CREATE USER app WITH
+	// PASSWORD 'x', ALTER USER root IDENTIFIED BY 'x', SET PASSWORD FOR
+	// root = 'x' (the quotes stay: the SQL needs them)
+	{`(?P<pre>(?:^|[\s'"])(?i:IDENTIFIED\s+(?:WITH\s+\S+\s+)?BY|PASSWORD|SET\s+PASSWORD(?:\s+FOR\s+\S+)?\s*=\s*(?:PASSWORD\s*\(\s*)?)\s*')(?P<val>[^']+)`, false, nil, nil,
+		regexp.MustCompile(`(?i)\b(?:CREATE|ALTER)\s+(?:USER|ROLE)\b|\bIDENTIFIED\b|\bSET\s+PASSWORD\b`)},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
 	{`(?P<pre>(?:^|\s)(?:-a|-p)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
@@ -946,7 +952,7 @@ var flagRules = []struct {
 			return strings.HasSuffix(program, "-cli")
 		}
 		return strings.HasPrefix(program, "mongo")
-	}},
+	}, nil},
 }
 
 // commandSep splits a command line into the commands it runs: a flag
@@ -1047,6 +1053,12 @@ func (c *converter) scrubFlags(sv *service, key, v, program string) string {
 			}
 			pre, val := s[m[pi]:m[pi+1]], s[m[vi]:m[vi+1]]
 			unq := strings.Trim(val, `'"`)
+			if q, ok := strings.CutPrefix(val, `\"`); ok {
+				unq = strings.TrimSuffix(q, `\"`) // quoted inside a quoted sh -c "..."
+			}
+			if r.where != nil && !r.where.MatchString(v) {
+				return s
+			}
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
 				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
 				return s
