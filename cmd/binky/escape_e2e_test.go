@@ -3,12 +3,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A service's child that left its process group (setsid, a double-forked
@@ -55,4 +58,54 @@ env = { SERVICE = "api" }
 	}
 	f.mustBinky(f.repo, "remove", "--force", "feat")
 	f.eventually("the escaped child stopped by remove", func() bool { return !pidAlive(pids[2]) })
+}
+
+// The kernel ends only a step's shell with its daemon: what the shell had
+// started (a migration tool run by make, a child in a session of its own)
+// lived on and wrote into the database the next daemon made again. The
+// next daemon kills whatever carries the step's mark.
+func TestWhatAStepOfAKilledDaemonStartedIsKilledByTheNextDaemon(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.db]
+adapter = "postgres"
+migrate = "sleep 300 & echo $! > ${env.GC_DIR}/pids; setsid sleep 301 & echo $! >> ${env.GC_DIR}/pids; touch ${env.GC_DIR}/started; wait"
+`)
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL: make test installs postgresql")
+	}
+	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
+	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer up.Wait()
+	f.eventually("the migrate started", func() bool {
+		_, err := os.Stat(filepath.Join(f.gcDir, "started"))
+		return err == nil
+	})
+	b, err := os.ReadFile(filepath.Join(f.gcDir, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, field := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+		defer syscall.Kill(pid, syscall.SIGKILL)
+	}
+	f.killDaemon()
+	time.Sleep(300 * time.Millisecond)
+	for _, pid := range pids {
+		if !pidAlive(pid) {
+			t.Fatalf("pid %d died with the daemon: this test no longer shows what it should", pid)
+		}
+	}
+	f.mustBinky(f.repo, "status")
+	for _, pid := range pids {
+		f.eventually(fmt.Sprintf("the step's child %d killed", pid), func() bool { return !pidAlive(pid) })
+	}
 }
