@@ -306,7 +306,10 @@ func checkLeadsOut(ctx context.Context, dir, hooksDir, path string) error {
 	}
 	userChose, setting := chosen(ctx, dir, top, topErr, common, commonErr)
 	if userChose {
-		roots = append(roots, hooksDir)
+		// A folder the repository does not choose (.git/hooks, a global
+		// core.hooksPath): its links are the user's own (a dotfiles hook,
+		// a stow farm), wherever they lead.
+		return nil
 	}
 	for _, r := range roots {
 		if rr, err := realPath(r); err == nil && within(real, rr) {

@@ -456,3 +456,27 @@ func TestTheConfigHookRunsAsGitRunsIt(t *testing.T) {
 		t.Fatalf("a new worktree's checkout: git-binky got %q (%v)", b, err)
 	}
 }
+
+// Review: a hook the user linked to their dotfiles (.git/hooks, or a
+// global core.hooksPath's, to a file anywhere) was refused as leading out
+// of the repository; the repository chooses neither folder's links.
+func TestInstallWritesThroughTheUsersOwnLinkToAnywhere(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	dotfiles := t.TempDir()
+	script := filepath.Join(dotfiles, "post-checkout")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho mine\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", nil)
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	os.Remove(hook)
+	if err := os.Symlink(script, hook); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(context.Background(), repo); err != nil {
+		t.Fatalf("install through the user's own link: %v", err)
+	}
+	if b, _ := os.ReadFile(script); !strings.Contains(string(b), beginMarker) {
+		t.Errorf("the dotfiles hook after install:\n%s", b)
+	}
+}

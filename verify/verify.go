@@ -118,7 +118,9 @@ func (t *tailBuffer) String() string {
 	if t.last == 0 || t.last == '\n' {
 		return string(b)
 	}
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+	// From the first whole line, unless that leaves nothing to read (one
+	// long last line: a failing check's whole message).
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && len(bytes.TrimSpace(b[i+1:])) > 0 {
 		return string(b[i+1:])
 	}
 	return logfile.CutStartMark + string(b)

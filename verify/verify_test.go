@@ -86,6 +86,13 @@ func TestOnlyTheLastOutputIsKept(t *testing.T) {
 	if got := lines.String(); got != "456789" {
 		t.Errorf("tail %q: want it from its first whole line", got)
 	}
+	// Review: one long last line came back empty, a failing check's
+	// whole message lost.
+	long := &tailBuffer{max: 17}
+	long.Write([]byte("FAIL: " + strings.Repeat("x", 40) + " expected 3 got 4\n"))
+	if got := long.String(); got != logfile.CutStartMark+"expected 3 got 4\n" {
+		t.Errorf("tail %q: want the long line's end, marked cut", got)
+	}
 }
 
 // A check that printed its world's password, then 16 KiB, kept a tail
