@@ -46,10 +46,13 @@ func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 			// Kept, but shut: a removed world's URL must not log in (an
 			// attack planted a large object in the postgres database and
 			// kept its login past the remove), nor a session stay open.
-			_, _ = c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN PASSWORD NULL")
+			shut := "the role can no longer log in"
+			if _, err := c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN PASSWORD NULL"); err != nil {
+				shut = fmt.Sprintf("and could not be shut: %v", err)
+			}
 			_, _ = c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
-			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are (the role can no longer log in): "+
-				"drop them or give them an owner there (REASSIGN OWNED BY %s TO <role>), then run git binky gc", role, h.DB, ident(role))
+			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are (%s): "+
+				"drop them or give them an owner there (REASSIGN OWNED BY %s TO <role>), then run git binky gc", role, h.DB, shut, ident(role))
 		}
 	}
 	for _, h := range holders {
