@@ -76,7 +76,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			Restart:     supervisor.Policy(s.Restart),
 			StopTimeout: s.StopTimeout.Duration,
 			LogPath:     filepath.Join(world.LogDir(w.Worktree.AdminDir), name+".log"),
-			Mark:        serviceMark(rec.ID, name),
+			Mark:        serviceMark(rec, w.Home, name),
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts
@@ -114,5 +114,14 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 
 // serviceMark is what every process of a world's service carries in its
 // environment (supervisor.Spec.Mark): the same for the service whichever
-// daemon runs it, and no other service's.
-func serviceMark(worldID, service string) string { return worldID + "." + service }
+// daemon of its home runs it, and no other service's. The home is in it:
+// a world's id is its worktree's, and a stale world one home kept for a
+// worktree removed and added again shared it with another home's live
+// one, whose service the stale world's teardown then killed (an attack).
+func serviceMark(rec *world.Record, home world.Home, service string) string {
+	id := rec.Home
+	if id == "" {
+		id, _ = home.ID()
+	}
+	return id + "." + rec.ID + "." + service
+}

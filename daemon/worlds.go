@@ -661,7 +661,7 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 			}
 		}
 		// What left the group (a setsid) outlives it: stopped by its mark.
-		if !procgroup.StopMarked(serviceMark(r.id, name), 5*time.Second) {
+		if !procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second) {
 			errs = append(errs, fmt.Errorf("service %s: a process it started outside its group survived SIGKILL", name))
 		}
 	}
@@ -1059,7 +1059,7 @@ func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
 			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
 		}
-		procgroup.StopMarked(serviceMark(rec.ID, name), 5*time.Second)
+		procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second)
 	}
 	reason := "the daemon stopped during up (killed or crashed), so the up did not finish: run 'git binky up' again"
 	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
@@ -1092,7 +1092,7 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		var specs []supervisor.Spec
 		for n := range alive {
 			specs = append(specs, supervisor.Spec{Name: n, Restart: supervisor.RestartNo,
-				LogPath: filepath.Join(world.LogDir(rec.AdminDir), n+".log"), Mark: serviceMark(rec.ID, n)})
+				LogPath: filepath.Join(world.LogDir(rec.AdminDir), n+".log"), Mark: serviceMark(rec, d.home, n)})
 		}
 		return specs
 	}

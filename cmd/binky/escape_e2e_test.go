@@ -109,3 +109,36 @@ migrate = "sleep 300 & echo $! > ${env.GC_DIR}/pids; setsid sleep 301 & echo $! 
 		f.eventually(fmt.Sprintf("the step's child %d killed", pid), func() bool { return !pidAlive(pid) })
 	}
 }
+
+// A world's id is its worktree's: a stale world one home kept for a
+// worktree removed and added again, and another home's live world of the
+// new worktree, shared a mark, and the stale world's teardown killed the
+// live world's service. The mark is the home's too.
+func TestAStaleWorldsTeardownSparesAnotherHomesLiveService(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.mustBinky(f.repo, "up", "feat")
+	f.mustBinky(f.repo, "daemon", "stop")
+	wt := filepath.Join(filepath.Dir(f.repo), "feat")
+	f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "remove", "--force", wt)
+	f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", wt, "-b", "feat-new")
+
+	other := f.otherHome()
+	f.extraEnv = []string{"BINKY_HOME=" + other}
+	f.mustBinky(f.repo, "up", "feat")
+	live := f.world("feat")
+	pid := live.Services[0].PID
+
+	// This home's daemon starts, finds its world's worktree replaced and
+	// tears the stale world down.
+	f.extraEnv = nil
+	f.mustBinky(f.repo, "status")
+	time.Sleep(2 * time.Second)
+	if !pidAlive(pid) {
+		t.Fatalf("the other home's live service (pid %d) was killed by this home's teardown of its stale world", pid)
+	}
+	f.extraEnv = []string{"BINKY_HOME=" + other}
+	if w := f.world("feat"); w.Services[0].PID != pid || w.Services[0].Restarts != 0 {
+		t.Errorf("the other home's service: pid %d restarts %d, want pid %d untouched", w.Services[0].PID, w.Services[0].Restarts, pid)
+	}
+}
