@@ -474,7 +474,14 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	if err := os.MkdirAll(filepath.Dir(pending), 0o700); err == nil {
 		_ = os.WriteFile(pending, nil, 0o600)
 	}
-	defer os.Remove(pending)
+	defer func() {
+		// An up this daemon's stop cut off (queued, or still provisioning)
+		// stays marked: the next daemon does it (findLost). Kept with a
+		// world made after all, the mark is dropped then.
+		if ctx.Err() == nil {
+			os.Remove(pending)
+		}
+	}()
 	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}

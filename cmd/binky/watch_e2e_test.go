@@ -527,3 +527,34 @@ env = { SERVICE = "api" }
 		f.waitHealthy(name)
 	}
 }
+
+// An automatic up still queued when the daemon stopped was lost for good:
+// its mark was removed as the up gave up, and the next daemon, which had
+// seen the worktree already, never started it.
+func TestAnAutomaticUpQueuedAtADaemonsStopIsDoneByTheNext(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmt.Sprintf("proxy_port = %d\nmax_parallel = 1\n", f.proxyPort))
+	f.mustBinky(f.repo, "install")
+	f.mustBinky(f.repo, "daemon", "stop")
+	for _, name := range []string{"q1", "q2"} {
+		f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", "../"+name, "-b", name)
+	}
+	f.mustBinky(f.repo, "daemon", "start")
+	// They start together: either may take the one place.
+	var first, queued string
+	f.eventually("one up, the other queued", func() bool {
+		for _, pair := range [][2]string{{"q1", "q2"}, {"q2", "q1"}} {
+			a, okA := f.find(pair[0])
+			b, okB := f.find(pair[1])
+			if okA && okB && len(a.Services) > 0 && a.Services[0].State == "healthy" && b.State == "queued" {
+				first, queued = pair[0], pair[1]
+				return true
+			}
+		}
+		return false
+	})
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "daemon", "start")
+	f.mustBinky(f.repo, "down", first)
+	f.waitHealthy(queued)
+}
