@@ -87,6 +87,14 @@ type Daemon struct {
 	noCheckoutAfter time.Duration
 	recheckEvery    time.Duration
 
+	// awaitingHook is when the watcher first saw each new worktree (by
+	// admin folder, under mu) whose add's hook may still be on its way:
+	// the hook brings the environment of the shell that ran `git worktree
+	// add`, which the world must start with, so for hookGrace the watcher
+	// leaves it to the hook (hookAfter: hookGrace unless a test says).
+	awaitingHook map[string]*unchecked
+	hookAfter    time.Duration
+
 	// queued describes each world whose up waits for admission and that
 	// has no record yet (by id, under mu): status lists them.
 	queued map[string]queuedWorld
@@ -111,7 +119,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second}
+		unchecked: map[string]*unchecked{}, awaitingHook: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second, hookAfter: hookGrace}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

@@ -280,9 +280,14 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 		if wt.NoCheckout && !slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) && d.stillCheckingOut(ctx, common, wt) {
 			continue // not seen yet: looked at again in a moment
 		}
-		names = append(names, wt.Name)
 		d.mu.Lock()
 		lost := d.lost[wt.AdminDir]
+		d.mu.Unlock()
+		if !lost && !slices.Contains(reg.Seen, wt.Name) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) && d.hookOnItsWay(ctx, common, wt) {
+			continue // not seen yet: its hook may claim it first
+		}
+		names = append(names, wt.Name)
+		d.mu.Lock()
 		delete(d.lost, wt.AdminDir)
 		d.mu.Unlock()
 		if (lost || slices.Contains(reborn, wt.Name) || !slices.Contains(reg.Seen, wt.Name)) && !d.home.HasRecord(world.WorldID(common, wt.AdminDir)) {
@@ -390,6 +395,46 @@ func (d *Daemon) stillCheckingOut(ctx context.Context, common string, wt gitx.Wo
 	return waiting
 }
 
+// hookGrace is how long the watcher leaves a new worktree to the hook of
+// its add. The hook runs once git has checked the files out, and its
+// event can come after the watcher's look (a busy machine): the world
+// then started with the daemon's environment, not the shell's, and an
+// ${env.X} only the shell had failed its up.
+const hookGrace = time.Second
+
+// hookOnItsWay reports whether wt, new to the watcher, may still get its
+// hook's event: then the repository is looked at again in a moment, and
+// by then the hook has marked it seen and started it, or the watcher does.
+func (d *Daemon) hookOnItsWay(ctx context.Context, common string, wt gitx.Worktree) bool {
+	d.mu.Lock()
+	u, ok := d.awaitingHook[wt.AdminDir]
+	if !ok {
+		u = &unchecked{first: time.Now()}
+		d.awaitingHook[wt.AdminDir] = u
+	}
+	wait := d.hookAfter
+	waiting := time.Since(u.first) < wait
+	arm := waiting && !u.armed
+	if arm {
+		u.armed = true
+	}
+	if !waiting {
+		delete(d.awaitingHook, wt.AdminDir)
+	}
+	d.mu.Unlock()
+	if arm {
+		time.AfterFunc(wait-time.Since(u.first)+10*time.Millisecond, func() {
+			d.mu.Lock()
+			u.armed = false
+			d.mu.Unlock()
+			if ctx.Err() == nil {
+				d.reconcileRepo(ctx, common)
+			}
+		})
+	}
+	return waiting
+}
+
 // unchecked is a new worktree seen without its files: since when, and
 // whether a look again is on its way.
 type unchecked struct {
@@ -409,6 +454,11 @@ func (d *Daemon) forgetUnchecked(common string, byAdmin map[string]gitx.Worktree
 		}
 		if wt, ok := byAdmin[admin]; !ok || !wt.NoCheckout {
 			delete(d.unchecked, admin)
+		}
+	}
+	for admin := range d.awaitingHook {
+		if _, ok := byAdmin[admin]; !ok && filepath.Dir(filepath.Dir(admin)) == common {
+			delete(d.awaitingHook, admin)
 		}
 	}
 }

@@ -25,6 +25,7 @@ func registeredRepo(t *testing.T) (d *Daemon, home world.Home, repo, common stri
 	repo = gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n"})
 	home = world.Home{Dir: t.TempDir()}
 	d = New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d.hookAfter = 0 // these tests have no hook to wait for
 	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
 	if err != nil {
 		t.Fatal(err)
@@ -326,10 +327,12 @@ func TestAWorktreeWhoseQueuedUpWasLostIsBornAgainForTheNextDaemon(t *testing.T) 
 		}
 	}
 	d2 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d2.hookAfter = 0
 	if _, born := d2.reconcileRecords(context.Background(), common); len(born) != 0 {
 		t.Fatalf("without looking for lost ups, born %+v", born)
 	}
 	d3 := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d3.hookAfter = 0
 	d3.findLost()
 	if _, born := d3.reconcileRecords(context.Background(), common); len(born) != 1 || born[0].Name != "queued" {
 		t.Fatalf("born %+v, want only the worktree whose up was lost", born)
@@ -404,4 +407,44 @@ func TestAWorktreeSeenBornTwiceGetsOneUp(t *testing.T) {
 	cancel()
 	<-first
 	<-second
+}
+
+// The watcher took a new worktree before its hook's event came (a busy
+// machine) and started its world with the daemon's environment, not the
+// shell's: an ${env.X} only the shell had failed the up. It leaves a new
+// worktree to the hook for a moment; one the hook marks seen meanwhile is
+// not born to the watcher at all.
+func TestTheWatcherLeavesANewWorktreeToItsHookForAMoment(t *testing.T) {
+	d, _, repo, common := registeredRepo(t)
+	d.hookAfter = 300 * time.Millisecond
+	// Cancelled: the look again the watcher arms is this test's own.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "hooked"), "hooked")
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
+		t.Fatalf("born at once: %+v", born)
+	}
+	r, err := gitx.Open(common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wts, _ := r.Worktrees()
+	for _, wt := range wts {
+		if wt.Name == "hooked" {
+			d.markSeen(common, &wt) // what the hook's event does
+		}
+	}
+	time.Sleep(350 * time.Millisecond)
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
+		t.Fatalf("born to the watcher after its hook took it: %+v", born)
+	}
+
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "nohook"), "nohook")
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 0 {
+		t.Fatalf("born at once: %+v", born)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if _, born := d.reconcileRecords(ctx, common); len(born) != 1 || born[0].Name != "nohook" {
+		t.Fatalf("born %+v, want the worktree no hook took, once the moment is over", born)
+	}
 }
