@@ -383,16 +383,22 @@ func (d *Daemon) stillCheckingOut(ctx context.Context, common string, wt gitx.Wo
 	every := d.recheckEvery
 	d.mu.Unlock()
 	if arm {
-		time.AfterFunc(every, func() {
-			d.mu.Lock()
-			u.armed = false
-			d.mu.Unlock()
-			if ctx.Err() == nil {
-				d.reconcileRepo(ctx, common)
-			}
-		})
+		d.lookAgain(ctx, common, u, every)
 	}
 	return waiting
+}
+
+// lookAgain reconciles common's worktrees again after d, for a worktree
+// whose look again (u, armed by the caller) it is.
+func (d *Daemon) lookAgain(ctx context.Context, common string, u *unchecked, after time.Duration) {
+	time.AfterFunc(after, func() {
+		d.mu.Lock()
+		u.armed = false
+		d.mu.Unlock()
+		if ctx.Err() == nil {
+			d.reconcileRepo(ctx, common)
+		}
+	})
 }
 
 // hookGrace is how long the watcher leaves a new worktree to the hook of
@@ -423,14 +429,7 @@ func (d *Daemon) hookOnItsWay(ctx context.Context, common string, wt gitx.Worktr
 	}
 	d.mu.Unlock()
 	if arm {
-		time.AfterFunc(wait-time.Since(u.first)+10*time.Millisecond, func() {
-			d.mu.Lock()
-			u.armed = false
-			d.mu.Unlock()
-			if ctx.Err() == nil {
-				d.reconcileRepo(ctx, common)
-			}
-		})
+		d.lookAgain(ctx, common, u, wait-time.Since(u.first)+10*time.Millisecond)
 	}
 	return waiting
 }
