@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/git-binky/git-binky/gitx"
@@ -44,10 +46,12 @@ func (h Home) Trust(src []byte, path string) error {
 	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
 		e.EnvFiles, e.Repos = old.EnvFiles, old.Repos
 		if len(e.Repos) == 0 && old.Path != "" {
-			e.Repos = []string{repoOf(old.Path)} // approved by a binky that kept no list
+			// Approved by a binky that kept no list: in the repository it
+			// was found in.
+			e.Repos = []string{repoKey(old.Path, true)}
 		}
 	}
-	if repo := repoOf(path); !slices.Contains(e.Repos, repo) {
+	if repo := repoKey(path, true); !slices.Contains(e.Repos, repo) {
 		e.Repos = append(e.Repos, repo)
 		if len(e.Repos) > maxTrustRepos {
 			e.Repos = e.Repos[len(e.Repos)-maxTrustRepos:]
@@ -72,36 +76,91 @@ const maxEnvFileSets = 32
 // maxTrustRepos bounds the repositories one approved config keeps.
 const maxTrustRepos = 256
 
-// repoOf is the repository (its common folder) a config at path is in, or
-// the folder of path when it is in none: an approval counts there only.
-// The same bytes in another repository are another project's commands
-// (its ./dev.sh is not this one's): approving a binky.toml in one
-// repository started, on `git worktree add`, a stranger's repository
-// holding a copy of it.
-func repoOf(path string) string {
+// repoKey names the repository a config at path is in, for approvals: its
+// common folder and an id binky keeps in it (repoIDFile), made when
+// create is set. An approval counts there only. The same bytes in another
+// repository are another project's commands (its ./dev.sh is not this
+// one's): approving a binky.toml in one repository started, on `git
+// worktree add`, a stranger's repository holding a copy of it; and the id
+// tells a repository cloned where an approved one was from that one.
+// Outside any repository, it is the folder of path, with no id.
+func repoKey(path string, create bool) string {
 	dir := filepath.Dir(path)
-	if r, _, err := gitx.Discover(dir); err == nil {
-		return r.CommonDir
+	r, _, err := gitx.Discover(dir)
+	if err != nil {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		return dir
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		return abs
+	if id := repoID(r.CommonDir, create); id != "" {
+		return r.CommonDir + "#" + id
 	}
-	return dir
+	// No id, nor one to be made (a folder we may not write): its folder
+	// alone, which an approval of it made the same way names.
+	return r.CommonDir
+}
+
+// repoIDFile holds a repository's id, in its common folder.
+const repoIDFile = "binky-repo-id"
+
+// repoID is the id kept in the repository whose common folder is common,
+// made (random) when create is set and there is none; "" when there is
+// none.
+func repoID(common string, create bool) string {
+	file := filepath.Join(common, repoIDFile)
+	if b, err := os.ReadFile(file); err == nil && len(b) == 16 {
+		return string(b)
+	}
+	if !create {
+		return ""
+	}
+	raw := make([]byte, 8)
+	if _, err := rand.Read(raw); err != nil {
+		return ""
+	}
+	id := hex.EncodeToString(raw)
+	tmp, err := os.CreateTemp(common, ".binky-repo-id*")
+	if err != nil {
+		return ""
+	}
+	_, werr := tmp.WriteString(id)
+	if cerr := tmp.Close(); werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return ""
+	}
+	// Two approvals at once: the first link wins, and both read it.
+	if err := os.Link(tmp.Name(), file); err != nil {
+		os.Remove(tmp.Name())
+		if b, err := os.ReadFile(file); err == nil && len(b) == 16 {
+			return string(b)
+		}
+		return ""
+	}
+	os.Remove(tmp.Name())
+	return id
 }
 
 // approvedIn reports whether the approval of the config with this hash
-// counts in repository repo.
-func (h Home) approvedIn(hash, repo string) bool {
+// counts for a config at path.
+func (h Home) approvedIn(hash, path string) bool {
 	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
 	if err != nil {
 		return false
 	}
+	key := repoKey(path, false)
 	if len(e.Repos) == 0 {
 		// Approved by a binky that kept no list: in the repository it
-		// was found in.
-		return e.Path != "" && repoOf(e.Path) == repo
+		// was found in, as far as its folder tells.
+		return e.Path != "" && repoFolder(repoKey(e.Path, false)) == repoFolder(key)
 	}
-	return slices.Contains(e.Repos, repo)
+	return slices.Contains(e.Repos, key)
+}
+
+// repoFolder is the folder part of a repoKey.
+func repoFolder(key string) string {
+	folder, _, _ := strings.Cut(key, "#")
+	return folder
 }
 
 // TrustedHere reports whether the config src, found at path, may start
@@ -125,7 +184,7 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 		return false
 	}
 	hash := TrustHash(cfg.Source)
-	if !h.Trusted(hash) || !h.approvedIn(hash, repoOf(cfg.Path)) {
+	if !h.Trusted(hash) || !h.approvedIn(hash, cfg.Path) {
 		return false
 	}
 	return h.envFilesApproved(hash, envFileDigests(cfg))
@@ -138,11 +197,7 @@ func (h Home) TrustedWorld(w *World) bool {
 		return h.TrustedConfig(w.Config)
 	}
 	hash := TrustHash(w.Config.Source)
-	repo := repoOf(w.Config.Path)
-	if w.Repo != nil {
-		repo = w.Repo.CommonDir
-	}
-	if !h.Trusted(hash) || !h.approvedIn(hash, repo) {
+	if !h.Trusted(hash) || !h.approvedIn(hash, w.Config.Path) {
 		return false
 	}
 	files := map[string]string{}
@@ -244,8 +299,8 @@ type trustEntry struct {
 	// EnvFiles are the sets of env files (name as the config writes it →
 	// SHA-256 of the content, or "absent") approved with this config.
 	EnvFiles []map[string]string `json:"env_files,omitempty"`
-	// Repos are the repositories (common folders) it was approved in
-	// (repoOf); an entry without them counts in Path's only.
+	// Repos are the repositories it was approved in (repoKey); an entry
+	// without them counts in Path's only.
 	Repos []string `json:"repos,omitempty"`
 }
 

@@ -374,6 +374,19 @@ func TestAnApprovalCountsInItsOwnRepositoryOnly(t *testing.T) {
 		t.Error("approving it in a second repository should approve it there and keep the first")
 	}
 
+	// Another repository cloned where an approved one was (moved away)
+	// is not it: the id binky keeps in the repository says so.
+	if err := os.Rename(theirs, theirs+"-old"); err != nil {
+		t.Fatal(err)
+	}
+	clone := gittest.NewRepo(t, tmp, "theirs", map[string]string{"binky.toml": webConfig})
+	if clone != theirs {
+		t.Fatalf("the clone is at %s, not %s", clone, theirs)
+	}
+	if home.TrustedHere(src, filepath.Join(clone, ConfigFile)) {
+		t.Error("a repository cloned where an approved one was inherits its approval")
+	}
+
 	// An approval of an older binky, with no list of repositories, counts
 	// in the repository it was found in.
 	file := filepath.Join(home.TrustDir(), TrustHash(src))
