@@ -616,7 +616,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, err error) {
 	w, err = world.Open(d.home, req.Dir, req.Name)
 	var ce *world.ConfigError
-	if err == nil || !(errors.As(err, &ce) || errors.Is(err, world.ErrNoConfig)) {
+	if err == nil || !(errors.As(err, &ce) || errors.Is(err, world.ErrNoConfig) || errors.Is(err, world.ErrFolderGone)) {
 		return w, "", classify(err)
 	}
 	repo, wt, lerr := world.Locate(req.Dir, req.Name)
@@ -629,6 +629,11 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 		return nil, "", classify(err)
 	}
 	w = &world.World{Home: d.home, Repo: repo, Worktree: wt, ID: id, Project: rec.Project, Name: rec.Worktree, Label: rec.Label}
+	if errors.Is(err, world.ErrFolderGone) {
+		// Deleted by hand (rm -rf): its services ran on in a folder that
+		// is no more, and down and remove refused them until a prune.
+		return w, fmt.Sprintf("the worktree's folder %s is gone, so binky acted from the machine record", wt.Path), nil
+	}
 	what := "is broken"
 	if errors.Is(err, world.ErrNoConfig) {
 		what = "is gone"
@@ -696,7 +701,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err := d.home.CheckOwner(w); err != nil {
 		return api.World{}, classify(err)
 	}
-	if !req.Force && !w.Worktree.Main {
+	if !req.Force && !w.Worktree.Main && !w.Worktree.Missing {
 		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
 		if err != nil {
 			return api.World{}, err

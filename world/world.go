@@ -86,10 +86,14 @@ func notInWorktree(err error) error {
 	return err
 }
 
+// ErrFolderGone is the error of a worktree whose folder was deleted while
+// git still lists it (rm -rf of a worktree).
+var ErrFolderGone = errors.New("is gone")
+
 // FromWorktree loads the world of a known worktree.
 func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error) {
 	if wt.Missing {
-		return nil, fmt.Errorf("worktree %q: its folder %s is gone (run 'git worktree prune', or restore it)", wt.Name, wt.Path)
+		return nil, fmt.Errorf("worktree %q: its folder %s %w (run 'git binky remove %s' to tear its world down and let git forget it, or restore the folder)", wt.Name, wt.Path, ErrFolderGone, ShellArg(wt.Name))
 	}
 	cfg, err := LoadConfig(filepath.Join(wt.Path, ConfigFile))
 	if errors.Is(err, ErrNoConfig) && wt.NoCheckout {

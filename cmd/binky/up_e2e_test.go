@@ -545,3 +545,25 @@ func TestAnUpThatApprovesAFileSaysSo(t *testing.T) {
 		t.Errorf("reload approved a changed file without a word:\n%s", out)
 	}
 }
+
+// A worktree deleted with rm -rf while its world ran: down and remove
+// refused ("its folder is gone: run git worktree prune") and its services
+// ran on in a folder that was no more. Both act from the machine record.
+func TestDownAndRemoveWorkOnAWorktreeWhoseFolderWasDeleted(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "up", "feat")
+	pid := f.world("feat").Services[0].PID
+	wt := filepath.Join(filepath.Dir(f.repo), "feat")
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "down", "feat")
+	f.eventually("the service stopped", func() bool { return !pidAlive(pid) })
+	f.mustBinky(f.repo, "remove", "feat")
+	if out := f.mustGit(f.repo, "worktree", "list"); strings.Contains(out, wt) {
+		t.Errorf("git still lists the removed worktree:\n%s", out)
+	}
+	if _, ok := f.find("feat"); ok {
+		t.Error("the world is still in status after remove")
+	}
+}
