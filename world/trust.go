@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/gitx"
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // TrustHash identifies a binky.toml by its content: approving a config
@@ -109,8 +110,12 @@ const repoIDFile = "binky-repo-id"
 // none.
 func repoID(common string, create bool) string {
 	file := filepath.Join(common, repoIDFile)
-	if b, err := os.ReadFile(file); err == nil && len(b) == 16 {
+	// Read as other files of the repository are (smallfile): a pipe or
+	// /dev/zero put there makes no check wait or fill memory.
+	if b, err := smallfile.Read(file, 64); err == nil && validRepoID(b) {
 		return string(b)
+	} else if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return "" // something else is there: named by the folder alone
 	}
 	if !create {
 		return ""
@@ -132,13 +137,26 @@ func repoID(common string, create bool) string {
 	// Two approvals at once: the first link wins, and both read it.
 	if err := os.Link(tmp.Name(), file); err != nil {
 		os.Remove(tmp.Name())
-		if b, err := os.ReadFile(file); err == nil && len(b) == 16 {
+		if b, err := smallfile.Read(file, 64); err == nil && validRepoID(b) {
 			return string(b)
 		}
 		return ""
 	}
 	os.Remove(tmp.Name())
 	return id
+}
+
+// validRepoID is an id binky wrote: 16 hex digits.
+func validRepoID(b []byte) bool {
+	if len(b) != 16 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // approvedIn reports whether the approval of the config with this hash
