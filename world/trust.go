@@ -94,12 +94,17 @@ func repoKey(path string, create bool) string {
 		}
 		return dir
 	}
-	if id := repoID(r.CommonDir, create); id != "" {
-		return r.CommonDir + "#" + id
+	return commonKey(r.CommonDir, create)
+}
+
+// commonKey is repoKey for the repository whose common folder is common.
+func commonKey(common string, create bool) string {
+	if id := repoID(common, create); id != "" {
+		return common + "#" + id
 	}
 	// No id, nor one to be made (a folder we may not write): its folder
 	// alone, which an approval of it made the same way names.
-	return r.CommonDir
+	return common
 }
 
 // repoIDFile holds a repository's id, in its common folder.
@@ -161,18 +166,21 @@ func validRepoID(b []byte) bool {
 
 // approvedIn reports whether the approval of the config with this hash
 // counts for a config at path.
-func (h Home) approvedIn(hash, path string) bool {
+func (h Home) approvedIn(hash, key string) bool {
 	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
 	if err != nil {
 		return false
 	}
-	key := repoKey(path, false)
 	if len(e.Repos) == 0 {
 		// Approved by a binky that kept no list: in the repository it
 		// was found in, as far as its folder tells.
 		return e.Path != "" && repoFolder(repoKey(e.Path, false)) == repoFolder(key)
 	}
-	return slices.Contains(e.Repos, key)
+	// An approval by its folder alone (made before the repository had an
+	// id, or where none could be written) counts once it has one: the
+	// first approval that writes the id must not undo the others. A clone
+	// in the folder has no id, and matches such approvals as before.
+	return slices.Contains(e.Repos, key) || slices.Contains(e.Repos, repoFolder(key))
 }
 
 // repoFolder is the folder part of a repoKey.
@@ -202,7 +210,7 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 		return false
 	}
 	hash := TrustHash(cfg.Source)
-	if !h.Trusted(hash) || !h.approvedIn(hash, cfg.Path) {
+	if !h.Trusted(hash) || !h.approvedIn(hash, repoKey(cfg.Path, false)) {
 		return false
 	}
 	return h.envFilesApproved(hash, envFileDigests(cfg))
@@ -215,7 +223,14 @@ func (h Home) TrustedWorld(w *World) bool {
 		return h.TrustedConfig(w.Config)
 	}
 	hash := TrustHash(w.Config.Source)
-	if !h.Trusted(hash) || !h.approvedIn(hash, w.Config.Path) {
+	// The world's repository as git found it: the config's path may be
+	// where the worktree was (a config rebuilt from the record after a
+	// move).
+	key := repoKey(w.Config.Path, false)
+	if w.Repo != nil {
+		key = commonKey(w.Repo.CommonDir, false)
+	}
+	if !h.Trusted(hash) || !h.approvedIn(hash, key) {
 		return false
 	}
 	files := map[string]string{}

@@ -398,3 +398,51 @@ func TestAnApprovalCountsInItsOwnRepositoryOnly(t *testing.T) {
 		t.Error("an old approval should count in its own repository only")
 	}
 }
+
+// Review: approvals by a repository's folder alone (before it had an id)
+// stopped counting once any approval there wrote the id: every other
+// branch's file then started untrusted.
+func TestApprovalsByFolderStillCountOnceTheRepositoryHasAnId(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	common, err := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []byte(webConfig)
+	if err := os.MkdirAll(home.TrustDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	byFolder := fmt.Sprintf(`{"path": %q, "approved": "2026-12-01T00:00:00Z", "source": %q, "repos": [%q]}`, filepath.Join(repo, ConfigFile), webConfig, common)
+	if err := os.WriteFile(filepath.Join(home.TrustDir(), TrustHash(src)), []byte(byFolder), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := []byte(webConfig + "# another branch's\n")
+	if err := home.Trust(other, filepath.Join(repo, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
+	if !home.TrustedHere(src, filepath.Join(repo, ConfigFile)) {
+		t.Error("the approval by folder stopped counting once the repository got its id")
+	}
+}
+
+// Review: TrustedWorld judged the repository by the config's path, which
+// after a move (a config rebuilt from the record) is where the worktree
+// was: adopted services were then refused their approved config.
+func TestAWorldsApprovalIsJudgedByItsRepositoryNotItsConfigsOldPath(t *testing.T) {
+	tmp := t.TempDir()
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	home := Home{Dir: filepath.Join(tmp, "home")}
+	w, err := Open(home, repo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := home.Trust(w.Config.Source, w.Config.Path); err != nil {
+		t.Fatal(err)
+	}
+	w.Config.Path = filepath.Join(tmp, "moved-away", ConfigFile)
+	if !home.TrustedWorld(w) {
+		t.Error("an approved world is refused for its config's old path")
+	}
+}
