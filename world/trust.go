@@ -219,8 +219,8 @@ func (h Home) TrustedConfig(cfg *Config) bool {
 // TrustedWorld is TrustedConfig for the env files w pinned (PinEnvFiles):
 // the bytes its processes will get are the ones judged.
 func (h Home) TrustedWorld(w *World) bool {
-	if w.pinned == nil {
-		return h.TrustedConfig(w.Config)
+	if w.Config == nil {
+		return false
 	}
 	hash := TrustHash(w.Config.Source)
 	// The world's repository as git found it: the config's path may be
@@ -232,6 +232,9 @@ func (h Home) TrustedWorld(w *World) bool {
 	}
 	if !h.Trusted(hash) || !h.approvedIn(hash, key) {
 		return false
+	}
+	if w.pinned == nil {
+		return h.envFilesApproved(hash, envFileDigests(w.Config))
 	}
 	files := map[string]string{}
 	for n, pf := range w.pinned {
