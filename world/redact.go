@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/git-binky/git-binky/logfile"
 )
@@ -31,7 +32,13 @@ func secrets(env map[string]string) []string {
 		if v == "" {
 			continue
 		}
-		if secretName(k) && !plainValue(v) {
+		switch {
+		case secretName(k) && !plainValue(v):
+			add(v)
+		case SecretKey(k) && keyLike(v):
+			// A credential's name not beyond doubt (GH_TOKEN_PERSONAL,
+			// CACHE_KEY): hidden when the value reads as a key, so that a
+			// TOKEN_STORE of redis does not cut "redis" out of the logs.
 			add(v)
 		}
 		add(dsnPassword(v))
@@ -81,6 +88,12 @@ func plainValue(v string) bool {
 		return true
 	}
 	return false
+}
+
+// keyLike is a value that reads as a key or token: 16 characters or more,
+// letters and digits both, no space.
+func keyLike(v string) bool {
+	return len(v) >= 16 && strings.IndexAny(v, "0123456789") >= 0 && strings.IndexFunc(v, unicode.IsLetter) >= 0 && !strings.ContainsAny(v, " \t\n")
 }
 
 // rawPassword is the password of a URL as its text writes it, escapes and

@@ -60,3 +60,32 @@ func TestAPlainWordIsNeverHidden(t *testing.T) {
 		t.Errorf("hidden = %q", got)
 	}
 }
+
+// Review of the rule: qualifiers after KEY (OPENAI_API_KEY_DEV,
+// SSH_PRIVATE_KEY_B64) keep it a credential beyond doubt; a word that is
+// not a qualifier (TOKEN_STORE) leaves it warned of but not hidden, and
+// words that name a setting (PASSWORD_ITERATIONS) make it none.
+func TestQualifiersKeepACredentialOthersDoNotHideIt(t *testing.T) {
+	for _, k := range []string{"SSH_PRIVATE_KEY_B64", "APP_KEY_BASE64", "JWT_SIGNING_KEY_BASE64", "API_KEY_TEST", "OPENAI_API_KEY_DEV", "STRIPE_API_KEY_LIVE", "APP_KEY_OLD", "MASTER_KEY_PROD", "PRIVATE_KEY_PEM", "DB_PASSWORD_2", "GITHUB_TOKEN_V2", "DB_PASSWORD_DEV"} {
+		if !SecretKey(k) || !secretName(k) {
+			t.Errorf("%s: check warns %v, env hides %v; both should", k, SecretKey(k), secretName(k))
+		}
+	}
+	for _, k := range []string{"PASSWORD_ITERATIONS", "PASSWORD_HASHING_ALGO", "TOKEN_STORE", "TOKEN_PROVIDER", "SECRET_BACKEND", "PASSWORD_STRATEGY", "TOKEN_CACHE", "CSRF_TOKEN_COOKIE"} {
+		if secretName(k) {
+			t.Errorf("%s is hidden: its value would be cut out of every log line", k)
+		}
+	}
+	if !SecretKey("GH_TOKEN_PERSONAL") || secretName("GH_TOKEN_PERSONAL") {
+		t.Errorf("GH_TOKEN_PERSONAL: warned %v (want true), hidden %v (want false)", SecretKey("GH_TOKEN_PERSONAL"), secretName("GH_TOKEN_PERSONAL"))
+	}
+}
+
+// A name warned of but not beyond doubt hides a value that reads as a key
+// (a personal token), not one that reads as a word (TOKEN_STORE=redis).
+func TestANameNotBeyondDoubtHidesAValueThatReadsAsAKey(t *testing.T) {
+	hide := Hider(map[string]string{"GH_TOKEN_PERSONAL": "ghp_4eC39HqLyjWDarjtT1zdp7dc", "TOKEN_STORE": "redis"})
+	if got := hide("token ghp_4eC39HqLyjWDarjtT1zdp7dc in redis"); got != "token xxxxx in redis" {
+		t.Errorf("hidden = %q", got)
+	}
+}

@@ -28,9 +28,26 @@ func init() {
 		URL URI URLS ENDPOINT HOST HOSTNAME PORT PATH FILE DIR FOLDER LOCATION DAYS HOURS MINUTES SECONDS MS MODEL ROUNDS COST
 		POLICY RESET ENABLED DISABLED ENABLE DISABLE REQUIRED REQUIRE HEADER PREFIX SUFFIX TYPE NAME ID COUNT SIZE ALGORITHM
 		ALG FORMAT MODE STRENGTH COMPLEXITY HINT FIELD PARAM KIND METHOD SCOPE SCOPES AUDIENCE ISSUER LIMIT RETRIES ATTEMPTS
-		VERSION HASHER HASHERS VALIDATORS CHARS CHARSET REGEX PATTERN LEEWAY`) {
+		VERSION HASHER HASHERS VALIDATORS CHARS CHARSET REGEX PATTERN LEEWAY ITERATIONS ALGO STRATEGY BACKEND PROVIDER
+		STORE STORAGE CACHE COOKIE PARAMS QUERY ENGINE DRIVER CLASS MODULE PLUGIN SERVICE SERVER REALM DOMAIN RULES RULE`) {
 		settingWords[w] = true
 	}
+	for _, w := range strings.Fields(`DEV DEVELOPMENT TEST TESTING PROD PRODUCTION LIVE STAGING STAGE LOCAL CI OLD NEW
+		CURRENT PREVIOUS PREV NEXT PRIMARY SECONDARY BACKUP B64 BASE64 HEX PEM DER HASH HASHED ENC ENCRYPTED RAW BASE VALUE
+		PLAIN PLAINTEXT ROOT ADMIN`) {
+		qualifierWords[w] = true
+	}
+}
+
+// Words after a credential's word that leave it one beyond doubt (a
+// number, a version, DB_PASSWORD_DEV, SSH_PRIVATE_KEY_B64). Any other
+// word there (TOKEN_STORE's) leaves the name warned of and masked, but
+// not hidden: a hidden value is cut out of every log line.
+var qualifierWords = map[string]bool{}
+
+// qualifier reports a word that only qualifies a credential's.
+func qualifier(w string) bool {
+	return qualifierWords[w] || isNumber(w) || len(w) > 1 && w[0] == 'V' && isNumber(w[1:])
 }
 
 // KEY is a credential's last word in API_KEY or APP_KEY, and a cache's or
@@ -49,17 +66,25 @@ var keyOwners = []string{"API", "PRIVATE", "SECRET", "AUTH", "ENCRYPTION", "SIGN
 func credentialName(name string) (secret, sure bool) {
 	words := strings.Split(strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "_")
 	// The last credential's word; every word after it must not make the
-	// name a setting.
+	// name a setting, and only qualifiers after it make it one beyond
+	// doubt.
+	qualified := true
 	for i := len(words) - 1; i >= 0; i-- {
 		w := words[i]
 		if settingWords[w] {
 			return false, false
 		}
 		if credentialWord(w) && !(w == "PWD" && len(words) == 1) {
-			return true, true
+			return true, qualified
 		}
-		if w == "KEY" && i == lastWord(words) {
-			return keyName(words[:i])
+		if w == "KEY" {
+			secret, sure := keyName(words[:i])
+			if i == lastWord(words) || secret && sure {
+				return secret, sure && qualified
+			}
+		}
+		if w != "" && !qualifier(w) {
+			qualified = false
 		}
 	}
 	return false, false
