@@ -786,6 +786,10 @@ func TestInlineCredentialRulesLeaveShellAndProseAlone(t *testing.T) {
   quoted:
     build: .
     command: sh -c "PGPASSWORD=\"escpw6161\" psql -h db"
+  multiline:
+    build: .
+    healthcheck:
+      test: ["CMD-SHELL", "psql -c \"CREATE USER app\n  WITH PASSWORD 'hcpw7474'\""]
   prose:
     build: .
     command: sh -c "echo Enter your password 'now' && psql -c \"ALTER ROLE app PASSWORD 'two words6262'\" && mysql -e \"SET PASSWORD FOR root = 'setpw6363'\""
@@ -807,5 +811,10 @@ func TestInlineCredentialRulesLeaveShellAndProseAlone(t *testing.T) {
 		if strings.Contains(prose, lit) {
 			t.Errorf("cmd holds %q: %s", lit, prose)
 		}
+	}
+	// Review: SQL over two lines was judged line by line, and its
+	// password stayed.
+	if res := cfg.Services["multiline"].Health; res == nil || strings.Contains(res.Cmd, "hcpw7474") {
+		t.Errorf("a password in SQL over two lines: %+v", res)
 	}
 }

@@ -955,6 +955,24 @@ var flagRules = []struct {
 	}, nil},
 }
 
+// statementSep splits a command line into commands, a line break
+// not being one: a quoted SQL statement may span lines.
+var statementSep = regexp.MustCompile(`&&|\|\||[;|]`)
+
+// statementAt is the command of v that holds offset i, its lines joined.
+func statementAt(v string, i int) string {
+	start, end := 0, len(v)
+	for _, m := range statementSep.FindAllStringIndex(v, -1) {
+		if m[1] <= i {
+			start = m[1]
+		} else if m[0] >= i {
+			end = m[0]
+			break
+		}
+	}
+	return v[start:end]
+}
+
 // commandSep splits a command line into the commands it runs: a flag
 // means what the program of its own command says.
 var commandSep = regexp.MustCompile(`&&|\|\||[;|\n]`)
@@ -1031,18 +1049,19 @@ func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) str
 		last := 0
 		for _, m := range append(commandSep.FindAllStringIndex(v, -1), []int{len(v), len(v)}) {
 			seg := v[last:m[0]]
-			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg)))
+			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg), statementAt(v, last)))
 			out.WriteString(v[m[0]:m[1]])
 			last = m[1]
 		}
 		return out.String()
 	}
-	return c.scrubFlags(sv, key, v, program)
+	return c.scrubFlags(sv, key, v, program, v)
 }
 
 // scrubFlags masks the credentials given as flags in one command, whose
-// database client (or "") is program.
-func (c *converter) scrubFlags(sv *service, key, v, program string) string {
+// database client (or "") is program; whole is the text it is part of (a
+// rule's where is judged on it: SQL spans lines).
+func (c *converter) scrubFlags(sv *service, key, v, program, whole string) string {
 	return flagCredential.ReplaceAllStringFunc(v, func(s string) string {
 		m := flagCredential.FindStringSubmatchIndex(s)
 		for i, r := range flagRules {
@@ -1056,7 +1075,7 @@ func (c *converter) scrubFlags(sv *service, key, v, program string) string {
 			if q, ok := strings.CutPrefix(val, `\"`); ok {
 				unq = strings.TrimSuffix(q, `\"`) // quoted inside a quoted sh -c "..."
 			}
-			if r.where != nil && !r.where.MatchString(v) {
+			if r.where != nil && !r.where.MatchString(whole) {
 				return s
 			}
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
