@@ -625,6 +625,11 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 	}
 	id := world.WorldID(repo.CommonDir, wt.AdminDir)
 	rec, rerr := d.home.LoadRecord(id)
+	if rerr != nil && errors.Is(err, world.ErrFolderGone) {
+		// No world, and no folder: what is left is git's entry, which
+		// remove clears (down finds nothing to stop).
+		return &world.World{Home: d.home, Repo: repo, Worktree: wt, ID: id, Name: wt.Name}, fmt.Sprintf("the worktree's folder %s is gone", wt.Path), nil
+	}
 	if rerr != nil {
 		return nil, "", classify(err)
 	}

@@ -566,4 +566,15 @@ func TestDownAndRemoveWorkOnAWorktreeWhoseFolderWasDeleted(t *testing.T) {
 	if _, ok := f.find("feat"); ok {
 		t.Error("the world is still in status after remove")
 	}
+	// Review: one that never had a world was refused, the message saying
+	// to run remove.
+	other := filepath.Join(filepath.Dir(f.repo), "never")
+	f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", other, "-b", "never")
+	if err := os.RemoveAll(other); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "remove", "never")
+	if out := f.mustGit(f.repo, "worktree", "list"); strings.Contains(out, other) {
+		t.Errorf("git still lists the removed worktree:\n%s", out)
+	}
 }
