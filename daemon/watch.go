@@ -478,6 +478,19 @@ func (d *Daemon) repoRecord(common string) (world.Repo, bool) {
 // its world ("up"), only allocate ports and slices ("provision"), or
 // nothing ("off"). Only a config the user approved is acted on.
 func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, env []string) {
+	// Until the up has made the world's record (it may wait its turn for
+	// long), only this daemon's memory knows of it: a mark on disk says so
+	// to the next daemon should this one die or stop meanwhile (findLost).
+	// However auto ends, the mark goes (a lost up found again whose config
+	// says off, or is not approved, is not lost again at every start),
+	// unless this daemon's own stop cut the up off: the next daemon does
+	// it. Kept with a world made after all, findLost drops it then.
+	pending := pendingUpPath(wt.AdminDir)
+	defer func() {
+		if ctx.Err() == nil {
+			os.Remove(pending)
+		}
+	}()
 	w, err := world.FromWorktree(d.home, repo, wt)
 	if err != nil {
 		if !errors.Is(err, world.ErrNoConfig) {
@@ -516,21 +529,9 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		}
 		return
 	}
-	// Until the up has made the world's record (it may wait its turn for
-	// long), only this daemon's memory knows of it: a mark on disk says so
-	// to the next daemon should this one die or stop meanwhile (findLost).
-	pending := pendingUpPath(wt.AdminDir)
 	if err := os.MkdirAll(filepath.Dir(pending), 0o700); err == nil {
 		_ = os.WriteFile(pending, nil, 0o600)
 	}
-	defer func() {
-		// An up this daemon's stop cut off (queued, or still provisioning)
-		// stays marked: the next daemon does it (findLost). Kept with a
-		// world made after all, the mark is dropped then.
-		if ctx.Err() == nil {
-			os.Remove(pending)
-		}
-	}()
 	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
@@ -867,6 +868,10 @@ func (d *Daemon) markSeenLocked(common string, wt *gitx.Worktree) {
 }
 
 func (d *Daemon) addSeen(reg world.Repo, wt *gitx.Worktree) {
+	// Taken: a worktree made again under this name later waits afresh.
+	d.mu.Lock()
+	delete(d.awaitingHook, wt.AdminDir)
+	d.mu.Unlock()
 	if !wt.Main && !slices.Contains(reg.Seen, wt.Name) {
 		reg.Seen = append(reg.Seen, wt.Name)
 		_ = d.home.SaveRepo(reg)

@@ -448,3 +448,33 @@ func TestTheWatcherLeavesANewWorktreeToItsHookForAMoment(t *testing.T) {
 		t.Fatalf("born %+v, want the worktree no hook took, once the moment is over", born)
 	}
 }
+
+// Review: a lost up found again whose config says off kept its pending
+// mark, so every later daemon took the worktree for lost and born again.
+// auto drops the mark however it ends, unless the daemon's stop cut it.
+func TestAutoDropsThePendingMarkOfAnUpItDoesNotDo(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\nauto = \"off\"\n[services.api]\ncmd = \"true\"\n"})
+	home := world.Home{Dir: t.TempDir()}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "off"), "off")
+	r, wt, err := gitx.Discover(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wts, _ := r.Worktrees()
+	for i := range wts {
+		if wts[i].Name == "off" {
+			wt = &wts[i]
+		}
+	}
+	mark := pendingUpPath(wt.AdminDir)
+	os.MkdirAll(filepath.Dir(mark), 0o700)
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.auto(context.Background(), r, wt, nil)
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Errorf("the pending mark of an up auto=off does not do is still there (%v)", err)
+	}
+}
