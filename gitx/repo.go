@@ -347,10 +347,30 @@ func (r *Repo) linkedWorktree(name string) (*Worktree, error) {
 	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
 		wt.Locked = true
 	}
-	if _, err := os.Stat(dotgit); err != nil {
+	if _, err := os.Stat(dotgit); err != nil || !pointsAt(dotgit, admin) {
 		wt.Missing = true
 	}
 	return wt, nil
+}
+
+// pointsAt reports whether the worktree's .git file at dotgit names admin
+// as its git folder. A worktree folder deleted and replaced by a link to
+// another worktree has a .git, the other's: taken for present, its
+// remove removed the other worktree (an attack).
+func pointsAt(dotgit, admin string) bool {
+	b, err := smallfile.Read(dotgit, maxGitFile)
+	if err != nil {
+		return false
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return false
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(dotgit), target)
+	}
+	return resolve(target) == resolve(admin)
 }
 
 // readHead returns the branch and commit of the HEAD in gitDir. go-git
@@ -586,6 +606,18 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree,
 
 // RemoveWorktree runs `git worktree remove` (with --force when force is set).
 func (r *Repo) RemoveWorktree(ctx context.Context, wt *Worktree, force bool) error {
+	if wt.Missing {
+		// Its folder is gone, or is not its own (a link to another
+		// worktree, which git would remove instead): only git's entry for
+		// it goes, as `git worktree prune` drops it.
+		if wt.Locked {
+			return fmt.Errorf("worktree %s is locked ('git worktree unlock' it first)", wt.Name)
+		}
+		if err := os.RemoveAll(wt.AdminDir); err != nil {
+			return fmt.Errorf("forget worktree %s: %w", wt.Name, err)
+		}
+		return nil
+	}
 	args := []string{"worktree", "remove"}
 	if force {
 		args = append(args, "--force")

@@ -578,3 +578,33 @@ func TestDownAndRemoveWorkOnAWorktreeWhoseFolderWasDeleted(t *testing.T) {
 		t.Errorf("git still lists the removed worktree:\n%s", out)
 	}
 }
+
+// Attack: a worktree's folder deleted and replaced by a link to another
+// worktree was taken for present, with the other's path: its remove
+// removed the other worktree, ignored files and all.
+func TestRemovingAWorktreeWhoseFolderIsALinkToAnotherLeavesTheOther(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "up", "b")
+	f.mustBinky(f.repo, "up", "c")
+	b, c := filepath.Join(filepath.Dir(f.repo), "b"), filepath.Join(filepath.Dir(f.repo), "c")
+	kept := filepath.Join(c, "ignored.log")
+	if err := os.WriteFile(kept, []byte("c's own\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(c, b); err != nil {
+		t.Fatal(err)
+	}
+	f.binky(f.repo, "remove", "b")
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("removing b removed c's files: %v", err)
+	}
+	if w := f.world("c"); w.Missing || len(w.Services) == 0 || !pidAlive(w.Services[0].PID) {
+		t.Errorf("c's world after b's remove: %+v", w)
+	}
+	if out := f.mustGit(f.repo, "worktree", "list"); !strings.Contains(out, c) {
+		t.Errorf("c is no longer a worktree:\n%s", out)
+	}
+}
