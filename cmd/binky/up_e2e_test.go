@@ -597,7 +597,7 @@ func TestRemovingAWorktreeWhoseFolderIsALinkToAnotherLeavesTheOther(t *testing.T
 	if err := os.Symlink(c, b); err != nil {
 		t.Fatal(err)
 	}
-	f.binky(f.repo, "remove", "b")
+	f.binky(f.repo, "remove", "--force", "b")
 	if _, err := os.Stat(kept); err != nil {
 		t.Fatalf("removing b removed c's files: %v", err)
 	}
