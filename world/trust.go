@@ -42,6 +42,16 @@ func (h Home) Trust(src []byte, path string) error {
 	}
 	// The content is kept so that a later daemon restarts exactly what
 	// was approved, whatever the worktree holds by then.
+	key := repoKey(path, false)
+	if !strings.Contains(key, "#") {
+		// The repository's first approval since binky keeps ids: it gets
+		// one, and the approvals made by its folder alone name it by the
+		// id from now on (a repository cloned into the folder later, with
+		// no id, must not match them).
+		if key = repoKey(path, true); strings.Contains(key, "#") {
+			h.nameByID(repoFolder(key), key)
+		}
+	}
 	e := trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)}
 	file := filepath.Join(h.TrustDir(), TrustHash(src))
 	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
@@ -52,8 +62,11 @@ func (h Home) Trust(src []byte, path string) error {
 			e.Repos = []string{repoKey(old.Path, true)}
 		}
 	}
-	if repo := repoKey(path, true); !slices.Contains(e.Repos, repo) {
-		e.Repos = append(e.Repos, repo)
+	if key != repoFolder(key) {
+		e.Repos = slices.DeleteFunc(e.Repos, func(r string) bool { return r == repoFolder(key) })
+	}
+	if !slices.Contains(e.Repos, key) {
+		e.Repos = append(e.Repos, key)
 		if len(e.Repos) > maxTrustRepos {
 			e.Repos = e.Repos[len(e.Repos)-maxTrustRepos:]
 		}
@@ -176,11 +189,33 @@ func (h Home) approvedIn(hash, key string) bool {
 		// was found in, as far as its folder tells.
 		return e.Path != "" && repoFolder(repoKey(e.Path, false)) == repoFolder(key)
 	}
-	// An approval by its folder alone (made before the repository had an
-	// id, or where none could be written) counts once it has one: the
-	// first approval that writes the id must not undo the others. A clone
-	// in the folder has no id, and matches such approvals as before.
-	return slices.Contains(e.Repos, key) || slices.Contains(e.Repos, repoFolder(key))
+	// By its folder alone: approvals where no id could be written, which
+	// the folder alone names (an approval that writes the id renames the
+	// others: nameByID).
+	return slices.Contains(e.Repos, key)
+}
+
+// nameByID renames folder to key (folder#id) in every approval that names
+// the repository by its folder alone: the first approval that writes the
+// id must not undo the others, nor leave them to a repository cloned into
+// the folder later.
+func (h Home) nameByID(folder, key string) {
+	entries, err := os.ReadDir(h.TrustDir())
+	if err != nil {
+		return
+	}
+	for _, de := range entries {
+		file := filepath.Join(h.TrustDir(), de.Name())
+		e, err := readTrustEntry(file)
+		if err != nil || !slices.Contains(e.Repos, folder) {
+			continue
+		}
+		e.Repos = slices.DeleteFunc(e.Repos, func(r string) bool { return r == folder || r == key })
+		e.Repos = append(e.Repos, key)
+		if b, err := json.Marshal(e); err == nil {
+			_ = WriteFileAtomic(file, b, 0o600)
+		}
+	}
 }
 
 // repoFolder is the folder part of a repoKey.

@@ -425,6 +425,15 @@ func TestApprovalsByFolderStillCountOnceTheRepositoryHasAnId(t *testing.T) {
 	if !home.TrustedHere(src, filepath.Join(repo, ConfigFile)) {
 		t.Error("the approval by folder stopped counting once the repository got its id")
 	}
+	// Attack: the approvals by folder were kept as they were, so another
+	// repository cloned into the folder (no id) still matched them.
+	if err := os.Rename(repo, repo+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	clone := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": webConfig})
+	if home.TrustedHere(src, filepath.Join(clone, ConfigFile)) {
+		t.Error("a repository cloned into the folder matches the approvals made by the folder before the id")
+	}
 }
 
 // Review: TrustedWorld judged the repository by the config's path, which
