@@ -599,7 +599,7 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) (l
 			d.mu.Unlock()
 			if r != nil {
 				if end := r.ending.Load(); end != nil {
-					(*end)()
+					(*end)(nil)
 				}
 			}
 			select {

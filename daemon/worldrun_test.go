@@ -100,7 +100,7 @@ func TestATeardownEndsTheWaitOfAQueuedUp(t *testing.T) {
 	go func() {
 		// The up says how to end it only a moment after it took the lock.
 		time.Sleep(100 * time.Millisecond)
-		qctx, endUp := context.WithCancel(context.Background())
+		qctx, endUp := context.WithCancelCause(context.Background())
 		r.ending.Store(&endUp)
 		<-qctx.Done() // admission.Acquire, until its turn or its end
 		r.ending.Store(nil)

@@ -36,7 +36,7 @@ type worldRun struct {
 	// ending ends the up of this world that holds mu (nil when none
 	// does): a teardown, its worktree removed meanwhile, ends it rather
 	// than wait behind it. Read without mu, which that up holds.
-	ending atomic.Pointer[context.CancelFunc]
+	ending atomic.Pointer[context.CancelCauseFunc]
 	// gone is set (mu held) when a remove or teardown retired this run:
 	// a request that waited on mu meanwhile must take the world's new run,
 	// or it would start services nobody can stop (lockRunOf).
@@ -349,9 +349,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// In the admission queue or provisioning slices, this up holds the
 	// world's lock: a teardown of the world ends it (teardown).
 	parent := ctx
-	ctx, endUp := context.WithCancel(ctx)
+	ctx, endUp := context.WithCancelCause(ctx)
 	r.ending.Store(&endUp)
-	defer func() { r.ending.Store(nil); endUp() }()
+	defer func() { r.ending.Store(nil); endUp(nil) }()
 	tornDown := func() bool { return parent.Err() == nil && ctx.Err() != nil }
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group) {
@@ -388,6 +388,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	delete(d.queued, w.ID)
 	d.mu.Unlock()
 	if err != nil {
+		if tornDown() && errors.Is(context.Cause(ctx), errTakenOutOfQueue) {
+			return api.World{}, fmt.Errorf("up %s: %w", w.Name, errTakenOutOfQueue)
+		}
 		if tornDown() {
 			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
 		}
@@ -590,6 +593,10 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	if err != nil {
 		return api.World{}, err
 	}
+	if d.endQueuedUp(w.ID) && !d.home.HasRecord(w.ID) {
+		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
+			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil
+	}
 	r, err := d.lockRunOf(ctx, w.ID)
 	if err != nil {
 		return api.World{}, err
@@ -607,6 +614,29 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		desc.Message = warning
 	}
 	return desc, err
+}
+
+// errTakenOutOfQueue ends an up a down or a remove took out of the
+// admission queue.
+var errTakenOutOfQueue = errors.New("a down or remove took it out of the queue while it waited for its turn")
+
+// endQueuedUp ends the up of world id while it waits in the admission
+// queue, and reports whether there was one: a down or a remove of a
+// queued world waited behind its up until a place freed, then stopped
+// what the up had just started (an attack waited ten minutes).
+func (d *Daemon) endQueuedUp(id string) bool {
+	d.mu.Lock()
+	_, queued := d.queued[id]
+	r := d.worlds[id]
+	d.mu.Unlock()
+	if !queued || r == nil {
+		return false
+	}
+	if end := r.ending.Load(); end != nil {
+		(*end)(errTakenOutOfQueue)
+		return true
+	}
+	return false
 }
 
 // openRecorded finds the world down and remove act on. When its binky.toml
@@ -706,6 +736,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if err := d.home.CheckOwner(w); err != nil {
 		return api.World{}, classify(err)
 	}
+	d.endQueuedUp(w.ID)
 	if !req.Force && !w.Worktree.Main && !w.Worktree.Missing {
 		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
 		if err != nil {

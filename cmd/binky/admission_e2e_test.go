@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/api"
 )
@@ -196,5 +197,37 @@ func TestAQueuedUpWhoseWorktreeIsRemovedStartsNothing(t *testing.T) {
 	}
 	if _, ok := f.find("z"); ok {
 		t.Error("a world was made for a worktree removed while its up waited")
+	}
+}
+
+// Attack: a down or a remove of a world whose up waited in the queue
+// waited behind that up until a place freed (ten minutes), then stopped
+// what it had just started. They take it out of the queue.
+func TestDownAndRemoveTakeAQueuedUpOutOfTheQueue(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	for _, n := range []string{"a", "b", "c"} {
+		f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	f.mustBinky(f.repo, "up", "a")
+	for _, tc := range []struct{ name, cmd string }{{"b", "down"}, {"c", "remove"}} {
+		up, queued := f.startUp(tc.name)
+		<-queued
+		done := make(chan error, 1)
+		go func() { _, _, err := f.binky(f.repo, tc.cmd, tc.name); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s of queued %s: %v", tc.cmd, tc.name, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s of queued %s waited for the queue", tc.cmd, tc.name)
+		}
+		if err := up.Wait(); err == nil {
+			t.Errorf("the up of %s, taken out of the queue, succeeded", tc.name)
+		}
+		if w, ok := f.find(tc.name); ok && len(w.Services) > 0 && w.Services[0].PID != 0 && pidAlive(w.Services[0].PID) {
+			t.Errorf("%s runs after its %s: %+v", tc.name, tc.cmd, w)
+		}
 	}
 }
