@@ -681,6 +681,7 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 // recorded process groups, checked by start time.
 func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	defer d.admission.Release(r.id)
+	held := r.group != nil
 	if r.group != nil {
 		err := r.group.Stop(ctx)
 		r.group.Close()
@@ -700,8 +701,9 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 				errs = append(errs, fmt.Errorf("service %s: process group %d survived SIGKILL", name, s.PGID))
 			}
 		}
-		// What left the group (a setsid) outlives it: stopped by its mark.
-		if !procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second) {
+		// What left the group (a setsid) outlives it: stopped by its mark
+		// (the group this daemon held stopped its own marked already).
+		if !held && !procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second) {
 			errs = append(errs, fmt.Errorf("service %s: a process it started outside its group survived SIGKILL", name))
 		}
 	}

@@ -416,7 +416,10 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		pgid, stopping, wasReady := p.pgid, p.stopping, p.isReady
 		p.mu.Unlock()
 		procgroup.Stop(pgid, p.spec.StopTimeout)
-		procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout)
+		if !stopping {
+			// (A stop stops the marked itself: one look at the processes.)
+			procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout)
+		}
 		if stopping || ctx.Err() != nil {
 			// Our own SIGTERM's exit code says nothing about the service.
 			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
