@@ -208,6 +208,7 @@ func (w *watcher) reconcileAll(ctx context.Context) {
 // world whose admin folder is gone is torn down from its machine record; a
 // world whose worktree moved follows it.
 func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
+	d.endQueuedOfGone(common)
 	repo, born := d.reconcileRecords(ctx, common)
 	// Starting a world can take a while; it happens outside the repository
 	// lock so that another worktree's removal is not held up by it. Worlds
@@ -220,6 +221,28 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 		wg.Go(func() { d.autoBorn(ctx, repo, &wt, d.watcherEnv(common)) })
 	}
 	wg.Wait()
+}
+
+// endQueuedOfGone ends the queued ups of common's worktrees whose folder
+// is gone: with no record yet, teardown does not see them, and a removed
+// worktree's up stood first in the queue until a place freed.
+func (d *Daemon) endQueuedOfGone(common string) {
+	d.mu.Lock()
+	var ends []*context.CancelCauseFunc
+	for id, q := range d.queued {
+		if q.common != common || q.world.Path == "" || exists(q.world.Path) {
+			continue
+		}
+		if r := d.worlds[id]; r != nil {
+			if end := r.ending.Load(); end != nil {
+				ends = append(ends, end)
+			}
+		}
+	}
+	d.mu.Unlock()
+	for _, end := range ends {
+		(*end)(nil) // its up says its worktree was removed while it waited
+	}
 }
 
 // reconcileRecords tears down and moves worlds to match git, under the

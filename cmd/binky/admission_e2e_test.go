@@ -231,3 +231,31 @@ func TestDownAndRemoveTakeAQueuedUpOutOfTheQueue(t *testing.T) {
 		}
 	}
 }
+
+// Attack: the queued up of a worktree removed while it waited stood first
+// in the queue until a place freed; the watcher ends it.
+func TestAQueuedUpOfARemovedWorktreeLeavesTheQueue(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	f.mustBinky(f.repo, "install")
+	for _, n := range []string{"a", "q"} {
+		f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	f.mustBinky(f.repo, "up", "a")
+	up, queued := f.startUp("q")
+	<-queued
+	f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "remove", "--force", "../q")
+	done := make(chan error, 1)
+	go func() { done <- up.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the up of a removed worktree succeeded")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the up of a removed worktree still waits in the queue")
+	}
+	if w, ok := f.find("q"); ok {
+		t.Errorf("status still lists q: %+v", w)
+	}
+}
