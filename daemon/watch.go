@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -218,7 +219,11 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 	var wg sync.WaitGroup
 	for _, wt := range born {
 		d.log.Info("worktree born", "repo", common, "worktree", wt.Name, "no_checkout", wt.NoCheckout)
-		wg.Go(func() { d.autoBorn(ctx, repo, &wt, d.watcherEnv(common)) })
+		env := d.watcherEnv(common)
+		if saved, ok := d.lostUpEnv(common, wt); ok {
+			env = saved // the environment its hook gave the up a daemon lost
+		}
+		wg.Go(func() { d.autoBorn(ctx, repo, &wt, env) })
 	}
 	wg.Wait()
 }
@@ -334,6 +339,29 @@ func (d *Daemon) reconcileRecords(ctx context.Context, common string) (*gitx.Rep
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// lostEnvPath is where the environment of a world's automatic up is kept
+// while the up is under way (auto), for the daemon that finds it lost.
+func (d *Daemon) lostEnvPath(id string) string {
+	return filepath.Join(d.home.Dir, "pending-ups", id+".env")
+}
+
+// lostUpEnv is the environment an automatic up of wt that a daemon lost
+// was given, if one was kept.
+func (d *Daemon) lostUpEnv(common string, wt gitx.Worktree) ([]string, bool) {
+	if !exists(pendingUpPath(wt.AdminDir)) {
+		return nil, false
+	}
+	b, err := os.ReadFile(d.lostEnvPath(world.WorldID(common, wt.AdminDir)))
+	if err != nil {
+		return nil, false
+	}
+	var env []string
+	if json.Unmarshal(b, &env) != nil {
+		return nil, false
+	}
+	return env, true
+}
+
 // findLost notes the worktrees of registered repositories whose automatic
 // up a daemon before this one began and never ended (its mark is there,
 // pendingUpPath) and that have no world (lost): a queued up is only in its
@@ -361,8 +389,9 @@ func (d *Daemon) findLost() {
 			if wt.Main || !exists(pendingUpPath(wt.AdminDir)) {
 				continue
 			}
-			if d.home.HasRecord(world.WorldID(reg.CommonDir, wt.AdminDir)) {
+			if id := world.WorldID(reg.CommonDir, wt.AdminDir); d.home.HasRecord(id) {
 				os.Remove(pendingUpPath(wt.AdminDir)) // it got its world after all
+				os.Remove(d.lostEnvPath(id))
 				continue
 			}
 			d.mu.Lock()
@@ -509,9 +538,11 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	// unless this daemon's own stop cut the up off: the next daemon does
 	// it. Kept with a world made after all, findLost drops it then.
 	pending := pendingUpPath(wt.AdminDir)
+	savedEnv := d.lostEnvPath(world.WorldID(repo.CommonDir, wt.AdminDir))
 	defer func() {
 		if ctx.Err() == nil {
 			os.Remove(pending)
+			os.Remove(savedEnv)
 		}
 	}()
 	w, err := world.FromWorktree(d.home, repo, wt)
@@ -554,6 +585,13 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	}
 	if err := os.MkdirAll(filepath.Dir(pending), 0o700); err == nil {
 		_ = os.WriteFile(pending, nil, 0o600)
+	}
+	// And the environment it starts with (the shell's that ran `git
+	// worktree add`), in the home beside the other copies of worlds'
+	// secrets, never in the repository: the next daemon's up of it would
+	// otherwise have whichever command woke that daemon's.
+	if b, err := json.Marshal(env); err == nil && os.MkdirAll(filepath.Dir(savedEnv), 0o700) == nil {
+		_ = world.WriteFileAtomic(savedEnv, b, 0o600)
 	}
 	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)

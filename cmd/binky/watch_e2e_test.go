@@ -558,3 +558,31 @@ func TestAnAutomaticUpQueuedAtADaemonsStopIsDoneByTheNext(t *testing.T) {
 	f.mustBinky(f.repo, "down", first)
 	f.waitHealthy(queued)
 }
+
+// Attack: an automatic up the next daemon does (its daemon stopped while
+// it was queued) ran with the environment of whichever command woke that
+// daemon, not that of the shell that ran `git worktree add`: an ${env.X}
+// only that shell had failed it. The environment is kept with its mark.
+func TestACarriedOverAutomaticUpKeepsTheAddShellsEnvironment(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "echo $FROM > ${env.GC_DIR}/$BINKY_WORKTREE.from; exec testsvc"
+url = "api"
+env = { SERVICE = "api", FROM = "${env.ADD_SHELL_ONLY}" }
+`)
+	f.setSettings(fmt.Sprintf("proxy_port = %d\nmax_parallel = 1\n", f.proxyPort))
+	f.mustBinky(f.repo, "install")
+	f.extraEnv = []string{"ADD_SHELL_ONLY=the-add-shell"}
+	f.mustBinky(f.repo, "up", "first")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../second", "-b", "second")
+	f.eventually("second queued", func() bool { w, ok := f.find("second"); return ok && w.State == "queued" })
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.extraEnv = nil // the next daemon is woken by a shell without it
+	f.mustBinky(f.repo, "daemon", "start")
+	f.mustBinky(f.repo, "down", "first")
+	f.waitHealthy("second")
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "second.from")); strings.TrimSpace(string(b)) != "the-add-shell" {
+		t.Errorf("the carried-over up ran with FROM=%q, want the add shell's", strings.TrimSpace(string(b)))
+	}
+}
