@@ -93,7 +93,7 @@ func plainValue(v string) bool {
 // keyLike is a value that reads as a key or token: 16 characters or more,
 // letters and digits both, no space.
 func keyLike(v string) bool {
-	return len(v) >= 16 && strings.IndexAny(v, "0123456789") >= 0 && strings.IndexFunc(v, unicode.IsLetter) >= 0 && !strings.ContainsAny(v, " \t\n")
+	return len(v) >= 16 && strings.ContainsAny(v, "0123456789") && strings.IndexFunc(v, unicode.IsLetter) >= 0 && !strings.ContainsAny(v, " \t\n")
 }
 
 // rawPassword is the password of a URL as its text writes it, escapes and
