@@ -142,3 +142,27 @@ func TestAStaleWorldsTeardownSparesAnotherHomesLiveService(t *testing.T) {
 		t.Errorf("the other home's service: pid %d restarts %d, want pid %d untouched", w.Services[0].PID, w.Services[0].Restarts, pid)
 	}
 }
+
+// A worktree deleted by hand whose world another home runs: this home's
+// remove neither removes git's entry for it nor says to run remove; it
+// names the home that owns it.
+func TestRemovingAnotherHomesDeletedWorktreeNamesItsOwner(t *testing.T) {
+	f := newFixture(t, oneService)
+	other := f.otherHome()
+	f.extraEnv = []string{"BINKY_HOME=" + other}
+	f.mustBinky(f.repo, "up", "theirs")
+	wt := filepath.Join(filepath.Dir(f.repo), "theirs")
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	f.extraEnv = nil
+	_, stderr, err := f.binky(f.repo, "remove", "theirs")
+	if err == nil || !strings.Contains(stderr, other) {
+		t.Errorf("remove of another home's world: err %v, stderr %q; want a refusal naming %s", err, stderr, other)
+	}
+	if out := f.mustGit(f.repo, "worktree", "list"); !strings.Contains(out, wt) {
+		t.Errorf("this home removed git's entry for another home's worktree:\n%s", out)
+	}
+	f.extraEnv = []string{"BINKY_HOME=" + other}
+	f.mustBinky(f.repo, "remove", "theirs")
+}
