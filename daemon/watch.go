@@ -233,20 +233,15 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 // worktree's up stood first in the queue until a place freed.
 func (d *Daemon) endQueuedOfGone(common string) {
 	d.mu.Lock()
-	var ends []*context.CancelCauseFunc
+	var runs []*worldRun
 	for id, q := range d.queued {
-		if q.common != common || q.world.Path == "" || exists(q.world.Path) {
-			continue
-		}
-		if r := d.worlds[id]; r != nil {
-			if end := r.ending.Load(); end != nil {
-				ends = append(ends, end)
-			}
+		if r := d.worlds[id]; r != nil && q.common == common && q.world.Path != "" && !exists(q.world.Path) {
+			runs = append(runs, r)
 		}
 	}
 	d.mu.Unlock()
-	for _, end := range ends {
-		(*end)(nil) // its up says its worktree was removed while it waited
+	for _, r := range runs {
+		r.endUp(nil) // its up says its worktree was removed while it waited
 	}
 }
 
@@ -659,9 +654,7 @@ func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) (l
 			r := d.worlds[rec.ID] // looked up, not made: none means no up holds it
 			d.mu.Unlock()
 			if r != nil {
-				if end := r.ending.Load(); end != nil {
-					(*end)(nil)
-				}
+				r.endUp(nil)
 			}
 			select {
 			case <-have:

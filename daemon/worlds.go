@@ -632,8 +632,14 @@ func (d *Daemon) endQueuedUp(id string) bool {
 	if !queued || r == nil {
 		return false
 	}
+	return r.endUp(errTakenOutOfQueue)
+}
+
+// endUp ends the up that holds r's lock, if one does, with cause (nil: its
+// worktree was removed), and reports whether there was one.
+func (r *worldRun) endUp(cause error) bool {
 	if end := r.ending.Load(); end != nil {
-		(*end)(errTakenOutOfQueue)
+		(*end)(cause)
 		return true
 	}
 	return false

@@ -43,19 +43,11 @@ func StopMarked(mark string, grace time.Duration) bool {
 	if signalMarked(mark, SigCont) == 0 {
 		return true
 	}
+	gone := func() bool { return signalMarked(mark, 0) == 0 }
 	signalMarked(mark, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	wait := 5 * time.Millisecond
-	for time.Now().Before(deadline) {
-		time.Sleep(wait)
-		if wait < 100*time.Millisecond {
-			wait *= 2
-		}
-		if signalMarked(mark, 0) == 0 {
-			return true
-		}
+	if waitUntil(gone, grace) {
+		return true
 	}
 	signalMarked(mark, syscall.SIGKILL)
-	time.Sleep(20 * time.Millisecond)
-	return signalMarked(mark, 0) == 0
+	return waitUntil(gone, time.Second)
 }

@@ -43,10 +43,16 @@ func Stop(pgid int, grace time.Duration) bool {
 }
 
 func waitGroupGone(pgid int, d time.Duration) bool {
+	return waitUntil(func() bool { return !GroupAlive(pgid) }, d)
+}
+
+// waitUntil polls done, more slowly as it waits, for up to d, and reports
+// whether it came true.
+func waitUntil(done func() bool, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	wait := 5 * time.Millisecond
 	for {
-		if !GroupAlive(pgid) {
+		if done() {
 			return true
 		}
 		if time.Now().After(deadline) {

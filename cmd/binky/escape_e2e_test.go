@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,19 +70,7 @@ name = "acme"
 adapter = "postgres"
 migrate = "sleep 300 & echo $! > ${env.GC_DIR}/pids; setsid sleep 301 & echo $! >> ${env.GC_DIR}/pids; touch ${env.GC_DIR}/started; wait"
 `)
-	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
-		t.Skip("no PostgreSQL: make test installs postgresql")
-	}
-	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
-	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer up.Wait()
-	f.eventually("the migrate started", func() bool {
-		_, err := os.Stat(filepath.Join(f.gcDir, "started"))
-		return err == nil
-	})
+	f.upUntilItsMigrateStarts()
 	b, err := os.ReadFile(filepath.Join(f.gcDir, "pids"))
 	if err != nil {
 		t.Fatal(err)

@@ -468,29 +468,38 @@ name = "acme"
 adapter = "postgres"
 migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
 `)
-	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
-		t.Skip("no PostgreSQL: make test installs postgresql")
-	}
-	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
-	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer up.Wait()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(f.gcDir, "started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the migrate never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.upUntilItsMigrateStarts()
 	f.killDaemon()
 	time.Sleep(3 * time.Second)
 	if _, err := os.Stat(filepath.Join(f.gcDir, "late")); err == nil {
 		t.Error("the migrate went on after its daemon was killed")
+	}
+}
+
+// upUntilItsMigrateStarts runs `git binky up` in the background, on the
+// managed PostgreSQL, until the migrate touches $GC_DIR/started (the
+// first up makes the server: a minute at most); the up is waited for when
+// the test ends.
+func (f *fixture) upUntilItsMigrateStarts() {
+	f.t.Helper()
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		f.t.Skip("no PostgreSQL (/usr/lib/postgresql missing, BINKY_TEST_PG is not set): make test installs postgresql")
+	}
+	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
+	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
+	if err := up.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { up.Wait() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(f.gcDir, "started")); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("the migrate never started")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
