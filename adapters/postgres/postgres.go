@@ -345,6 +345,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if took, err = takeSpare(ctx, c, s.AdminURL, template, s.Name, mark); err != nil {
 				return err
 			}
+			// The next world's copy starts now: beside this one's grants,
+			// migrate and the next up's start, or, with no spare to take
+			// (a template's first world), beside this copy, on the
+			// other core.
+			makeSpare(s.AdminURL, template)
 		}
 		if !took {
 			// Connected before the template's sessions are ended, so the
@@ -353,7 +358,7 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if err != nil {
 				return err
 			}
-			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template)
+			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template, false)
 			if err == nil {
 				// Closed until PUBLIC's CONNECT is revoked (below): a
 				// session another world opened in between would stay.
@@ -368,11 +373,6 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 					return err
 				}
 			}
-		}
-		if template != "" {
-			// The template is free again: the next world's copy starts now,
-			// beside this one's grants, migrate and the next up's start.
-			makeSpare(s.AdminURL, template)
 		}
 		if err := adapters.Step(ctx, "postgres.database_created"); err != nil {
 			return err

@@ -131,7 +131,7 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 		}
 		return prepareSpare(ctx, c, adminURL, spare, template)
 	}
-	stmt, err := createStatement(ctx, c, spare, spare, template)
+	stmt, err := createStatement(ctx, c, spare, spare, template, true)
 	if err != nil {
 		return err
 	}
@@ -361,8 +361,9 @@ func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 
 // createStatement is the CREATE DATABASE of name, owned by owner, copied
 // from template when there is one, with the copy strategy that is fastest
-// for the template's size.
-func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string) (string, error) {
+// for the template's size, or, for a spare (made in the background), the
+// one that is ready soonest while using the least CPU.
+func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string, spare bool) (string, error) {
 	stmt := "CREATE DATABASE " + ident(name) + " OWNER " + ident(owner)
 	if template == "" {
 		// template1 is copied only with no one connected: a world may
@@ -385,8 +386,18 @@ func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template str
 	// per-file fsyncs cost a fixed ~100 ms; a large one is written twice
 	// that way, and copying its files is faster (measured in
 	// docs/performance.md; crossover near 40 MiB).
+	//
+	// A spare is copied off every up's path, and what an up waits for is
+	// that it be ready: back-to-back ups on two cores waited 40-150 ms
+	// each for a WAL_LOG spare, which copies every page through shared
+	// buffers and the WAL on one core beside the next up's own work.
+	// FILE_COPY copies files in the kernel and spends its time waiting on
+	// fsync: every spare was ready in time (docs/performance.md, round 8).
 	var version int
 	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
+		if spare {
+			return stmt + " STRATEGY FILE_COPY", nil
+		}
 		var size int64
 		if err := c.QueryRow(ctx, "SELECT pg_database_size($1::text)", template).Scan(&size); err != nil || size > walLogUpTo {
 			stmt += " STRATEGY FILE_COPY"

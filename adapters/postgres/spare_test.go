@@ -193,6 +193,42 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	}
 }
 
+// A spare is copied off the up's path, where what counts is that it be
+// ready soon with the least CPU: file by file (STRATEGY FILE_COPY, whose
+// two checkpoints the server counts as requested), not page by page
+// through the WAL as a small template's clone on the path is.
+func TestASpareIsCopiedFileByFile(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	var version int
+	c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version)
+	if version < 150000 {
+		t.Skipf("server_version_num is %d: before PostgreSQL 15 every copy is file by file", version)
+	}
+	requested := func() int64 {
+		var n int64
+		if err := c.QueryRow(ctx, "SELECT checkpoints_req FROM pg_stat_bgwriter").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	gold := goldWithRows(t, admin)
+	before := requested()
+	if err := p.Clone(ctx, gold.Name, testSlice(t, admin, "a")); err != nil {
+		t.Fatal(err)
+	}
+	waitSpare(ctx, admin, gold.Name)
+	if db, _ := objects(t, c, spareOf(gold.Name)); !db {
+		t.Fatal("no spare after a clone")
+	}
+	// Read in a new snapshot of the server's statistics.
+	c.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	if n := requested() - before; n < 2 {
+		t.Fatalf("%d checkpoints requested while the clone and its spare were copied, want the spare's two (FILE_COPY)", n)
+	}
+}
+
 // A crash between a spare's copy and its mark leaves it unmarked, owned by
 // its marked role: provably binky's, so it is taken like any other.
 func TestASpareACrashLeftUnmarkedIsTaken(t *testing.T) {
