@@ -578,12 +578,8 @@ func TestCredentialsInsideValuesStayOutOfTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lit := range []string{"eyJhbGciOiJIUzI1NiJ9", "sk_live_51H", "QueryPw4321", "QueryTok4321", "MssqlPw555", "CmdLineSecret99", "InlinePw77",
-		"KeywordPw111", "GoMysqlPw222", "YWRtaW46c2VjcmV0UGFzc3dvcmQ="} {
-		if strings.Contains(res.TOML, lit) {
-			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
-		}
-	}
+	keptOut(t, res.TOML, "eyJhbGciOiJIUzI1NiJ9", "sk_live_51H", "QueryPw4321", "QueryTok4321", "MssqlPw555", "CmdLineSecret99", "InlinePw77",
+		"KeywordPw111", "GoMysqlPw222", "YWRtaW46c2VjcmV0UGFzc3dvcmQ=")
 	if !strings.Contains(res.TOML, "Server=db;Database=app;") {
 		t.Errorf("a connection string without a password was masked:\n%s", res.TOML)
 	}
@@ -670,11 +666,7 @@ func TestMoreCredentialShapesStayOutOfTheFile(t *testing.T) {
     healthcheck:
       test: ["CMD", "curl", "-fsu", "x", "-u", "admin:basicpw1", "--user", "y:basicpw2", "http://example.com/health"]
 `})
-	for _, lit := range []string{"Bearer_xyz9", "kspw12", "sppw13", "adminpw14", "abcdef0123456789", "userpw15", "tokpw16", "basicpw1", "basicpw2", "mongopw17"} {
-		if strings.Contains(res.TOML, lit) {
-			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
-		}
-	}
+	keptOut(t, res.TOML, "Bearer_xyz9", "kspw12", "sppw13", "adminpw14", "abcdef0123456789", "userpw15", "tokpw16", "basicpw1", "basicpw2", "mongopw17")
 	web := cfg.Services["web"]
 	for k, want := range map[string]string{
 		"REPO":        "https://git@github.com/acme/app.git",
@@ -738,11 +730,7 @@ func TestOneLetterFlagsOfOtherProgramsAreNotPasswords(t *testing.T) {
 	if app.Health == nil || !strings.Contains(app.Health.Cmd, "mkdir -p /tmp/healthy") {
 		t.Errorf("health check changed: %+v", app.Health)
 	}
-	for _, lit := range []string{"cachepw21", "dbpw2233"} {
-		if strings.Contains(res.TOML, lit) {
-			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
-		}
-	}
+	keptOut(t, res.TOML, "cachepw21", "dbpw2233")
 }
 
 // Credentials a command gives other than as a flag: a variable set for
@@ -762,16 +750,60 @@ func TestCredentialsSetInlineOrAsArgumentsAreKeptOut(t *testing.T) {
     build: .
     command: sh -c "LOG_LEVEL=debug PASSWORD_MIN_LENGTH=12 ./app --title 'PASSWORD reset' && rabbitmqctl list_users && mc ls local"
 `})
-	for _, lit := range []string{"inlinepw41", "sqlpw42", "envpw43", "sqlpw44", "tokpw45", "rabbitpw46", "rabbitpw47", "miniopw48", "adminpw49", "redispw50"} {
-		if strings.Contains(res.TOML, lit) {
-			t.Errorf("binky.toml holds %s:\n%s", lit, res.TOML)
-		}
-	}
+	keptOut(t, res.TOML, "inlinepw41", "sqlpw42", "envpw43", "sqlpw44", "tokpw45", "rabbitpw46", "rabbitpw47", "miniopw48", "adminpw49", "redispw50")
 	if cmd := cfg.Services["init"].Cmd; !strings.Contains(cmd, "WITH PASSWORD '${env.") || !strings.Contains(cmd, "IDENTIFIED BY '${env.") {
 		t.Errorf("the SQL lost its quotes around the password: %s", cmd)
 	}
 	if cmd := cfg.Services["keep"].Cmd; !strings.Contains(cmd, "LOG_LEVEL=debug PASSWORD_MIN_LENGTH=12 ./app --title 'PASSWORD reset'") || !strings.Contains(cmd, "rabbitmqctl list_users && mc ls local") {
 		t.Errorf("a command with no credential changed: %s", cmd)
+	}
+}
+
+// Credentials handed to other programs than database clients: after the
+// words that say so (redis-cli AUTH, htpasswd -b, keytool -storepass,
+// openssl pass:), or on the standard input of a program that reads one
+// (chpasswd, docker login --password-stdin). Where the password is named
+// (keytool -storepass:env, a variable), the command stays as written.
+func TestCredentialsForOtherProgramsAreKeptOut(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  cache:
+    build: .
+    command: sh -c "redis-cli -h cache AUTH authpw71 && redis-cli AUTH app authpw72 && echo 'AUTH authpw73' | redis-cli"
+    healthcheck:
+      test: ["CMD", "redis-cli", "AUTH", "default", "authpw74"]
+  web:
+    build: .
+    command: sh -c "htpasswd -bc /etc/nginx/.htpasswd admin htpw75 && htpasswd -nbB bob htpw76 && mosquitto_passwd -b /mosquitto/pw dev htpw77 && nginx"
+  java:
+    build: .
+    command: sh -c "keytool -importcert -keystore ks.jks -storepass kspw78 -keypass kppw79 -noprompt && openssl pkcs12 -export -passout pass:oppw80 -passin env:P12_IN -out a.p12 && keytool -list -storepass:env KS_PW"
+  users:
+    build: .
+    command: sh -c "echo 'root:chpw81' | chpasswd && echo -n regpw82 | docker login -u bot --password-stdin registry.local && chpasswd <<< 'app:chpw83' && echo \"$$TOKEN\" | docker login --password-stdin r && echo hello | cat && ./manage.py auth check"
+`})
+	keptOut(t, res.TOML, "authpw71", "authpw72", "authpw73", "authpw74", "htpw75", "htpw76", "htpw77", "kspw78", "kppw79", "oppw80", "chpw81", "regpw82", "chpw83")
+	for svc, keeps := range map[string][]string{
+		"cache": {"redis-cli -h cache AUTH ${env.", "redis-cli AUTH app ${env.", "echo 'AUTH ${env."},
+		"web":   {"htpasswd -bc /etc/nginx/.htpasswd admin ${env.", "htpasswd -nbB bob ${env.", "mosquitto_passwd -b /mosquitto/pw dev ${env.", "&& nginx"},
+		"java":  {"-storepass ${env.", "-keypass ${env.", "-passout pass:${env.", "-passin env:P12_IN", "keytool -list -storepass:env KS_PW"},
+		"users": {"echo 'root:${env.", "' | chpasswd", "echo -n ${env.", "chpasswd <<< 'app:${env.", `echo \"$TOKEN\" | docker login --password-stdin r`, "echo hello | cat", "./manage.py auth check"},
+	} {
+		for _, keep := range keeps {
+			if cmd := cfg.Services[svc].Cmd; !strings.Contains(cmd, keep) {
+				t.Errorf("%s's cmd lost %q: %s", svc, keep, cmd)
+			}
+		}
+	}
+	if h := cfg.Services["cache"].Health; h == nil || !strings.Contains(h.Cmd, "redis-cli AUTH default '${env.") {
+		t.Errorf("cache's health check: %+v", h)
+	}
+	// Each password its own variable: one name for two would lose one.
+	names := map[string]bool{}
+	for _, n := range res.Secrets {
+		names[n] = true
+	}
+	if len(names) < 13 {
+		t.Errorf("%d credentials listed for 13 passwords: %v", len(names), res.Secrets)
 	}
 }
 
@@ -816,5 +848,15 @@ func TestInlineCredentialRulesLeaveShellAndProseAlone(t *testing.T) {
 	// password stayed.
 	if res := cfg.Services["multiline"].Health; res == nil || strings.Contains(res.Cmd, "hcpw7474") {
 		t.Errorf("a password in SQL over two lines: %+v", res)
+	}
+}
+
+// keptOut fails t for each literal the written binky.toml still holds.
+func keptOut(t *testing.T, toml string, lits ...string) {
+	t.Helper()
+	for _, lit := range lits {
+		if strings.Contains(toml, lit) {
+			t.Errorf("binky.toml holds %s:\n%s", lit, toml)
+		}
 	}
 }

@@ -907,14 +907,24 @@ var flagRules = []struct {
 	// where, when set, is what the command must also hold for the rule
 	// to apply (SQL that makes or changes a user, for its PASSWORD 'x').
 	where *regexp.Regexp
+	// whereAll: where is judged on the whole text, not the one statement
+	// (echo 'AUTH pw' | redis-cli: the client is past the pipe).
+	whereAll bool
 }{
+	// openssl's -passout pass:x, -passin pass:x (env:, file: and fd: name
+	// where the password is, and stay); before the next rule, which would
+	// take pass:x whole
+	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+pass:)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
 	// --password=x, --requirepass x, --api-key x, --auth=x
-	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil},
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
+	// keytool's -storepass x, -keypass x, -srcstorepass x, -destkeypass x
+	// (-storepass:env NAME and :file name where it is, and stay)
+	{`(?P<pre>(?:^|\s)-(?:src|dest)?(?:store|key)pass\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
 	// a JVM system property: -Dspring.datasource.password=x
 	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
 		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
 		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
-	}, nil, nil},
+	}, nil, nil, false},
 	// curl's -u user:password, --user user:password
 	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
 		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
@@ -922,28 +932,36 @@ var flagRules = []struct {
 		// and redis-cli -u redis://... a URL (its password is masked as
 		// one).
 		return val != user && !(allDigits(user) && allDigits(val)) && !strings.HasPrefix(val, "//")
-	}, nil, nil},
+	}, nil, nil, false},
 	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
 	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
 		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
 	}, func(_, program string) bool {
 		return strings.HasPrefix(program, "mysql") || strings.HasPrefix(program, "mariadb")
-	}, nil},
+	}, nil, false},
 	// a variable set for one command or exported: PGPASSWORD=x psql,
 	// env MYSQL_PWD=x mysql, export API_TOKEN=x
 	{`(?P<pre>(?:^|[\s'"])[A-Za-z_][A-Za-z0-9_]*=)(?P<val>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s'"\\]+)`, true, func(pre, val string) bool {
 		// Not a value the shell makes ($PW, `cat file`) or a format's (%s).
 		return credentialKey(strings.Trim(pre, " \t\n'\"=")) && !strings.ContainsAny(val, "$`") && !strings.HasPrefix(val, "%")
-	}, nil, nil},
+	}, nil, nil, false},
 	// a password as a positional argument: rabbitmqctl add_user NAME PW,
 	// mc alias set NAME URL KEY SECRET, mysqladmin password PW,
 	// redis-cli CONFIG SET requirepass PW
-	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil},
+	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
+	// htpasswd's batch mode, the password after the user: -nb USER PW
+	// (printed, no file), -b[c] FILE USER PW; mosquitto_passwd -b FILE USER PW
+	{`(?P<pre>(?:^|[\s/'"])htpasswd\s+(?:-[A-Za-z]+\s+)*?-[A-Za-z]*(?:n[A-Za-z]*b|b[A-Za-z]*n)[A-Za-z]*\s+(?:-[A-Za-z]+\s+)*(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
+	{`(?P<pre>(?:^|[\s/'"])(?:htpasswd|mosquitto_passwd)\s+(?:-[A-Za-z]+\s+)*?-[A-Za-z]*b[A-Za-z]*\s+(?:-[A-Za-z]+\s+)*(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
+	// Redis's AUTH [user] PW, given to redis-cli as its command or fed to
+	// it (echo 'AUTH pw' | redis-cli): the last word is the password
+	{`(?P<pre>(?:^|[\s'"])(?i:AUTH)\s+(?:[^\s'"]+\s+)?)(?P<val>[^\s'"]+)`, false, nil, nil,
+		regexp.MustCompile(`(?:^|[\s/'"])(?:redis|valkey|keydb)-cli(?:$|[\s'"])`), true},
 	// SQL in a command that makes or changes a user: CREATE USER app WITH
 	// PASSWORD 'x', ALTER USER root IDENTIFIED BY 'x', SET PASSWORD FOR
 	// root = 'x' (the quotes stay: the SQL needs them)
 	{`(?P<pre>(?:^|[\s'"])(?i:IDENTIFIED\s+(?:WITH\s+\S+\s+)?BY|PASSWORD|SET\s+PASSWORD(?:\s+FOR\s+\S+)?\s*=\s*(?:PASSWORD\s*\(\s*)?)\s*')(?P<val>[^']+)`, false, nil, nil,
-		regexp.MustCompile(`(?i)\b(?:CREATE|ALTER)\s+(?:USER|ROLE)\b|\bIDENTIFIED\b|\bSET\s+PASSWORD\b`)},
+		regexp.MustCompile(`(?i)\b(?:CREATE|ALTER)\s+(?:USER|ROLE)\b|\bIDENTIFIED\b|\bSET\s+PASSWORD\b`), false},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
 	{`(?P<pre>(?:^|\s)(?:-a|-p)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
@@ -952,7 +970,7 @@ var flagRules = []struct {
 			return strings.HasSuffix(program, "-cli")
 		}
 		return strings.HasPrefix(program, "mongo")
-	}, nil},
+	}, nil, false},
 }
 
 // statementSep splits a command line into commands, a line break
@@ -1044,24 +1062,101 @@ func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) str
 			return "${env." + c.secretName(w, world.EnvStem(sv.name)+"_SECRET") + "}"
 		})
 	}
+	if key == "" {
+		v = c.scrubStdin(sv, v)
+	}
 	if !fixed {
 		var out strings.Builder
 		last := 0
 		for _, m := range append(commandSep.FindAllStringIndex(v, -1), []int{len(v), len(v)}) {
 			seg := v[last:m[0]]
-			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg), statementAt(v, last)))
+			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg), statementAt(v, last), v))
 			out.WriteString(v[m[0]:m[1]])
 			last = m[1]
 		}
 		return out.String()
 	}
-	return c.scrubFlags(sv, key, v, program, v)
+	return c.scrubFlags(sv, key, v, program, v, v)
+}
+
+// stdinFeed is a credential a command writes to a program's standard
+// input: echo 'root:pw' | chpasswd, echo pw | docker login
+// --password-stdin, chpasswd <<< 'root:pw'. arg is what is written, cmd
+// and args the program it goes to.
+var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf)\s+(?P<arg>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"]+)\s*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd>[^\s|;&'"]+)(?P<args>[^|;&\n'"]*))` +
+	`|(?:(?:^|[\s;&('"])(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd2>[^\s|;&'"<]+)(?P<args2>[^|;&\n'"<]*)<<<\s*(?P<arg2>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"]+))`)
+
+// htpasswdStdin is htpasswd's -i: the password is read from stdin.
+var htpasswdStdin = regexp.MustCompile(`\s-[A-Za-z]*i[A-Za-z]*\s`)
+
+// userPassword is a user:password line, as chpasswd reads them.
+var userPassword = regexp.MustCompile(`(^|\\n|\n|\s)([^:\s\\]+):([^\s\\'"]+)`)
+
+// scrubStdin masks the credentials a command feeds to a program that
+// reads one on its standard input (stdinFeed).
+func (c *converter) scrubStdin(sv *service, v string) string {
+	name := func(lit string) string {
+		return "${env." + c.secretName(lit, world.EnvStem(sv.name)+"_PASSWORD") + "}"
+	}
+	plain := func(lit string) bool {
+		return lit == "" || strings.HasPrefix(lit, "$") || strings.ContainsAny(lit, "`") || strings.TrimSpace(stripTokens(lit)) == ""
+	}
+	var out strings.Builder
+	last := 0
+	for _, m := range stdinFeed.FindAllStringSubmatchIndex(v, -1) {
+		group := func(n string) (int, int) {
+			i := 2 * stdinFeed.SubexpIndex(n)
+			return m[i], m[i+1]
+		}
+		as, ae := group("arg")
+		cs, ce := group("cmd")
+		gs, ge := group("args")
+		if as < 0 {
+			as, ae = group("arg2")
+			cs, ce = group("cmd2")
+			gs, ge = group("args2")
+		}
+		arg, program, args := v[as:ae], filepath.Base(v[cs:ce]), " "+v[gs:ge]+" "
+		quote := ""
+		switch {
+		case strings.HasPrefix(arg, `\"`):
+			quote = `\"`
+		case strings.HasPrefix(arg, "'"), strings.HasPrefix(arg, `"`):
+			quote = arg[:1]
+		}
+		inner := strings.TrimSuffix(strings.TrimPrefix(arg, quote), quote)
+		masked := inner
+		switch {
+		case program == "chpasswd":
+			masked = userPassword.ReplaceAllStringFunc(inner, func(pair string) string {
+				sm := userPassword.FindStringSubmatch(pair)
+				if plain(sm[3]) {
+					return pair
+				}
+				return sm[1] + sm[2] + ":" + name(sm[3])
+			})
+		case strings.Contains(args, " --password-stdin "), program == "passwd" && strings.Contains(args, " --stdin "),
+			program == "htpasswd" && htpasswdStdin.MatchString(args):
+			if !plain(inner) {
+				masked = name(inner)
+			}
+		}
+		if masked == inner {
+			continue
+		}
+		out.WriteString(v[last:as])
+		out.WriteString(quote + masked + quote)
+		last = ae
+	}
+	out.WriteString(v[last:])
+	return out.String()
 }
 
 // scrubFlags masks the credentials given as flags in one command, whose
-// database client (or "") is program; whole is the text it is part of (a
-// rule's where is judged on it: SQL spans lines).
-func (c *converter) scrubFlags(sv *service, key, v, program, whole string) string {
+// database client (or "") is program; whole is the statement it is part
+// of (a rule's where is judged on it: SQL spans lines), all the whole
+// text (for a rule whose where is past a pipe).
+func (c *converter) scrubFlags(sv *service, key, v, program, whole, all string) string {
 	return flagCredential.ReplaceAllStringFunc(v, func(s string) string {
 		m := flagCredential.FindStringSubmatchIndex(s)
 		for i, r := range flagRules {
@@ -1075,8 +1170,13 @@ func (c *converter) scrubFlags(sv *service, key, v, program, whole string) strin
 			if q, ok := strings.CutPrefix(val, `\"`); ok {
 				unq = strings.TrimSuffix(q, `\"`) // quoted inside a quoted sh -c "..."
 			}
-			if r.where != nil && !r.where.MatchString(whole) {
-				return s
+			if judged := whole; r.where != nil {
+				if r.whereAll {
+					judged = all
+				}
+				if !r.where.MatchString(judged) {
+					return s
+				}
 			}
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
 				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
@@ -1092,11 +1192,24 @@ func (c *converter) scrubFlags(sv *service, key, v, program, whole string) strin
 // in exec form (["redis-cli", "-a", "pw"], ["curl", "-u", "admin:pw"]):
 // text scrubbed each argument alone, where the flag's value is not seen.
 func (c *converter) scrubArgs(sv *service, args []string) []string {
+	program := clientIn(" " + filepath.Base(args[0]) + " ")
 	for i := 0; i+1 < len(args); i++ {
 		pair := args[i] + " " + args[i+1]
-		if out, ok := strings.CutPrefix(c.scrubIn(sv, "", pair, clientIn(" "+filepath.Base(args[0])+" "), true), args[i]+" "); ok {
+		if out, ok := strings.CutPrefix(c.scrubIn(sv, "", pair, program, true), args[i]+" "); ok {
 			args[i+1] = out
 		}
+	}
+	// A password further from what says it is one (htpasswd -b FILE USER
+	// PW, redis-cli AUTH USER PW): the whole line, when every argument is
+	// one word of it.
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"") {
+			return args
+		}
+	}
+	line := strings.Join(args, " ")
+	if out := strings.Fields(c.scrubIn(sv, "", line, program, true)); len(out) == len(args) {
+		return out
 	}
 	return args
 }
