@@ -518,6 +518,12 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 // runStep runs one migrate or seed command, its output appended to the
 // service's log, and says how it ended with its last lines.
 func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline, shown, logPath string) error {
+	// The worktree first, as a service's start does (supervisor): a log
+	// made after git deleted its files keeps git from deleting its admin
+	// folder.
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("the worktree %s is gone", dir)
+	}
 	f, err := logfile.Open(logPath)
 	if err != nil {
 		return err

@@ -10,21 +10,28 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 )
 
-// Open opens a service's log for appending, creating its folder. The
-// process writes to it directly, with O_APPEND, so truncation by Rotate is
+// Open opens a service's log for appending, creating its folder and that
+// folder's parent (<admin>/binky/logs) but nothing above them: the
+// worktree of a late log may be gone, and git, finding a folder of its
+// name among its worktrees' again, would keep it as a stray. The process
+// writes to the log directly, with O_APPEND, so truncation by Rotate is
 // safe and the process outlives its supervisor.
 func Open(path string) (*os.File, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	dir := filepath.Dir(path)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("open the log %s: %w", path, err)
+		}
 	}
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 }

@@ -257,3 +257,30 @@ func TestFollowCutsAtMaxLineBytes(t *testing.T) {
 		t.Errorf("a line of MaxLineBytes+1 came back %q...", got[max(0, len(got)-40):])
 	}
 }
+
+// A log makes its folder and that folder's parent (binky/logs in a
+// worktree's admin folder), never the admin folder itself: a service or a
+// migrate that writes after git removed its worktree must not bring the
+// worktree's folder back.
+func TestOpenNeverMakesTheFolderAboveItsOwnTwo(t *testing.T) {
+	admin := filepath.Join(t.TempDir(), "worktrees", "feature")
+	if err := os.MkdirAll(admin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(admin, "binky", "logs", "api.log")
+	f, err := Open(log)
+	if err != nil {
+		t.Fatalf("a log under an existing admin folder: %v", err)
+	}
+	f.Close()
+	if err := os.RemoveAll(admin); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Open(log); err == nil {
+		f.Close()
+		t.Fatal("a log opened in a removed worktree's folder")
+	}
+	if _, err := os.Stat(admin); !os.IsNotExist(err) {
+		t.Fatalf("the removed worktree's admin folder is back: %v", err)
+	}
+}

@@ -490,16 +490,20 @@ func (p *proc) exitFailed(msg string, code *int) {
 // the log file. It returns nil, nil when the service is being stopped.
 func (p *proc) spawn() (func() *int, error) {
 	s := p.spec
-	logf, err := logfile.Open(s.LogPath)
-	if err != nil {
-		return nil, fmt.Errorf("service %s: open log: %w", s.Name, err)
-	}
-	defer logf.Close() // the child has its own descriptor
+	// The working folder first: git deletes a removed worktree's files
+	// before its admin folder, where the log is, and a log made in
+	// between left git unable to delete that folder ("Directory not
+	// empty").
 	if s.Dir != "" {
 		if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("service %s: working folder %s does not exist (check its cwd)", s.Name, s.Dir)
 		}
 	}
+	logf, err := logfile.Open(s.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: open log: %w", s.Name, err)
+	}
+	defer logf.Close() // the child has its own descriptor
 	cmd := procgroup.Command(context.Background(), s.Cmd)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	if s.Mark != "" {

@@ -212,13 +212,26 @@ func (h Home) SaveRecord(r *Record) error {
 	// (A world's first save always writes it: with the folder's clock
 	// ahead of this one, as on a network file system, the world would
 	// otherwise never have a copy, and be taken for replaced.)
-	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
+	// Nor into one whose worktree's files git has deleted: it deletes the
+	// admin folder next, and a file made in it meanwhile left git unable
+	// to ("Directory not empty").
+	if _, err := os.Stat(r.AdminDir); err == nil && worktreeThere(r.Path) && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
 		dir := StateDir(r.AdminDir)
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
 		}
 	}
 	return nil
+}
+
+// worktreeThere reports whether a worktree's folder still exists (or no
+// folder is recorded).
+func worktreeThere(path string) bool {
+	if path == "" {
+		return true
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // DeleteRecord forgets a world: the machine record, its lock file, env's

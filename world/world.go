@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -213,7 +214,7 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 		// home) under a lock in the worktree's admin folder, which every
 		// home takes: two homes taking a new worktree at once both saw no
 		// owner, and both ran it.
-		release, err := lockOwner(ctx, w.Worktree.AdminDir)
+		release, err := lockOwner(ctx, w.Worktree.AdminDir, w.Worktree.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -747,14 +748,18 @@ func (w *World) LogPaths(service string) (map[string]string, error) {
 
 // lockOwner takes the lock under which a home claims a worktree (see
 // ensureLocked). Where it cannot be made (no admin folder, one binky
-// cannot write) the claim goes on unlocked, as before: nil, nil. A ctx
-// that ends while it waits is an error.
-func lockOwner(ctx context.Context, adminDir string) (func(), error) {
-	if adminDir == "" {
+// cannot write, a worktree whose files git has deleted: it deletes the
+// admin folder next, and a lock file made meanwhile left git unable to)
+// the claim goes on unlocked, as before: nil, nil. A ctx that ends while
+// it waits is an error.
+func lockOwner(ctx context.Context, adminDir, worktree string) (func(), error) {
+	if adminDir == "" || !worktreeThere(worktree) {
 		return nil, nil
 	}
+	// Its binky folder only: a removed worktree's admin folder is not made
+	// again (git would keep it as a stray).
 	dir := StateDir(adminDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, nil
 	}
 	unlock, err := Lock(ctx, filepath.Join(dir, "owner.lock"))
