@@ -807,6 +807,63 @@ func TestCredentialsForOtherProgramsAreKeptOut(t *testing.T) {
 	}
 }
 
+// Attack on the rules above: an empty exec form failed the whole init;
+// htpasswd's -C cost and separate -n -b flags, quoted values, quoted words
+// before a pipe, printf's format, sudo's options and keytool's -new let a
+// password through; any word "auth" in a text naming redis-cli, a
+// here-string's closing parenthesis and words joined from an exec form
+// were rewritten.
+func TestTheCredentialRulesHoldUnderAttack(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  empty:
+    image: nginx
+    entrypoint: []
+    command: "nginx -g 'daemon off;'"
+    healthcheck:
+      test: ["CMD"]
+  web:
+    build: .
+    command: sh -c "htpasswd -bBC 10 /etc/nginx/.htpasswd admin htpwC1 && htpasswd -nbBC 12 bob htpwC2 > f && htpasswd -n -b carol htpwS3 > /etc/nginx/.htpasswd && nginx"
+    healthcheck:
+      test: ["CMD", "htpasswd", "-bBC", "10", "/etc/h", "admin", "htpwE98"]
+  cache:
+    build: .
+    command: sh -c "redis-cli -h cache AUTH 'authQ91' && echo -e 'AUTH authE1\nPING' | redis-cli -h cache && redis-cli -h cache ping && vault auth enable approle && ./manage.py auth migrate"
+    healthcheck:
+      test: ["CMD", "redis-cli", "HGET", "auth", "status"]
+  tools:
+    build: .
+    command: bash -c "openssl enc -passout 'pass:opQ92' -pass file:/run/secrets/key -passin env:KEYPW && (docker login -u bot --password-stdin reg <<< regP93) && ./app && printf '%s' 'regF1' | docker login --password-stdin r2 && echo 'app:chS1' | sudo -u root chpasswd && keytool -storepasswd -new ksNew96 -storepass ksOld97"
+  quoted:
+    build: .
+    command: bash -c 'echo regP94 | docker login -u "bot" --password-stdin reg'
+  api:
+    build: .
+    environment:
+      API_PASSWORD: "hello world"
+  joined:
+    build: .
+    command: ["./app", "--greeting", "hello", "world", "--name", "x\u00a0y"]
+`})
+	keptOut(t, res.TOML, "htpwC1", "htpwC2", "htpwS3", "htpwE98", "authQ91", "authE1", "opQ92", "regP93", "regF1", "chS1", "ksNew96", "ksOld97", "regP94")
+	for svc, keeps := range map[string][]string{
+		"empty":  {"nginx -g 'daemon off;'"},
+		"web":    {"htpasswd -bBC 10 /etc/nginx/.htpasswd admin ${env.", "htpasswd -nbBC 12 bob ${env.", "} > f", "htpasswd -n -b carol ${env.", "} > /etc/nginx/.htpasswd"},
+		"cache":  {"\\nPING' | redis-cli", "redis-cli -h cache ping", "vault auth enable approle", "./manage.py auth migrate"},
+		"tools":  {"-pass file:/run/secrets/key", "-passin env:KEYPW", "<<< ${env.", "}) && ./app", "sudo -u root chpasswd"},
+		"joined": {"--greeting hello world"},
+	} {
+		for _, keep := range keeps {
+			if cmd := cfg.Services[svc].Cmd; !strings.Contains(cmd, keep) {
+				t.Errorf("%s's cmd lost %q: %s", svc, keep, cmd)
+			}
+		}
+	}
+	if h := cfg.Services["cache"].Health; h == nil || h.Cmd != "redis-cli HGET auth status" {
+		t.Errorf("cache's health check changed: %+v", h)
+	}
+}
+
 // Review: the assignment rule took a lone backslash, a backtick or a
 // format for a password and broke the command; SQL's PASSWORD matched any
 // text saying "password 'now'", and kept a password's second word.

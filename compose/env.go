@@ -907,24 +907,23 @@ var flagRules = []struct {
 	// where, when set, is what the command must also hold for the rule
 	// to apply (SQL that makes or changes a user, for its PASSWORD 'x').
 	where *regexp.Regexp
-	// whereAll: where is judged on the whole text, not the one statement
-	// (echo 'AUTH pw' | redis-cli: the client is past the pipe).
-	whereAll bool
 }{
 	// openssl's -passout pass:x, -passin pass:x (env:, file: and fd: name
 	// where the password is, and stay); before the next rule, which would
 	// take pass:x whole
-	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+pass:)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
+	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+['"]?pass:)(?P<val>[^\s'"]+)`, true, nil, nil, nil},
 	// --password=x, --requirepass x, --api-key x, --auth=x
-	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
+	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil},
 	// keytool's -storepass x, -keypass x, -srcstorepass x, -destkeypass x
 	// (-storepass:env NAME and :file name where it is, and stay)
-	{`(?P<pre>(?:^|\s)-(?:src|dest)?(?:store|key)pass\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil, false},
+	{`(?P<pre>(?:^|\s)-(?:src|dest)?(?:store|key)pass\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil},
+	// keytool -storepasswd / -keypasswd -new x: the new password
+	{`(?P<pre>(?:^|[\s/'"])keytool\s+(?:\S+\s+)*?-new\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil},
 	// a JVM system property: -Dspring.datasource.password=x
 	{`(?P<pre>(?:^|\s)-D[A-Za-z0-9_.-]+=)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, func(pre, _ string) bool {
 		prop := strings.TrimSuffix(strings.TrimSpace(pre)[2:], "=")
 		return credentialKey(prop) || credentialKey(prop[strings.LastIndexByte(prop, '.')+1:])
-	}, nil, nil, false},
+	}, nil, nil},
 	// curl's -u user:password, --user user:password
 	{`(?P<pre>(?:^|\s)(?:-u|--user)(?:=|\s+)[^\s:'"]+:)(?P<val>[^\s'"]+)`, true, func(pre, val string) bool {
 		user := pre[strings.LastIndexAny(pre, " \t\n=")+1 : len(pre)-1]
@@ -932,36 +931,40 @@ var flagRules = []struct {
 		// and redis-cli -u redis://... a URL (its password is masked as
 		// one).
 		return val != user && !(allDigits(user) && allDigits(val)) && !strings.HasPrefix(val, "//")
-	}, nil, nil, false},
+	}, nil, nil},
 	// mysql's -pSECRET; not gcc's -pthread, -pipe, -pie, -pg, -pedantic
 	{`(?P<pre>(?:^|\s)-p)(?P<val>[^\s'"]+)`, false, func(_, val string) bool {
 		return !slices.Contains([]string{"thread", "ipe", "ie", "g", "edantic", "edantic-errors"}, val)
 	}, func(_, program string) bool {
 		return strings.HasPrefix(program, "mysql") || strings.HasPrefix(program, "mariadb")
-	}, nil, false},
+	}, nil},
 	// a variable set for one command or exported: PGPASSWORD=x psql,
 	// env MYSQL_PWD=x mysql, export API_TOKEN=x
 	{`(?P<pre>(?:^|[\s'"])[A-Za-z_][A-Za-z0-9_]*=)(?P<val>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s'"\\]+)`, true, func(pre, val string) bool {
 		// Not a value the shell makes ($PW, `cat file`) or a format's (%s).
 		return credentialKey(strings.Trim(pre, " \t\n'\"=")) && !strings.ContainsAny(val, "$`") && !strings.HasPrefix(val, "%")
-	}, nil, nil, false},
+	}, nil, nil},
 	// a password as a positional argument: rabbitmqctl add_user NAME PW,
 	// mc alias set NAME URL KEY SECRET, mysqladmin password PW,
 	// redis-cli CONFIG SET requirepass PW
-	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
+	{`(?P<pre>(?:^|[\s'"])(?:rabbitmqctl\s+(?:\S+\s+)*?(?:add_user|change_password)\s+\S+|mc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+|(?:mysqladmin|mariadb-admin)\s+(?:\S+\s+)*?password|(?i:config\s+set\s+(?:requirepass|masterauth)))\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil},
 	// htpasswd's batch mode, the password after the user: -nb USER PW
-	// (printed, no file), -b[c] FILE USER PW; mosquitto_passwd -b FILE USER PW
-	{`(?P<pre>(?:^|[\s/'"])htpasswd\s+(?:-[A-Za-z]+\s+)*?-[A-Za-z]*(?:n[A-Za-z]*b|b[A-Za-z]*n)[A-Za-z]*\s+(?:-[A-Za-z]+\s+)*(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
-	{`(?P<pre>(?:^|[\s/'"])(?:htpasswd|mosquitto_passwd)\s+(?:-[A-Za-z]+\s+)*?-[A-Za-z]*b[A-Za-z]*\s+(?:-[A-Za-z]+\s+)*(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+(?:'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)\s+)(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, false, nil, nil, nil, false},
-	// Redis's AUTH [user] PW, given to redis-cli as its command or fed to
-	// it (echo 'AUTH pw' | redis-cli): the last word is the password
-	{`(?P<pre>(?:^|[\s'"])(?i:AUTH)\s+(?:[^\s'"]+\s+)?)(?P<val>[^\s'"]+)`, false, nil, nil,
-		regexp.MustCompile(`(?:^|[\s/'"])(?:redis|valkey|keydb)-cli(?:$|[\s'"])`), true},
+	// (printed, no file), -b[c] FILE USER PW (-C takes a cost);
+	// mosquitto_passwd -b FILE USER PW
+	{`(?P<pre>(?:^|[\s/'"])htpasswd\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)*?-[A-Za-z]*n[A-Za-z]*(?:\s+\d+)?\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)*` + shellWord + `\s+)(?P<val>` + shellWord + `)`, false, func(pre, _ string) bool {
+		return batchFlags(pre, true)
+	}, nil, nil},
+	{`(?P<pre>(?:^|[\s/'"])(?:htpasswd|mosquitto_passwd)\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)+` + shellWord + `\s+` + shellWord + `\s+)(?P<val>` + shellWord + `)`, false, func(pre, _ string) bool {
+		return batchFlags(pre, false)
+	}, nil, nil},
+	// Redis's AUTH [user] PW as the command redis-cli runs (after its
+	// options): the last word is the password (fed on stdin: scrubStdin)
+	{`(?P<pre>(?:^|[\s/'"])(?:redis|valkey|keydb)-cli(?:\s+--?[A-Za-z-]+(?:\s+[^\s'"-][^\s'"]*)?)*\s+(?i:AUTH)\s+(?:` + shellWord + `\s+)?)(?P<val>` + shellWord + `)`, false, nil, nil, nil},
 	// SQL in a command that makes or changes a user: CREATE USER app WITH
 	// PASSWORD 'x', ALTER USER root IDENTIFIED BY 'x', SET PASSWORD FOR
 	// root = 'x' (the quotes stay: the SQL needs them)
 	{`(?P<pre>(?:^|[\s'"])(?i:IDENTIFIED\s+(?:WITH\s+\S+\s+)?BY|PASSWORD|SET\s+PASSWORD(?:\s+FOR\s+\S+)?\s*=\s*(?:PASSWORD\s*\(\s*)?)\s*')(?P<val>[^']+)`, false, nil, nil,
-		regexp.MustCompile(`(?i)\b(?:CREATE|ALTER)\s+(?:USER|ROLE)\b|\bIDENTIFIED\b|\bSET\s+PASSWORD\b`), false},
+		regexp.MustCompile(`(?i)\b(?:CREATE|ALTER)\s+(?:USER|ROLE)\b|\bIDENTIFIED\b|\bSET\s+PASSWORD\b`)},
 	// redis-cli's -a x, mongosh's -p x; not psql's -p 5432
 	{`(?P<pre>(?:^|\s)(?:-a|-p)\s+)(?P<val>[^\s'"]+)`, false, func(pre, val string) bool {
 		return strings.TrimSpace(pre) == "-a" || !isPort(val)
@@ -970,7 +973,25 @@ var flagRules = []struct {
 			return strings.HasSuffix(program, "-cli")
 		}
 		return strings.HasPrefix(program, "mongo")
-	}, nil, false},
+	}, nil},
+}
+
+// shellWord is one word of a command line, quoted or not, that is no
+// operator of the shell's (a redirection, a pipe, a subshell's end).
+const shellWord = `(?:'[^']*'|"[^"]*"|[^\s'"<>|;&()\\]+)`
+
+// batchFlags reports whether an htpasswd-style command's options (in pre)
+// ask for batch mode (-b: the password is an argument), and print mode
+// (-n: no file before the user) as given.
+func batchFlags(pre string, printed bool) bool {
+	var b, n bool
+	for _, f := range strings.Fields(pre) {
+		if opts, ok := strings.CutPrefix(f, "-"); ok {
+			b = b || strings.Contains(opts, "b")
+			n = n || strings.Contains(opts, "n")
+		}
+	}
+	return b && n == printed
 }
 
 // statementSep splits a command line into commands, a line break
@@ -1024,6 +1045,17 @@ var plainWords = map[string]bool{"true": true, "false": true, "yes": true, "no":
 	"none": true, "null": true, "nil": true, "enabled": true, "disabled": true, "enable": true, "disable": true,
 	"required": true, "optional": true, "basic": true, "bearer": true, "digest": true}
 
+// namesWhere reports whether an option's value says where the password
+// is rather than being it (openssl's file:, env:, fd:, stdin).
+func namesWhere(v string) bool {
+	for _, p := range []string{"file:", "env:", "fd:"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return v == "stdin"
+}
+
 func allDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
@@ -1070,21 +1102,32 @@ func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) str
 		last := 0
 		for _, m := range append(commandSep.FindAllStringIndex(v, -1), []int{len(v), len(v)}) {
 			seg := v[last:m[0]]
-			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg), statementAt(v, last), v))
+			out.WriteString(c.scrubFlags(sv, key, seg, clientIn(seg), statementAt(v, last)))
 			out.WriteString(v[m[0]:m[1]])
 			last = m[1]
 		}
 		return out.String()
 	}
-	return c.scrubFlags(sv, key, v, program, v, v)
+	return c.scrubFlags(sv, key, v, program, v)
 }
 
 // stdinFeed is a credential a command writes to a program's standard
 // input: echo 'root:pw' | chpasswd, echo pw | docker login
 // --password-stdin, chpasswd <<< 'root:pw'. arg is what is written, cmd
 // and args the program it goes to.
-var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf)\s+(?P<arg>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"]+)\s*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd>[^\s|;&'"]+)(?P<args>[^|;&\n'"]*))` +
-	`|(?:(?:^|[\s;&('"])(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd2>[^\s|;&'"<]+)(?P<args2>[^|;&\n'"<]*)<<<\s*(?P<arg2>\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"]+))`)
+var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?:'%s(?:\\n)?'|"%s(?:\\n)?"))?)\s+(?P<arg>` + fedWord + `)\s*\|\s*` + sudo + `(?P<cmd>[^\s|;&'"()]+)(?P<args>` + fedArgs + `))` +
+	`|(?:(?:^|[\s;&('"])` + sudo + `(?P<cmd2>[^\s|;&'"()<]+)(?P<args2>` + fedArgs + `)<<<\s*(?P<arg2>` + fedWord + `))`)
+
+// The parts of stdinFeed: what is written (no shell operator unquoted),
+// sudo and its options, and the program's arguments (quoted words too).
+const (
+	fedWord = `\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"()\\]+`
+	sudo    = `(?:sudo\s+(?:(?:-[ugCDhprtU]\s+[^\s|;&'"]+|--?[A-Za-z-]+(?:=[^\s|;&'"]+)?)\s+)*)?`
+	fedArgs = `(?:[^|;&\n'"()<]|'[^']*'|"[^"]*")*`
+)
+
+// redisAuth is an AUTH [user] PW line written to redis-cli.
+var redisAuth = regexp.MustCompile(`(?i)((?:^|\\n|\n|;)\s*AUTH\s+(?:[^\s\\;]+\s+)?)([^\s\\;]+)`)
 
 // htpasswdStdin is htpasswd's -i: the password is read from stdin.
 var htpasswdStdin = regexp.MustCompile(`\s-[A-Za-z]*i[A-Za-z]*\s`)
@@ -1127,6 +1170,14 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 		inner := strings.TrimSuffix(strings.TrimPrefix(arg, quote), quote)
 		masked := inner
 		switch {
+		case program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli":
+			masked = redisAuth.ReplaceAllStringFunc(inner, func(line string) string {
+				sm := redisAuth.FindStringSubmatch(line)
+				if plain(sm[2]) {
+					return line
+				}
+				return sm[1] + name(sm[2])
+			})
 		case program == "chpasswd":
 			masked = userPassword.ReplaceAllStringFunc(inner, func(pair string) string {
 				sm := userPassword.FindStringSubmatch(pair)
@@ -1153,10 +1204,9 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 }
 
 // scrubFlags masks the credentials given as flags in one command, whose
-// database client (or "") is program; whole is the statement it is part
-// of (a rule's where is judged on it: SQL spans lines), all the whole
-// text (for a rule whose where is past a pipe).
-func (c *converter) scrubFlags(sv *service, key, v, program, whole, all string) string {
+// database client (or "") is program; whole is the text it is part of (a
+// rule's where is judged on it: SQL spans lines).
+func (c *converter) scrubFlags(sv *service, key, v, program, whole string) string {
 	return flagCredential.ReplaceAllStringFunc(v, func(s string) string {
 		m := flagCredential.FindStringSubmatchIndex(s)
 		for i, r := range flagRules {
@@ -1170,16 +1220,11 @@ func (c *converter) scrubFlags(sv *service, key, v, program, whole, all string) 
 			if q, ok := strings.CutPrefix(val, `\"`); ok {
 				unq = strings.TrimSuffix(q, `\"`) // quoted inside a quoted sh -c "..."
 			}
-			if judged := whole; r.where != nil {
-				if r.whereAll {
-					judged = all
-				}
-				if !r.where.MatchString(judged) {
-					return s
-				}
+			if r.where != nil && !r.where.MatchString(whole) {
+				return s
 			}
 			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
-				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
+				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || namesWhere(unq) || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
 				return s
 			}
 			return pre + "${env." + c.secretName(unq, world.EnvStem(sv.name)+"_PASSWORD") + "}" + s[m[vi+1]:]
@@ -1192,6 +1237,9 @@ func (c *converter) scrubFlags(sv *service, key, v, program, whole, all string) 
 // in exec form (["redis-cli", "-a", "pw"], ["curl", "-u", "admin:pw"]):
 // text scrubbed each argument alone, where the flag's value is not seen.
 func (c *converter) scrubArgs(sv *service, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
 	program := clientIn(" " + filepath.Base(args[0]) + " ")
 	for i := 0; i+1 < len(args); i++ {
 		pair := args[i] + " " + args[i+1]
@@ -1201,17 +1249,23 @@ func (c *converter) scrubArgs(sv *service, args []string) []string {
 	}
 	// A password further from what says it is one (htpasswd -b FILE USER
 	// PW, redis-cli AUTH USER PW): the whole line, when every argument is
-	// one word of it.
+	// one word of it, taken only where each word is the argument it was or
+	// a credential kept out in its place.
 	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"") {
+		if a == "" || strings.ContainsFunc(a, unicode.IsSpace) || strings.ContainsAny(a, "'\"") {
 			return args
 		}
 	}
-	line := strings.Join(args, " ")
-	if out := strings.Fields(c.scrubIn(sv, "", line, program, true)); len(out) == len(args) {
-		return out
+	out := strings.Split(c.scrubIn(sv, "", strings.Join(args, " "), program, true), " ")
+	if len(out) != len(args) {
+		return args
 	}
-	return args
+	for i := range out {
+		if out[i] != args[i] && !(strings.HasPrefix(out[i], "${env.") && strings.HasSuffix(out[i], "}")) {
+			return args
+		}
+	}
+	return out
 }
 
 var localURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::(\d+))?(/[^\s'"]*)?`)
