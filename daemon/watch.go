@@ -578,7 +578,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		}
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(pending), 0o700); err == nil {
+	if _, err := world.MakeStateDir(wt.AdminDir, wt.Path); err == nil {
 		_ = os.WriteFile(pending, nil, 0o600)
 	}
 	// And the environment it starts with (the shell's that ran `git

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -476,5 +477,55 @@ func TestAutoDropsThePendingMarkOfAnUpItDoesNotDo(t *testing.T) {
 	d.auto(context.Background(), r, wt, nil)
 	if _, err := os.Stat(mark); !os.IsNotExist(err) {
 		t.Errorf("the pending mark of an up auto=off does not do is still there (%v)", err)
+	}
+}
+
+// Attack: the up the hook started for a worktree git was removing made its
+// pending mark, and with it the admin folder git had just deleted (git
+// then failed, "Directory not empty", or kept the folder as a stray).
+func TestAutoMakesNothingInARemovedWorktreesAdminFolder(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.api]\ncmd = \"sleep 30\"\n"})
+	home := world.Home{Dir: t.TempDir()}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	src, _ := os.ReadFile(filepath.Join(repo, "binky.toml"))
+	if err := home.Trust(src, filepath.Join(repo, "binky.toml")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.AddWorktree(t, repo, filepath.Join(t.TempDir(), "gone"), "gone")
+	r, _, err := gitx.Discover(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wt *gitx.Worktree
+	wts, _ := r.Worktrees()
+	for i := range wts {
+		if wts[i].Name == "gone" {
+			wt = &wts[i]
+		}
+	}
+	if wt == nil {
+		t.Fatal("no worktree gone")
+	}
+	// The admin folder deleted after auto read the config (here, before:
+	// the files stay so that it reads it) ...
+	admin := wt.AdminDir
+	saved := filepath.Join(t.TempDir(), "admin")
+	if err := os.Rename(admin, saved); err != nil {
+		t.Fatal(err)
+	}
+	d.auto(context.Background(), r, wt, nil)
+	if _, err := os.Stat(admin); !os.IsNotExist(err) {
+		t.Errorf("the removed worktree's admin folder is back (%v)", err)
+	}
+	// ... and git's remove caught between the worktree's files and its
+	// admin folder.
+	if err := os.Rename(saved, admin); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(wt.Path)
+	d.auto(context.Background(), r, wt, nil)
+	if entries, _ := os.ReadDir(admin); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "binky" }) {
+		t.Errorf("auto made %s in a worktree whose files are gone", filepath.Join(admin, "binky"))
 	}
 }

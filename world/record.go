@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -216,8 +218,7 @@ func (h Home) SaveRecord(r *Record) error {
 	// admin folder next, and a file made in it meanwhile left git unable
 	// to ("Directory not empty").
 	if _, err := os.Stat(r.AdminDir); err == nil && worktreeThere(r.Path) && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
-		dir := StateDir(r.AdminDir)
-		if err := os.MkdirAll(dir, 0o700); err == nil {
+		if dir, err := MakeStateDir(r.AdminDir, r.Path); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
 		}
 	}
@@ -330,6 +331,27 @@ func (h Home) Records() ([]*Record, error) {
 // StateDir is the per-worktree binky folder inside a worktree's admin dir:
 // <common>/worktrees/<name>/binky, or <common>/binky for the main worktree.
 func StateDir(adminDir string) string { return filepath.Join(adminDir, "binky") }
+
+// ErrWorktreeGone is MakeStateDir's error for a worktree whose files git
+// has deleted.
+var ErrWorktreeGone = errors.New("the worktree's folder is gone")
+
+// MakeStateDir makes the worktree's state folder (<admin>/binky) and
+// returns it, for a worktree whose folder (worktree) still exists, and
+// never the admin folder itself. git deletes a removed worktree's files,
+// then its admin folder: anything binky made there in between left git
+// unable to delete it ("Directory not empty"), and a folder made after it
+// was a stray git kept.
+func MakeStateDir(adminDir, worktree string) (string, error) {
+	if !worktreeThere(worktree) {
+		return "", fmt.Errorf("%s: %w", worktree, ErrWorktreeGone)
+	}
+	dir := StateDir(adminDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return dir, nil
+}
 
 // LogDir is where a world's service logs are written.
 func LogDir(adminDir string) string { return filepath.Join(StateDir(adminDir), "logs") }

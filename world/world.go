@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -753,13 +752,11 @@ func (w *World) LogPaths(service string) (map[string]string, error) {
 // the claim goes on unlocked, as before: nil, nil. A ctx that ends while
 // it waits is an error.
 func lockOwner(ctx context.Context, adminDir, worktree string) (func(), error) {
-	if adminDir == "" || !worktreeThere(worktree) {
+	if adminDir == "" {
 		return nil, nil
 	}
-	// Its binky folder only: a removed worktree's admin folder is not made
-	// again (git would keep it as a stray).
-	dir := StateDir(adminDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	dir, err := MakeStateDir(adminDir, worktree)
+	if err != nil {
 		return nil, nil
 	}
 	unlock, err := Lock(ctx, filepath.Join(dir, "owner.lock"))
