@@ -864,6 +864,53 @@ func TestTheCredentialRulesHoldUnderAttack(t *testing.T) {
 	}
 }
 
+// A second attack: an exec form's password with a shell character in it,
+// a quoted option value before AUTH, unquoted echo and printf formats fed
+// to a program, sudo's long options, an openssl pass: of two words and a
+// single-quoted literal starting with $ let passwords through; a
+// redis-cli host named auth was rewritten.
+func TestTheCredentialRulesHoldASecondAttack(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `services:
+  a:
+    build: .
+    healthcheck:
+      test: ["CMD", "htpasswd", "-b", "/etc/h", "admin", "Pa(ss)w0rd!"]
+  b:
+    build: .
+    command: ["redis-cli", "-h", "cache", "AUTH", "s3cr3t;pw"]
+  c:
+    build: .
+    command: ["redis-cli", "-h", "auth", "ping"]
+    healthcheck:
+      test: ["CMD", "redis-cli", "--scan", "--pattern", "auth", "--count", "100"]
+  d:
+    build: .
+    command: sh -c "redis-cli -h auth -p 6379 ping && redis-cli -h \"cache\" AUTH zzLeakA1 && echo AUTH zzLeakB1 | redis-cli -h cache && printf 'AUTH %s\n' zzLeakB2 | redis-cli -h cache && printf 'root:%s' zzLeakB3 | chpasswd"
+  e:
+    build: .
+    command: sh -c "echo 'app:zzLeakC1' | sudo --user root chpasswd && echo 'app:zzLeakC2' | sudo -iu root chpasswd && openssl enc -pass \"pass:zzLeakD1 zzLeakD2\" -in a && echo 'root:$$zzLeakF1' | chpasswd"
+  f:
+    build: .
+    command: ["htpasswd", "-b", "/f", "admin", "$$zzX12"]
+`})
+	keptOut(t, res.TOML, "Pa(ss)w0rd!", "s3cr3t;pw", "zzLeakA1", "zzLeakB1", "zzLeakB2", "zzLeakB3", "zzLeakC1", "zzLeakC2", "zzLeakD1", "zzLeakD2", "zzLeakF1", "zzX12")
+	if cmd := cfg.Services["c"].Cmd; cmd != "redis-cli -h auth ping" {
+		t.Errorf("c's cmd changed: %s", cmd)
+	}
+	if h := cfg.Services["c"].Health; h == nil || h.Cmd != "redis-cli --scan --pattern auth --count 100" {
+		t.Errorf("c's health check changed: %+v", h)
+	}
+	if cmd := cfg.Services["d"].Cmd; !strings.Contains(cmd, "redis-cli -h auth -p 6379 ping") {
+		t.Errorf("d's cmd changed: %s", cmd)
+	}
+	// A credential is listed only where the file reads it.
+	for _, n := range res.Secrets {
+		if !strings.Contains(res.TOML, "${env."+n+"}") {
+			t.Errorf("%s is listed among the credentials, but nothing reads it", n)
+		}
+	}
+}
+
 // Review: the assignment rule took a lone backslash, a backtick or a
 // format for a password and broke the command; SQL's PASSWORD matched any
 // text saying "password 'now'", and kept a password's second word.

@@ -911,7 +911,9 @@ var flagRules = []struct {
 	// openssl's -passout pass:x, -passin pass:x (env:, file: and fd: name
 	// where the password is, and stay); before the next rule, which would
 	// take pass:x whole
-	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+['"]?pass:)(?P<val>[^\s'"]+)`, true, nil, nil, nil},
+	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+'pass:)(?P<val>[^']+)`, true, nil, nil, nil},
+	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+\\?"pass:)(?P<val>[^"\\]+)`, true, nil, nil, nil},
+	{`(?P<pre>(?:^|\s)-(?:passin|passout|pass|password|passphrase)\s+pass:)(?P<val>[^\s'"]+)`, true, nil, nil, nil},
 	// --password=x, --requirepass x, --api-key x, --auth=x
 	{`(?P<pre>(?:^|\s)(?i:--?(?:[a-z]+[-_])*(?:pass|password|passwd|pwd|secret|token|api-?key|requirepass|auth))(?:=|\s+))(?P<val>'[^']*'|"[^"]*"|[^\s'"]+)`, true, nil, nil, nil},
 	// keytool's -storepass x, -keypass x, -srcstorepass x, -destkeypass x
@@ -959,7 +961,9 @@ var flagRules = []struct {
 	}, nil, nil},
 	// Redis's AUTH [user] PW as the command redis-cli runs (after its
 	// options): the last word is the password (fed on stdin: scrubStdin)
-	{`(?P<pre>(?:^|[\s/'"])(?:redis|valkey|keydb)-cli(?:\s+--?[A-Za-z-]+(?:\s+[^\s'"-][^\s'"]*)?)*\s+(?i:AUTH)\s+(?:` + shellWord + `\s+)?)(?P<val>` + shellWord + `)`, false, nil, nil, nil},
+	{`(?P<pre>(?:^|[\s/'"])(?:redis|valkey|keydb)-cli(?:\s+(?:` + redisValueOption + `\s+` + shellWord + `|--?[A-Za-z][A-Za-z0-9-]*))*\s+(?i:AUTH)\s+(?:` + shellWord + `\s+)?)(?P<val>` + shellWord + `)`, false, func(pre, _ string) bool {
+		return authIsTheCommand(pre)
+	}, nil, nil},
 	// SQL in a command that makes or changes a user: CREATE USER app WITH
 	// PASSWORD 'x', ALTER USER root IDENTIFIED BY 'x', SET PASSWORD FOR
 	// root = 'x' (the quotes stay: the SQL needs them)
@@ -978,7 +982,35 @@ var flagRules = []struct {
 
 // shellWord is one word of a command line, quoted or not, that is no
 // operator of the shell's (a redirection, a pipe, a subshell's end).
-const shellWord = `(?:'[^']*'|"[^"]*"|[^\s'"<>|;&()\\]+)`
+const shellWord = `(?:'[^']*'|\\?"[^"\\]*\\?"|[^\s'"<>|;&()\\]+)`
+
+// redisValueOption is an option of redis-cli's that takes a value: what
+// follows it is that value (-h auth is a host), never its command.
+const redisValueOption = `(?:-[hpsauridnDt]|--(?:user|pass|cacert|cacertdir|cert|key|tls-ciphers|tls-ciphersuites|sni|pattern|quoted-pattern|count|rdb|functions-rdb|pipe-timeout|memkeys-samples|eval|lru-test|cluster-[a-z-]+))`
+
+// redisValueOptionRE is redisValueOption alone.
+var redisValueOptionRE = regexp.MustCompile(`^` + redisValueOption + `$`)
+
+// authIsTheCommand reports whether the AUTH that pre ends with (redis-cli,
+// its options, AUTH and maybe a user) is the command redis-cli runs: every
+// word before it an option or an option's value (-h auth is a host).
+func authIsTheCommand(pre string) bool {
+	f := strings.Fields(pre)
+	i := slices.IndexFunc(f, func(w string) bool { return strings.HasSuffix(strings.Trim(w, `'"`), "-cli") })
+	if i < 0 {
+		return false
+	}
+	for i++; i < len(f); i++ {
+		switch {
+		case redisValueOptionRE.MatchString(f[i]):
+			i++
+		case strings.HasPrefix(f[i], "-"):
+		default:
+			return strings.EqualFold(f[i], "AUTH") && len(f)-i-1 <= 1
+		}
+	}
+	return false
+}
 
 // batchFlags reports whether an htpasswd-style command's options (in pre)
 // ask for batch mode (-b: the password is an argument), and print mode
@@ -1115,19 +1147,56 @@ func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) str
 // input: echo 'root:pw' | chpasswd, echo pw | docker login
 // --password-stdin, chpasswd <<< 'root:pw'. arg is what is written, cmd
 // and args the program it goes to.
-var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?:'%s(?:\\n)?'|"%s(?:\\n)?"))?)\s+(?P<arg>` + fedWord + `)\s*\|\s*` + sudo + `(?P<cmd>[^\s|;&'"()]+)(?P<args>` + fedArgs + `))` +
+var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?P<fmt>'[^']*%s[^']*'|"[^"]*%s[^"]*"))?)\s+(?P<arg>(?:` + fedWord + `)(?:[ \t]+(?:` + fedWord + `))*)\s*\|\s*` + sudo + `(?P<cmd>[^\s|;&'"()]+)(?P<args>` + fedArgs + `))` +
 	`|(?:(?:^|[\s;&('"])` + sudo + `(?P<cmd2>[^\s|;&'"()<]+)(?P<args2>` + fedArgs + `)<<<\s*(?P<arg2>` + fedWord + `))`)
 
 // The parts of stdinFeed: what is written (no shell operator unquoted),
 // sudo and its options, and the program's arguments (quoted words too).
 const (
 	fedWord = `\\"[^"\\]*\\"|'[^']*'|"[^"]*"|[^\s|;&'"()\\]+`
-	sudo    = `(?:sudo\s+(?:(?:-[ugCDhprtU]\s+[^\s|;&'"]+|--?[A-Za-z-]+(?:=[^\s|;&'"]+)?)\s+)*)?`
+	sudo    = `(?:sudo\s+(?:(?:-[A-Za-z]*[ugCDhprtU]\s+[^\s|;&'"]+|--(?:user|group|close-from|chdir|host|prompt|role|type|other-user|chroot)(?:=|\s+)[^\s|;&'"]+|--?[A-Za-z-]+(?:=[^\s|;&'"]+)?)\s+)*)?`
 	fedArgs = `(?:[^|;&\n'"()<]|'[^']*'|"[^"]*")*`
 )
 
 // redisAuth is an AUTH [user] PW line written to redis-cli.
 var redisAuth = regexp.MustCompile(`(?i)((?:^|\\n|\n|;)\s*AUTH\s+(?:[^\s\\;]+\s+)?)([^\s\\;]+)`)
+
+// maskFed is what a command writes to program (run with args), its
+// credentials named: Redis's AUTH lines, chpasswd's user:password lines,
+// or a password alone.
+func maskFed(program, args, fed string, plain func(string) bool, name func(string) string) string {
+	switch {
+	case program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli":
+		return redisAuth.ReplaceAllStringFunc(fed, func(line string) string {
+			sm := redisAuth.FindStringSubmatch(line)
+			if plain(sm[2]) {
+				return line
+			}
+			return sm[1] + name(sm[2])
+		})
+	case program == "chpasswd":
+		return userPassword.ReplaceAllStringFunc(fed, func(pair string) string {
+			sm := userPassword.FindStringSubmatch(pair)
+			if plain(sm[3]) {
+				return pair
+			}
+			return sm[1] + sm[2] + ":" + name(sm[3])
+		})
+	case stdinPassword(program, args) && !plain(fed):
+		return name(fed)
+	}
+	return fed
+}
+
+// stdinPassword reports whether program, run with args, reads a password
+// alone on its standard input.
+func stdinPassword(program, args string) bool {
+	return strings.Contains(args, " --password-stdin ") || program == "passwd" && strings.Contains(args, " --stdin ") ||
+		program == "htpasswd" && htpasswdStdin.MatchString(args)
+}
+
+// printfAuth is a printf format that writes Redis's AUTH [user] %s.
+var printfAuth = regexp.MustCompile(`(?i)(?:^|\\n|;)\s*AUTH\s+(?:\S+\s+)?%s`)
 
 // htpasswdStdin is htpasswd's -i: the password is read from stdin.
 var htpasswdStdin = regexp.MustCompile(`\s-[A-Za-z]*i[A-Za-z]*\s`)
@@ -1140,9 +1209,6 @@ var userPassword = regexp.MustCompile(`(^|\\n|\n|\s)([^:\s\\]+):([^\s\\'"]+)`)
 func (c *converter) scrubStdin(sv *service, v string) string {
 	name := func(lit string) string {
 		return "${env." + c.secretName(lit, world.EnvStem(sv.name)+"_PASSWORD") + "}"
-	}
-	plain := func(lit string) bool {
-		return lit == "" || strings.HasPrefix(lit, "$") || strings.ContainsAny(lit, "`") || strings.TrimSpace(stripTokens(lit)) == ""
 	}
 	var out strings.Builder
 	last := 0
@@ -1160,37 +1226,32 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 			gs, ge = group("args2")
 		}
 		arg, program, args := v[as:ae], filepath.Base(v[cs:ce]), " "+v[gs:ge]+" "
+		// One quoted word is read inside its quotes; several words as
+		// they are.
 		quote := ""
-		switch {
-		case strings.HasPrefix(arg, `\"`):
-			quote = `\"`
-		case strings.HasPrefix(arg, "'"), strings.HasPrefix(arg, `"`):
-			quote = arg[:1]
+		for _, q := range []string{`\"`, "'", `"`} {
+			if in, ok := strings.CutPrefix(arg, q); ok && strings.HasSuffix(in, q) && len(in) >= len(q) && !strings.ContainsAny(in[:len(in)-len(q)], `'"`) {
+				quote = q
+				break
+			}
 		}
 		inner := strings.TrimSuffix(strings.TrimPrefix(arg, quote), quote)
+		// $ and backticks are the shell's, except inside single quotes.
+		plain := func(lit string) bool {
+			return lit == "" || quote != "'" && (strings.HasPrefix(lit, "$") || strings.ContainsAny(lit, "`")) || strings.TrimSpace(stripTokens(lit)) == ""
+		}
 		masked := inner
-		switch {
-		case program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli":
-			masked = redisAuth.ReplaceAllStringFunc(inner, func(line string) string {
-				sm := redisAuth.FindStringSubmatch(line)
-				if plain(sm[2]) {
-					return line
-				}
-				return sm[1] + name(sm[2])
-			})
-		case program == "chpasswd":
-			masked = userPassword.ReplaceAllStringFunc(inner, func(pair string) string {
-				sm := userPassword.FindStringSubmatch(pair)
-				if plain(sm[3]) {
-					return pair
-				}
-				return sm[1] + sm[2] + ":" + name(sm[3])
-			})
-		case strings.Contains(args, " --password-stdin "), program == "passwd" && strings.Contains(args, " --stdin "),
-			program == "htpasswd" && htpasswdStdin.MatchString(args):
-			if !plain(inner) {
+		if fs, fe := group("fmt"); fs >= 0 {
+			// printf FORMAT ARG: the line written is the format with the
+			// argument in it.
+			format := strings.Trim(v[fs:fe], `'"`)
+			redis := program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli"
+			if (redis && printfAuth.MatchString(format) || program == "chpasswd" && strings.Contains(format, ":%s") ||
+				stdinPassword(program, args) && (format == "%s" || format == `%s\n`)) && !plain(inner) {
 				masked = name(inner)
 			}
+		} else {
+			masked = maskFed(program, args, inner, plain, name)
 		}
 		if masked == inner {
 			continue
@@ -1223,7 +1284,8 @@ func (c *converter) scrubFlags(sv *service, key, v, program, whole string) strin
 			if r.where != nil && !r.where.MatchString(whole) {
 				return s
 			}
-			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") ||
+			// $ is the shell's, except inside single quotes.
+			if key != "" && !r.inVar || unq == "" || strings.TrimSpace(stripTokens(unq)) == "" || strings.HasPrefix(unq, "$") && !strings.HasPrefix(val, "'") ||
 				strings.HasPrefix(unq, "-") || plainWords[strings.ToLower(unq)] || namesWhere(unq) || r.ok != nil && !r.ok(pre, unq) || r.client != nil && !r.client(pre, program) && !passwordLike(unq) {
 				return s
 			}
@@ -1248,24 +1310,40 @@ func (c *converter) scrubArgs(sv *service, args []string) []string {
 		}
 	}
 	// A password further from what says it is one (htpasswd -b FILE USER
-	// PW, redis-cli AUTH USER PW): the whole line, when every argument is
-	// one word of it, taken only where each word is the argument it was or
-	// a credential kept out in its place.
-	for _, a := range args {
-		if a == "" || strings.ContainsFunc(a, unicode.IsSpace) || strings.ContainsAny(a, "'\"") {
+	// PW, redis-cli AUTH USER PW): the whole line, each argument one word
+	// of it (in single quotes where the shell would read it otherwise),
+	// taken only where each word is the argument it was or a credential
+	// kept out in its place; the names a line not taken gave are given back.
+	words := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case a == "" || strings.ContainsFunc(a, unicode.IsSpace) || strings.Contains(a, "'"):
 			return args
+		case strings.ContainsAny(a, "\"$`\\<>|;&()*?[]#~!{}"):
+			words[i] = "'" + a + "'"
+		default:
+			words[i] = a
 		}
 	}
-	out := strings.Split(c.scrubIn(sv, "", strings.Join(args, " "), program, true), " ")
-	if len(out) != len(args) {
-		return args
-	}
-	for i := range out {
-		if out[i] != args[i] && !(strings.HasPrefix(out[i], "${env.") && strings.HasSuffix(out[i], "}")) {
-			return args
+	saved := [3]any{maps.Clone(c.secrets), maps.Clone(c.refs), maps.Clone(c.secretVal)}
+	out := strings.Split(c.scrubIn(sv, "", strings.Join(words, " "), program, true), " ")
+	if len(out) == len(args) {
+		kept := true
+		for i := range out {
+			switch {
+			case out[i] == words[i]:
+				out[i] = args[i]
+			case strings.HasPrefix(out[i], "${env.") && strings.HasSuffix(out[i], "}"):
+			default:
+				kept = false
+			}
+		}
+		if kept {
+			return out
 		}
 	}
-	return out
+	c.secrets, c.refs, c.secretVal = saved[0].(map[string]bool), saved[1].(map[string]bool), saved[2].(map[string]string)
+	return args
 }
 
 var localURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::(\d+))?(/[^\s'"]*)?`)
