@@ -892,8 +892,14 @@ func TestTheCredentialRulesHoldASecondAttack(t *testing.T) {
   f:
     build: .
     command: ["htpasswd", "-b", "/f", "admin", "$$zzX12"]
+  g:
+    build: .
+    command: sh -c "echo zzSudo1 | sudo -S apt-get update && echo hello | sudo tee /x && printf '%s\n' zzSudo2 | sudo -Su root true"
 `})
-	keptOut(t, res.TOML, "Pa(ss)w0rd!", "s3cr3t;pw", "zzLeakA1", "zzLeakB1", "zzLeakB2", "zzLeakB3", "zzLeakC1", "zzLeakC2", "zzLeakD1", "zzLeakD2", "zzLeakF1", "zzX12")
+	keptOut(t, res.TOML, "Pa(ss)w0rd!", "s3cr3t;pw", "zzLeakA1", "zzLeakB1", "zzLeakB2", "zzLeakB3", "zzLeakC1", "zzLeakC2", "zzLeakD1", "zzLeakD2", "zzLeakF1", "zzX12", "zzSudo1", "zzSudo2")
+	if cmd := cfg.Services["g"].Cmd; !strings.Contains(cmd, "echo hello | sudo tee /x") || !strings.Contains(cmd, "| sudo -S apt-get update") {
+		t.Errorf("g's cmd changed where it holds no password: %s", cmd)
+	}
 	if cmd := cfg.Services["c"].Cmd; cmd != "redis-cli -h auth ping" {
 		t.Errorf("c's cmd changed: %s", cmd)
 	}

@@ -1147,8 +1147,8 @@ func (c *converter) scrubIn(sv *service, key, v, program string, fixed bool) str
 // input: echo 'root:pw' | chpasswd, echo pw | docker login
 // --password-stdin, chpasswd <<< 'root:pw'. arg is what is written, cmd
 // and args the program it goes to.
-var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?P<fmt>'[^']*%s[^']*'|"[^"]*%s[^"]*"))?)\s+(?P<arg>(?:` + fedWord + `)(?:[ \t]+(?:` + fedWord + `))*)\s*\|\s*` + sudo + `(?P<cmd>[^\s|;&'"()]+)(?P<args>` + fedArgs + `))` +
-	`|(?:(?:^|[\s;&('"])` + sudo + `(?P<cmd2>[^\s|;&'"()<]+)(?P<args2>` + fedArgs + `)<<<\s*(?P<arg2>` + fedWord + `))`)
+var stdinFeed = regexp.MustCompile(`(?:(?:^|[\s;&('"])(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?P<fmt>'[^']*%s[^']*'|"[^"]*%s[^"]*"))?)\s+(?P<arg>(?:` + fedWord + `)(?:[ \t]+(?:` + fedWord + `))*)\s*\|\s*(?P<sudo>` + sudo + `)(?P<cmd>[^\s|;&'"()]+)(?P<args>` + fedArgs + `))` +
+	`|(?:(?:^|[\s;&('"])(?P<sudo2>` + sudo + `)(?P<cmd2>[^\s|;&'"()<]+)(?P<args2>` + fedArgs + `)<<<\s*(?P<arg2>` + fedWord + `))`)
 
 // The parts of stdinFeed: what is written (no shell operator unquoted),
 // sudo and its options, and the program's arguments (quoted words too).
@@ -1195,6 +1195,9 @@ func stdinPassword(program, args string) bool {
 		program == "htpasswd" && htpasswdStdin.MatchString(args)
 }
 
+// sudoStdin is sudo's -S (--stdin): its password is read from stdin.
+var sudoStdin = regexp.MustCompile(`\s(?:-[A-Za-z]*S[A-Za-z]*|--stdin)\s`)
+
 // printfAuth is a printf format that writes Redis's AUTH [user] %s.
 var printfAuth = regexp.MustCompile(`(?i)(?:^|\\n|;)\s*AUTH\s+(?:\S+\s+)?%s`)
 
@@ -1220,10 +1223,12 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 		as, ae := group("arg")
 		cs, ce := group("cmd")
 		gs, ge := group("args")
+		ss, se := group("sudo")
 		if as < 0 {
 			as, ae = group("arg2")
 			cs, ce = group("cmd2")
 			gs, ge = group("args2")
+			ss, se = group("sudo2")
 		}
 		arg, program, args := v[as:ae], filepath.Base(v[cs:ce]), " "+v[gs:ge]+" "
 		// One quoted word is read inside its quotes; several words as
@@ -1241,7 +1246,15 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 			return lit == "" || quote != "'" && (strings.HasPrefix(lit, "$") || strings.ContainsAny(lit, "`")) || strings.TrimSpace(stripTokens(lit)) == ""
 		}
 		masked := inner
-		if fs, fe := group("fmt"); fs >= 0 {
+		if fs, fe := group("fmt"); ss >= 0 && sudoStdin.MatchString(" "+v[ss:se]) {
+			// sudo -S: what is written is sudo's password, whatever runs.
+			if fs >= 0 && strings.Trim(v[fs:fe], `'"`) != "%s" && strings.Trim(v[fs:fe], `'"`) != `%s\n` {
+				continue
+			}
+			if !plain(inner) {
+				masked = name(inner)
+			}
+		} else if fs >= 0 {
 			// printf FORMAT ARG: the line written is the format with the
 			// argument in it.
 			format := strings.Trim(v[fs:fe], `'"`)
