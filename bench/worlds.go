@@ -170,11 +170,11 @@ clone_from = "golden"
 			if m, ok := clusterFootprint(binkyData); ok {
 				r.binkyMem = m
 			}
-			adminPSQL(cred, psql, home, "CHECKPOINT")
+			adminPSQL(psql, home, "CHECKPOINT")
 			time.Sleep(2 * time.Second)
 			r.binkyRAMCk, _ = clusterMemory(binkyData)
 			r.clone, r.cloneMig = cloneTimes(filepath.Join(home, "daemon.log"))
-			r.disk = worldDisk(cred, psql, home)
+			r.disk = worldDisk(psql, home)
 			// Stopped, not removed: removing the worlds deletes files (their
 			// worktrees, their databases), which would slow a side after it.
 			run(repo, gb, "daemon", "stop")
@@ -529,8 +529,8 @@ func cloneTimes(log string) (copied, withMigrate time.Duration) {
 }
 
 // worldDisk is the size of one world's database on the shared server.
-func worldDisk(cred *syscall.Credential, psql, home string) int64 {
-	out, err := adminPSQL(cred, psql, home, "SELECT pg_database_size('bench_w0')")
+func worldDisk(psql, home string) int64 {
+	out, err := adminPSQL(psql, home, "SELECT pg_database_size('bench_w0')")
 	if err != nil {
 		return 0
 	}
@@ -540,7 +540,7 @@ func worldDisk(cred *syscall.Credential, psql, home string) int64 {
 
 // adminPSQL runs sql as the admin of the home's shared server and returns
 // its unaligned output.
-func adminPSQL(cred *syscall.Credential, psql, home, sql string) (string, error) {
+func adminPSQL(psql, home, sql string) (string, error) {
 	pw, _ := os.ReadFile(filepath.Join(home, "servers", "postgres", "admin.password"))
 	port, _ := os.ReadFile(filepath.Join(home, "servers", "postgres", "port"))
 	cmd := exec.Command(psql, "-h", "127.0.0.1", "-p", strings.TrimSpace(string(port)), "-U", "binky", "-d", "postgres", "-At", "-c", sql)

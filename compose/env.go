@@ -1166,7 +1166,7 @@ var redisAuth = regexp.MustCompile(`(?i)((?:^|\\n|\n|;)\s*AUTH\s+(?:[^\s\\;]+\s+
 // or a password alone.
 func maskFed(program, args, fed string, plain func(string) bool, name func(string) string) string {
 	switch {
-	case program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli":
+	case redisClient(program):
 		return redisAuth.ReplaceAllStringFunc(fed, func(line string) string {
 			sm := redisAuth.FindStringSubmatch(line)
 			if plain(sm[2]) {
@@ -1187,6 +1187,15 @@ func maskFed(program, args, fed string, plain func(string) bool, name func(strin
 	}
 	return fed
 }
+
+// redisClient reports whether program is Redis's command line (or a fork's).
+func redisClient(program string) bool {
+	return program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli"
+}
+
+// aloneFormat reports whether a printf format writes its argument alone
+// on a line.
+func aloneFormat(format string) bool { return format == "%s" || format == `%s\n` }
 
 // stdinPassword reports whether program, run with args, reads a password
 // alone on its standard input.
@@ -1248,7 +1257,7 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 		masked := inner
 		if fs, fe := group("fmt"); ss >= 0 && sudoStdin.MatchString(" "+v[ss:se]) {
 			// sudo -S: what is written is sudo's password, whatever runs.
-			if fs >= 0 && strings.Trim(v[fs:fe], `'"`) != "%s" && strings.Trim(v[fs:fe], `'"`) != `%s\n` {
+			if fs >= 0 && !aloneFormat(strings.Trim(v[fs:fe], `'"`)) {
 				continue
 			}
 			if !plain(inner) {
@@ -1258,9 +1267,8 @@ func (c *converter) scrubStdin(sv *service, v string) string {
 			// printf FORMAT ARG: the line written is the format with the
 			// argument in it.
 			format := strings.Trim(v[fs:fe], `'"`)
-			redis := program == "redis-cli" || program == "valkey-cli" || program == "keydb-cli"
-			if (redis && printfAuth.MatchString(format) || program == "chpasswd" && strings.Contains(format, ":%s") ||
-				stdinPassword(program, args) && (format == "%s" || format == `%s\n`)) && !plain(inner) {
+			if (redisClient(program) && printfAuth.MatchString(format) || program == "chpasswd" && strings.Contains(format, ":%s") ||
+				stdinPassword(program, args) && aloneFormat(format)) && !plain(inner) {
 				masked = name(inner)
 			}
 		} else {
@@ -1338,7 +1346,7 @@ func (c *converter) scrubArgs(sv *service, args []string) []string {
 			words[i] = a
 		}
 	}
-	saved := [3]any{maps.Clone(c.secrets), maps.Clone(c.refs), maps.Clone(c.secretVal)}
+	secrets, refs, secretVal := maps.Clone(c.secrets), maps.Clone(c.refs), maps.Clone(c.secretVal)
 	out := strings.Split(c.scrubIn(sv, "", strings.Join(words, " "), program, true), " ")
 	if len(out) == len(args) {
 		kept := true
@@ -1355,7 +1363,7 @@ func (c *converter) scrubArgs(sv *service, args []string) []string {
 			return out
 		}
 	}
-	c.secrets, c.refs, c.secretVal = saved[0].(map[string]bool), saved[1].(map[string]bool), saved[2].(map[string]string)
+	c.secrets, c.refs, c.secretVal = secrets, refs, secretVal
 	return args
 }
 

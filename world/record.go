@@ -214,10 +214,8 @@ func (h Home) SaveRecord(r *Record) error {
 	// (A world's first save always writes it: with the folder's clock
 	// ahead of this one, as on a network file system, the world would
 	// otherwise never have a copy, and be taken for replaced.)
-	// Nor into one whose worktree's files git has deleted: it deletes the
-	// admin folder next, and a file made in it meanwhile left git unable
-	// to ("Directory not empty").
-	if _, err := os.Stat(r.AdminDir); err == nil && worktreeThere(r.Path) && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
+	// Nor into one whose worktree's files git has deleted (MakeStateDir).
+	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
 		if dir, err := MakeStateDir(r.AdminDir, r.Path); err == nil {
 			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
 		}
