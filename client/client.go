@@ -271,6 +271,7 @@ func (c *Client) start(ctx context.Context) error {
 	// Not the mark of a world's service we may be run from: stopping that
 	// service would stop the daemon with it.
 	cmd.Env = append(procgroup.WithMark(os.Environ(), ""), "BINKY_HOME="+c.Home.Dir)
+	procgroup.SealInheritedMarks()
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = detached()

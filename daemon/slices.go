@@ -533,7 +533,8 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	cmd := procgroup.Command(ctx, cmdline)
 	mark, unmark := d.markStep()
 	defer unmark()
-	cmd.Dir, cmd.Env = dir, procgroup.WithMark(env, mark)
+	cmd.Dir = dir
+	defer procgroup.Mark(cmd, env, mark)()
 	cmd.Stdout, cmd.Stderr = f, f
 	// A step outlived a killed daemon and wrote into the database the next
 	// daemon made again (or into a template): the kernel kills its shell
@@ -542,10 +543,18 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	procgroup.DieWithParent(cmd)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Run(); err != nil {
+	var since uint64
+	err = cmd.Start()
+	if err == nil {
+		if info, perr := procgroup.ReadProc(cmd.Process.Pid); perr == nil {
+			since = info.StartTick
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		// What it started in the background, or in a session of its own,
 		// goes with it: a failed or cut-off step writes nothing more.
-		procgroup.KillMarked(mark)
+		procgroup.KillMarked(mark, since)
 		// Only this run's output: what follows the last marker, not what
 		// an earlier run left above it; its credentials hidden, since what
 		// it printed can hold its own URL and the error reaches a terminal,

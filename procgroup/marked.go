@@ -1,6 +1,9 @@
 package procgroup
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -11,7 +14,18 @@ import (
 // Stopping a process group misses what left the group (a setsid, a
 // double-forked daemon), which then held the world's port past its down
 // and its remove; the mark, inherited by every descendant, does not.
+//
+// A process can lose its environment, though: `env -i` clears it, and a
+// program that writes its title (redis-server, nginx, postgres, perl's
+// $0) writes over the memory /proc/<pid>/environ shows. So on Linux a
+// marked command is also handed an open descriptor, an empty memfd named
+// for the mark (MarkFD), which children inherit whatever they do to their
+// environment or title, and which only closing it sheds.
 const MarkVar = "BINKY_MARK"
+
+// MarkFD is the descriptor a marked command finds its memfd on (Linux):
+// the first after stdin, stdout and stderr.
+const MarkFD = 3
 
 // WithMark is env with its mark set to mark: a mark inherited from the
 // caller (a `git binky up` run from inside another world's service) is
@@ -29,25 +43,105 @@ func WithMark(env []string, mark string) []string {
 	return append(out, MarkVar+"="+mark)
 }
 
+// Mark marks cmd as mark's: its environment is env with the mark (as
+// WithMark) and, on Linux, it is handed the mark's descriptor. The caller
+// runs the returned func once cmd has started (or failed to): it closes
+// this process's copy of the descriptor.
+func Mark(cmd *exec.Cmd, env []string, mark string) (started func()) {
+	cmd.Env = WithMark(env, mark)
+	if mark == "" {
+		return func() {}
+	}
+	return carryMark(cmd, mark)
+}
+
+// memfdName is the name of mark's descriptor, as /proc/<pid>/fd shows it
+// after "/memfd:": the mark itself when it is short and plain (so that
+// `ls -l /proc/<pid>/fd` tells whose a process is), else its hash.
+func memfdName(mark string) string {
+	plain := len(mark) <= 200
+	for _, r := range mark {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return memfdPrefix + mark
+	}
+	sum := sha256.Sum256([]byte(mark))
+	return memfdPrefix + "#" + hex.EncodeToString(sum[:16])
+}
+
+// memfdPrefix starts the name of every mark's descriptor.
+const memfdPrefix = "binky:"
+
+// marked is a process found carrying a mark, by pid and start time.
+type marked struct {
+	pid  int
+	tick uint64
+}
+
+// signalAll sends sig to each of procs still alive as itself, and reports
+// how many it reached.
+func signalAll(procs []marked, sig syscall.Signal) int {
+	n := 0
+	for _, p := range procs {
+		if Alive(p.pid, p.tick) && syscall.Kill(p.pid, sig) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // KillMarked sends SIGKILL to every process carrying mark and reports how
-// many there were.
-func KillMarked(mark string) int { return signalMarked(mark, syscall.SIGKILL) }
+// many there were. since is the start time (ProcInfo.StartTick) of the
+// first process the mark was given to, or 0 when unknown: what started
+// before it cannot hold the mark's descriptor, and is not searched for
+// it (each search reads every descriptor of a process).
+func KillMarked(mark string, since uint64) int {
+	if mark == "" {
+		return 0
+	}
+	return signalAll(findMarked(mark, since), syscall.SIGKILL)
+}
 
 // StopMarked stops the processes carrying mark as Stop stops a group:
 // SIGTERM, up to grace for them to go, then SIGKILL. It reports whether
-// none is left. With none there, it costs one look at the process table.
-func StopMarked(mark string, grace time.Duration) bool {
+// none is left. since is as for KillMarked. With none there, it costs one
+// look at the process table. While it waits it watches the processes it
+// signalled, and looks at the whole table again only once they are gone
+// (for any they started meanwhile).
+func StopMarked(mark string, since uint64, grace time.Duration) bool {
 	if mark == "" {
 		return true
 	}
-	if signalMarked(mark, SigCont) == 0 {
+	procs := findMarked(mark, since)
+	if len(procs) == 0 {
 		return true
 	}
-	gone := func() bool { return signalMarked(mark, 0) == 0 }
-	signalMarked(mark, syscall.SIGTERM)
-	if waitUntil(gone, grace) {
+	goneAfter := func(sig syscall.Signal) func() bool {
+		return func() bool {
+			for _, p := range procs {
+				if Alive(p.pid, p.tick) {
+					return false
+				}
+			}
+			if procs = findMarked(mark, since); len(procs) == 0 {
+				return true
+			}
+			signalAll(procs, SigCont)
+			signalAll(procs, sig)
+			return false
+		}
+	}
+	// A suspended process would never see SIGTERM: wake it first.
+	signalAll(procs, SigCont)
+	signalAll(procs, syscall.SIGTERM)
+	if waitUntil(goneAfter(syscall.SIGTERM), grace) {
 		return true
 	}
-	signalMarked(mark, syscall.SIGKILL)
-	return waitUntil(gone, time.Second)
+	procs = findMarked(mark, since)
+	signalAll(procs, syscall.SIGKILL)
+	return waitUntil(goneAfter(syscall.SIGKILL), time.Second)
 }

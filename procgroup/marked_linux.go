@@ -5,46 +5,121 @@ package procgroup
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strconv"
-	"syscall"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// signalMarked sends sig to every process whose environment holds
-// MarkVar=mark and reports how many it signalled. Only processes whose
-// environment we may read (our own user's) are seen, and never this one.
-// A child inherits its parent's environment whatever process group or
-// session it moves to, so this finds what a setsid took out of its group.
-func signalMarked(mark string, sig syscall.Signal) int {
-	if mark == "" {
-		return 0
-	}
+// findMarked lists every process carrying mark: in its environment
+// (MarkVar=mark), or, for one whose environment holds no mark at all (it
+// was cleared, or a title was written over it), by holding the mark's
+// descriptor, if it started at since or later. Only processes whose
+// environment we may read (our own user's) are seen, and never this one. A child inherits both whatever
+// process group or session it moves to, so this finds what a setsid took
+// out of its group.
+func findMarked(mark string, since uint64) []marked {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
 	want := []byte("\x00" + MarkVar + "=" + mark + "\x00")
+	anyMark := []byte("\x00" + MarkVar + "=")
+	link := "/memfd:" + memfdName(mark) + " (deleted)"
 	self := os.Getpid()
-	n := 0
+	var found []marked
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || len(env) == 0 {
+		if err != nil {
 			continue
 		}
 		// Framed by NULs, so that neither a longer mark nor another
 		// variable's value ending in this one matches.
-		if !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+		framed := append(append([]byte{0}, env...), 0)
+		// A process marked as another's is that one's: the daemon
+		// starts every service and step itself, never from another.
+		if !bytes.Contains(framed, want) && bytes.Contains(framed, anyMark) {
 			continue
 		}
-		if info, err := ReadProc(pid); err != nil || info.State == 'Z' || info.State == 'X' {
+		info, err := ReadProc(pid)
+		if err != nil || info.State == 'Z' || info.State == 'X' {
 			continue
 		}
-		if syscall.Kill(pid, sig) == nil {
-			n++
+		if bytes.Contains(framed, want) || info.StartTick >= since && holds(e.Name(), link) {
+			found = append(found, marked{pid: pid, tick: info.StartTick})
 		}
 	}
-	return n
+	return found
+}
+
+// holds reports whether process pid has a descriptor open on link (as
+// readlink shows it).
+func holds(pid, link string) bool {
+	dir := "/proc/" + pid + "/fd/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if l, err := os.Readlink(dir + n); err == nil && l == link {
+			return true
+		}
+	}
+	return false
+}
+
+// carryMark hands cmd the mark's descriptor as MarkFD. Where the kernel
+// makes no memfd (before Linux 3.17, or a sandbox refusing it) cmd goes
+// with its environment's mark alone.
+func carryMark(cmd *exec.Cmd, mark string) func() {
+	if len(cmd.ExtraFiles) != 0 {
+		return func() {} // MarkFD is taken: the mark's place is the first
+	}
+	fd, err := unix.MemfdCreate(memfdName(mark), unix.MFD_CLOEXEC)
+	if err != nil {
+		return func() {}
+	}
+	f := os.NewFile(uintptr(fd), "mark")
+	cmd.ExtraFiles = []*os.File{f}
+	return func() { f.Close() }
+}
+
+// DropInheritedMarks closes every mark's descriptor this process was
+// started with. The daemon calls it first: one started from inside a
+// world's service (a `git binky up` run by an agent there) would
+// otherwise hand that service's mark to every service it starts, and
+// stopping that service would stop them all.
+func DropInheritedMarks() { inheritedMarks(func(fd int) { unix.Close(fd) }) }
+
+// SealInheritedMarks has every mark's descriptor this process was started
+// with closed in the programs it runs from now on (close-on-exec), this
+// process keeping its own: the client calls it before it starts a daemon.
+func SealInheritedMarks() { inheritedMarks(func(fd int) { unix.CloseOnExec(fd) }) }
+
+// inheritedMarks calls do with each of this process's descriptors that is
+// a mark's.
+func inheritedMarks(do func(fd int)) {
+	dir := "/proc/self/fd/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if l, err := os.Readlink(dir + n); err == nil && strings.HasPrefix(l, "/memfd:"+memfdPrefix) {
+			do(fd)
+		}
+	}
 }

@@ -2,8 +2,17 @@
 
 package procgroup
 
-import "syscall"
+import "os/exec"
 
-// signalMarked finds nothing here: only Linux shows another process's
-// environment (/proc/<pid>/environ).
-func signalMarked(string, syscall.Signal) int { return 0 }
+// findMarked finds nothing here: only Linux shows another process's
+// environment (/proc/<pid>/environ) and descriptors.
+func findMarked(string, uint64) []marked { return nil }
+
+// carryMark hands cmd no descriptor here: nothing could find it.
+func carryMark(*exec.Cmd, string) func() { return func() {} }
+
+// DropInheritedMarks has nothing to drop here.
+func DropInheritedMarks() {}
+
+// SealInheritedMarks has nothing to seal here.
+func SealInheritedMarks() {}

@@ -53,11 +53,9 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		return true, "connect " + h.TCP + ": ok"
 	case h.Cmd != "":
 		cmd := procgroup.Command(ctx, h.Cmd)
-		cmd.Dir, cmd.Env = s.Dir, s.Env
-		if s.Mark != "" {
-			// What a probe leaves running (setsid ... &) goes with the service.
-			cmd.Env = procgroup.WithMark(s.Env, s.Mark)
-		}
+		cmd.Dir = s.Dir
+		// What a probe leaves running (setsid ... &) goes with the service.
+		defer procgroup.Mark(cmd, s.Env, s.Mark)()
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		// A child the probe left holding its output (setsid sleep 120 &)

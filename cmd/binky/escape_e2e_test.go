@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,6 +58,42 @@ env = { SERVICE = "api" }
 	}
 	f.mustBinky(f.repo, "remove", "--force", "feat")
 	f.eventually("the escaped child stopped by remove", func() bool { return !pidAlive(pids[2]) })
+}
+
+// A child that also cleared its environment (env -i) or wrote its title
+// over it (perl's $0, as redis-server, nginx and postgres do) showed no
+// mark, and outlived down holding what it held: it carries the mark's
+// descriptor too.
+func TestAServicesChildWithNoEnvironmentOrANewTitleStopsWithIt(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed (PATH has none)")
+	}
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "setsid env -i sleep 300 </dev/null >/dev/null 2>&1 & echo $! >> ${env.GC_DIR}/escaped; setsid perl -e '$0 = q(worker); sleep 300' </dev/null >/dev/null 2>&1 & echo $! >> ${env.GC_DIR}/escaped; exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`)
+	f.mustBinky(f.repo, "up", "feat")
+	b, _ := os.ReadFile(filepath.Join(f.gcDir, "escaped"))
+	pids := strings.Fields(string(b))
+	if len(pids) != 2 {
+		t.Fatalf("escaped children %q: want two", pids)
+	}
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		f.eventually("the escaped child "+s+" shows no mark", func() bool {
+			env, err := os.ReadFile("/proc/" + s + "/environ")
+			return err == nil && !strings.Contains(string(env), "BINKY_MARK=")
+		})
+	}
+	f.mustBinky(f.repo, "down", "feat")
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		f.eventually("the escaped child "+s+" stopped by down", func() bool { return !pidAlive(pid) })
+	}
 }
 
 // The kernel ends only a step's shell with its daemon: what the shell had

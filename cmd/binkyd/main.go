@@ -23,6 +23,7 @@ import (
 	"github.com/git-binky/git-binky/compose"
 	"github.com/git-binky/git-binky/daemon"
 	"github.com/git-binky/git-binky/mcpserver"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/version"
 	"github.com/git-binky/git-binky/world"
@@ -48,6 +49,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	switch args[0] {
 	case "run":
+		// Not a mark of a world's service this daemon was started from
+		// (the client seals them; one started by hand does not): every
+		// service it starts would inherit it.
+		procgroup.DropInheritedMarks()
 		return runDaemon(ctx, home, stderr)
 	case "mcp":
 		return runMCP(ctx, home, stdin, stdout, stderr)
