@@ -82,18 +82,6 @@ type marked struct {
 	tick uint64
 }
 
-// signalAll sends sig to each of procs still alive as itself, and reports
-// how many it reached.
-func signalAll(procs []marked, sig syscall.Signal) int {
-	n := 0
-	for _, p := range procs {
-		if Alive(p.pid, p.tick) && syscall.Kill(p.pid, sig) == nil {
-			n++
-		}
-	}
-	return n
-}
-
 // KillMarked sends SIGKILL to every process carrying mark and reports how
 // many there were. since is the start time (ProcInfo.StartTick) of the
 // first process the mark was given to, or 0 when unknown: what started

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,6 +56,18 @@ func findMarked(mark string, since uint64) []marked {
 		}
 	}
 	return found
+}
+
+// signalAll sends sig to each of procs still alive as itself, and reports
+// how many it reached.
+func signalAll(procs []marked, sig syscall.Signal) int {
+	n := 0
+	for _, p := range procs {
+		if Alive(p.pid, p.tick) && syscall.Kill(p.pid, sig) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // holds reports whether process pid has a descriptor open on link (as

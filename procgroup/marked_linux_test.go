@@ -122,6 +122,9 @@ func TestStoppingAMarkLeavesOtherMarksAlone(t *testing.T) {
 func TestAMarksDescriptorIsLookedForOnlyInProcessesAsYoungAsTheMark(t *testing.T) {
 	mark := fmt.Sprintf("test.%d.young", os.Getpid())
 	pid, since := startMarked(t, mark, `setsid env -i sleep 300 </dev/null >/dev/null 2>&1 & echo $! > PIDFILE`)
+	if !waitUntil(func() bool { return !environHas(t, pid, mark) }, 5*time.Second) {
+		t.Fatal("env -i kept the mark in the environment: the test shows nothing")
+	}
 	info, err := ReadProc(pid)
 	if err != nil {
 		t.Fatal(err)

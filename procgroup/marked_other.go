@@ -2,7 +2,10 @@
 
 package procgroup
 
-import "os/exec"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // findMarked finds nothing here: only Linux shows another process's
 // environment (/proc/<pid>/environ) and descriptors.
@@ -16,3 +19,6 @@ func DropInheritedMarks() {}
 
 // SealInheritedMarks has nothing to seal here.
 func SealInheritedMarks() {}
+
+// signalAll has no process to signal here.
+func signalAll([]marked, syscall.Signal) int { return 0 }
