@@ -162,11 +162,8 @@ func unsetEnv(w *world.World, names []string, env []string) error {
 	}
 	var errs []error
 	for _, n := range check {
-		vars, err := w.ProcessEnv(&world.Record{}, env, n)
-		if err != nil {
-			continue // a missing env_file is reported where it is read
-		}
-		if err := w.Config.UnsetEnv(vars, []string{n}); err != nil {
+		// (A missing env_file is reported where it is read.)
+		if err := w.UnsetEnv(&world.Record{}, env, n); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -41,30 +41,37 @@ func (s *Service) EnvRefs() []string {
 	return out
 }
 
-// UnsetEnv returns an error naming every ${env.X} (without a default) the
-// given services read that env does not set: left literal, such a token
-// became an app's admin password. Services "" means every service.
-func (c *Config) UnsetEnv(env map[string]string, services []string) error {
-	if len(services) == 0 {
-		services = c.ServiceNames()
+// UnsetEnv returns an error naming every ${env.X} (without a default)
+// that service reads and that is not set when it is read, its process's
+// environment built from base (the caller's) as ProcessEnv builds it: left
+// literal, such a token became an app's admin password. A value of the
+// service's env table reads the environment before the table's own
+// values (and those before it), so `STRIPE_KEY = "${env.STRIPE_KEY}"`,
+// as init writes credentials, needs STRIPE_KEY from the caller or an env
+// file; the service's other fields (cmd, health, migrate...) read its
+// whole environment, the table's values included. A missing env file is
+// not this function's to report: it returns nil.
+func (w *World) UnsetEnv(rec *Record, base []string, service string) error {
+	s := w.Config.Services[service]
+	if s == nil {
+		return nil
+	}
+	unset := map[string]bool{}
+	env, err := w.processEnv(w.Coordinates(rec), rec, base, service, unset)
+	if err != nil {
+		return nil
 	}
 	var missing []string
-	for _, n := range services {
-		s := c.Services[n]
-		if s == nil {
-			continue
-		}
-		for _, name := range s.EnvRefs() {
-			if _, ok := env[name]; !ok {
-				missing = append(missing, fmt.Sprintf("${env.%s} (service %s)", name, n))
-			}
+	for _, name := range s.EnvRefs() {
+		if _, ok := env[name]; !ok || unset[name] {
+			missing = append(missing, fmt.Sprintf("${env.%s} (service %s)", name, service))
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%s: %s not set in the environment of the command that started this world: export it and run 'git binky up' again, or write a default like ${env.NAME:-value}",
-		c.Path, strings.Join(missing, ", "))
+		w.Config.Path, strings.Join(missing, ", "))
 }
 
 // listenRE finds a service choosing its own listen address in its cmd;

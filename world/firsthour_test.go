@@ -46,12 +46,42 @@ env = { LOG = "${env.LOG_LEVEL:-info}", KEY = "${env.API_KEY}" }
 	if hasErrors(diags) {
 		t.Fatal(diags)
 	}
-	err := cfg.UnsetEnv(map[string]string{"API_KEY": "k"}, nil)
+	w := &World{Config: cfg, Worktree: &gitx.Worktree{Path: t.TempDir()}}
+	err := w.UnsetEnv(&Record{}, []string{"API_KEY=k"}, "app")
 	if err == nil || !strings.Contains(err.Error(), "${env.MF_ADMIN_PASSWORD} (service app)") || strings.Contains(err.Error(), "LOG_LEVEL") || strings.Contains(err.Error(), "API_KEY") {
 		t.Fatalf("UnsetEnv = %v, want it to name MF_ADMIN_PASSWORD only", err)
 	}
-	if err := cfg.UnsetEnv(map[string]string{"API_KEY": "k", "MF_ADMIN_PASSWORD": "x"}, nil); err != nil {
+	if err := w.UnsetEnv(&Record{}, []string{"API_KEY=k", "MF_ADMIN_PASSWORD=x"}, "app"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// init writes a credential as `NAME = "${env.NAME}"`: with NAME unset the
+// table's own NAME, holding the token as written, was taken for the
+// variable being set, and the app started with the text "${env.NAME}" as
+// its key. The table reads the environment it started from; the other
+// fields read the whole of it, the table's values included.
+func TestUnsetEnvIsNotSatisfiedByTheEnvTableItself(t *testing.T) {
+	cfg, diags := ParseConfig("binky.toml", []byte(`[services.api]
+cmd = "api --mode ${env.MODE} --key ${env.STRIPE_KEY}"
+url = "api"
+env = { STRIPE_KEY = "${env.STRIPE_KEY}", MODE = "dev", B = "${env.A}", A = "a" }
+`))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	w := &World{Config: cfg, Worktree: &gitx.Worktree{Path: t.TempDir()}}
+	err := w.UnsetEnv(&Record{}, nil, "api")
+	if err == nil || !strings.Contains(err.Error(), "${env.STRIPE_KEY} (service api)") {
+		t.Fatalf("UnsetEnv = %v, want it to name STRIPE_KEY", err)
+	}
+	// cmd reads MODE from the table; A, the table's too, sorts before B,
+	// which reads it there.
+	if strings.Contains(err.Error(), "MODE") || strings.Contains(err.Error(), "${env.A}") {
+		t.Fatalf("UnsetEnv = %v: it named a variable the table sets before it is read", err)
+	}
+	if err := w.UnsetEnv(&Record{}, []string{"STRIPE_KEY=sk"}, "api"); err != nil {
+		t.Fatalf("with STRIPE_KEY set: %v", err)
 	}
 }
 

@@ -666,6 +666,14 @@ func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[stri
 // out (coords is w.Coordinates(rec)), for callers that build the env of
 // every service at once: the coordinates are the same for all of them.
 func (w *World) ProcessEnvFor(coords Coordinates, rec *Record, base []string, service string) (map[string]string, error) {
+	return w.processEnv(coords, rec, base, service, nil)
+}
+
+// processEnv is ProcessEnvFor, adding to unset (when not nil) each
+// ${env.X} without a default that a value of the service's env table read
+// while X was not set: such a value keeps the token as written, and
+// `FOO = "${env.FOO}"` then sets FOO to the text "${env.FOO}".
+func (w *World) processEnv(coords Coordinates, rec *Record, base []string, service string, unset map[string]bool) (map[string]string, error) {
 	env := make(map[string]string, len(base)+32)
 	for _, kv := range base {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -709,6 +717,16 @@ func (w *World) ProcessEnvFor(coords Coordinates, rec *Record, base []string, se
 		env["PORT"] = strconv.Itoa(port)
 	}
 	lookup := w.Lookup(coords, service, env)
+	if unset != nil {
+		all := lookup
+		lookup = func(ref string) (string, bool) {
+			v, ok := all(ref)
+			if name, isEnv := strings.CutPrefix(ref, "env."); isEnv && !ok && name != "" && !strings.Contains(name, ":-") {
+				unset[name] = true
+			}
+			return v, ok
+		}
+	}
 	for _, k := range sortedKeys(s.Env) {
 		env[k] = Interpolate(s.Env[k], lookup)
 	}

@@ -134,16 +134,18 @@ func tableExists(t *testing.T, dbURL, table string) bool {
 }
 
 // ${env.MF_ADMIN_PASSWORD} stayed literal in a world the hook started,
-// and became the app's admin password.
+// and became the app's admin password. So did MF_STRIPE_KEY in the form
+// init writes (the variable named after itself), the table's own literal
+// taken for the variable being set.
 func TestTheHookHandsItsEnvironmentAndAnUnsetVariableFailsTheUp(t *testing.T) {
 	f := newFixture(t, `[services.app]
 cmd = "env > $GC_DIR/$BINKY_WORKTREE.env; exec testsvc"
 url = "app"
-env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}", LEVEL = "${env.MF_LOG_LEVEL:-info}" }
+env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}", LEVEL = "${env.MF_LOG_LEVEL:-info}", MF_STRIPE_KEY = "${env.MF_STRIPE_KEY}" }
 `)
 	_, stderr, err := f.binky(f.repo, "up", "nopw")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "nopw", "--force") })
-	if err == nil || !strings.Contains(stderr, "${env.MF_ADMIN_PASSWORD} (service app)") || strings.Contains(stderr, "MF_LOG_LEVEL") {
+	if err == nil || !strings.Contains(stderr, "${env.MF_ADMIN_PASSWORD} (service app)") || !strings.Contains(stderr, "${env.MF_STRIPE_KEY} (service app)") || strings.Contains(stderr, "MF_LOG_LEVEL") {
 		t.Fatalf("up with MF_ADMIN_PASSWORD unset: err %v, stderr:\n%s", err, stderr)
 	}
 	out, _, _ := f.binky(f.repo, "check")
@@ -154,13 +156,13 @@ env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}", LEVEL = "${env.MF_LOG_LEVEL
 	// The daemon runs (started above, without the variable); the shell
 	// that runs `git worktree add` has it.
 	f.mustBinky(f.repo, "install")
-	f.extraEnv = []string{"MF_ADMIN_PASSWORD=from-the-shell"}
+	f.extraEnv = []string{"MF_ADMIN_PASSWORD=from-the-shell", "MF_STRIPE_KEY=sk_from_the_shell"}
 	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
 	f.waitHealthy("feat")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "feat", "--force") })
 	env := readEnvDump(t, filepath.Join(f.gcDir, "feat.env"))
-	if env["ADMIN_PASSWORD"] != "from-the-shell" || env["LEVEL"] != "info" {
-		t.Errorf("hook-started world: ADMIN_PASSWORD=%q LEVEL=%q, want the shell's and the default", env["ADMIN_PASSWORD"], env["LEVEL"])
+	if env["ADMIN_PASSWORD"] != "from-the-shell" || env["LEVEL"] != "info" || env["MF_STRIPE_KEY"] != "sk_from_the_shell" {
+		t.Errorf("hook-started world: ADMIN_PASSWORD=%q LEVEL=%q MF_STRIPE_KEY=%q, want the shell's, the default and the shell's", env["ADMIN_PASSWORD"], env["LEVEL"], env["MF_STRIPE_KEY"])
 	}
 	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"} {
 		if v, set := env[k]; set {
