@@ -475,6 +475,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	failPoint(exitAtUpServices)
 	r.setGroup(g, names)
 	r.env = env
+	if err := d.home.SaveCallerEnv(w.ID, env); err != nil {
+		d.log.Warn("the world's environment was not kept: a daemon adopting its services would restart them with its own", "world", w.Name, "err", err)
+	}
 	admitted = true
 	d.setState(w.ID, world.StateRunning, "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
@@ -1086,6 +1089,9 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	r := d.run(rec.ID)
 	r.mu.Lock()
 	r.setGroup(g, names)
+	if env, ok := d.home.CallerEnv(rec.ID); ok {
+		r.env = env
+	}
 	r.mu.Unlock()
 	d.admission.Admit(rec.ID)
 	switch {
@@ -1192,7 +1198,7 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 			names = append(names, n)
 		}
 	}
-	specs, err = buildSpecs(w, rec, names, d.env)
+	specs, err = buildSpecs(w, rec, names, d.adoptedEnv(rec.ID))
 	if err != nil || len(specs) != len(alive) {
 		return bare(), untrusted
 	}
@@ -1202,6 +1208,16 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		specs[i].DependsOn = nil
 	}
 	return specs, untrusted
+}
+
+// adoptedEnv is the environment adopted services of world id restart
+// with: the one their up gave them (its caller's, kept in the home), or,
+// for a world an older binky started, this daemon's own.
+func (d *Daemon) adoptedEnv(id string) []string {
+	if env, ok := d.home.CallerEnv(id); ok {
+		return env
+	}
+	return d.env
 }
 
 func findByAdmin(repo *gitx.Repo, admin string) (*gitx.Worktree, error) {

@@ -56,6 +56,10 @@ func Record(dir, id string) string { return filepath.Join(Worlds(dir), id+".json
 // (envsnap); it goes with the record.
 func EnvSnapshot(dir, id string) string { return filepath.Join(Worlds(dir), id+".env") }
 
+// CallerEnv is the file of the environment the world id's last up was
+// given (its caller's); it goes with the record.
+func CallerEnv(dir, id string) string { return filepath.Join(Worlds(dir), id+".caller") }
+
 // WorldID is the stable identity of the world of a worktree, which names
 // its files: a digest of its repository's common dir and its admin dir,
 // which `git worktree move` keeps.

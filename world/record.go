@@ -19,6 +19,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/git-binky/git-binky/homedir"
+	"github.com/git-binky/git-binky/smallfile"
 )
 
 // RecordSchema is the version of the world record layout.
@@ -243,8 +244,37 @@ func (h Home) DeleteRecord(r *Record) error {
 		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
 	}
 	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
-	os.Remove(h.lockPath(r.ID))                 // last: a deleted lock file is a free one to the next Lock
+	os.Remove(homedir.CallerEnv(h.Dir, r.ID))
+	os.Remove(h.lockPath(r.ID)) // last: a deleted lock file is a free one to the next Lock
 	return nil
+}
+
+// SaveCallerEnv keeps env, the environment an up of world id started its
+// services with (its caller's), for a daemon that adopts them after this
+// one: their restarts must run as their first start did, not with the
+// environment of whichever command started that daemon. 0600, beside the
+// record; it can hold secrets the caller exported.
+func (h Home) SaveCallerEnv(id string, env []string) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	// Not synced: lost with the machine, the adopting daemon would find
+	// no service left to restart anyway.
+	return replaceFile(homedir.CallerEnv(h.Dir, id), b, 0o600, false)
+}
+
+// CallerEnv is the environment SaveCallerEnv kept for world id.
+func (h Home) CallerEnv(id string) ([]string, bool) {
+	b, err := smallfile.Read(homedir.CallerEnv(h.Dir, id), 4<<20)
+	if err != nil {
+		return nil, false
+	}
+	var env []string
+	if json.Unmarshal(b, &env) != nil {
+		return nil, false
+	}
+	return env, true
 }
 
 // SweepLocks deletes the lock files of worlds that have no record (a

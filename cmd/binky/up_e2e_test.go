@@ -251,6 +251,47 @@ func TestKilledServiceIsRestartedHealthy(t *testing.T) {
 	}
 }
 
+// A crash restart of a service a later daemon adopted ran with that
+// daemon's environment (whichever command started it), not the one its up
+// gave it: an ${env.X} of the up's shell became the text "${env.X}", or
+// the app lost its NODE_PATH. The up's environment is kept in the home.
+func TestAnAdoptedServiceRestartsWithItsUpsEnvironment(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "env > $GC_DIR/api.$$.env; exec testsvc"
+url = "api"
+env = { SERVICE = "api", API_KEY = "${env.MF_API_KEY}" }
+health = { http = "/healthz" }
+`)
+	f.extraEnv = []string{"MF_API_KEY=from-the-up", "MF_ONLY_IN_THE_UP=yes"}
+	f.mustBinky(f.repo, "up")
+	f.extraEnv = nil
+	before := service(f.world("acme"), "api")
+	f.killDaemon()
+	// A daemon started by a command without them adopts the service.
+	if after := service(f.world("acme"), "api"); after.PID != before.PID {
+		t.Fatalf("not adopted: %d, then %d", before.PID, after.PID)
+	}
+	if err := signalPID(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var restarted api.Service
+	f.eventually("api restarted and healthy", func() bool {
+		restarted = service(f.world("acme"), "api")
+		return restarted.State == "healthy" && restarted.PID != before.PID
+	})
+	env := readEnvDump(t, filepath.Join(f.gcDir, fmt.Sprintf("api.%d.env", restarted.PID)))
+	if env["API_KEY"] != "from-the-up" || env["MF_ONLY_IN_THE_UP"] != "yes" {
+		t.Errorf("the restarted service has API_KEY=%q MF_ONLY_IN_THE_UP=%q, want its up's", env["API_KEY"], env["MF_ONLY_IN_THE_UP"])
+	}
+	// It goes with the world.
+	f.mustBinky(f.repo, "remove", "--force", "acme")
+	if m, _ := filepath.Glob(filepath.Join(f.home, "worlds", "*.caller")); len(m) != 0 {
+		t.Errorf("the world's environment outlived it: %v", m)
+	}
+}
+
 func TestKilledDaemonIsReplacedAndAdoptsServices(t *testing.T) {
 	f := newFixture(t, twoServices)
 	f.mustBinky(f.repo, "up")
