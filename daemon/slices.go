@@ -534,7 +534,7 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	mark, unmark := d.markStep()
 	defer unmark()
 	cmd.Dir = dir
-	defer procgroup.Mark(cmd, env, mark)()
+	marked := procgroup.Mark(cmd, env, mark)
 	cmd.Stdout, cmd.Stderr = f, f
 	// A step outlived a killed daemon and wrote into the database the next
 	// daemon made again (or into a template): the kernel kills its shell
@@ -543,18 +543,15 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	procgroup.DieWithParent(cmd)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var since uint64
 	err = cmd.Start()
+	marked() // the daemon's copy of the mark goes at once
 	if err == nil {
-		if info, perr := procgroup.ReadProc(cmd.Process.Pid); perr == nil {
-			since = info.StartTick
-		}
 		err = cmd.Wait()
 	}
 	if err != nil {
 		// What it started in the background, or in a session of its own,
 		// goes with it: a failed or cut-off step writes nothing more.
-		procgroup.KillMarked(mark, since)
+		procgroup.KillMarked(mark)
 		// Only this run's output: what follows the last marker, not what
 		// an earlier run left above it; its credentials hidden, since what
 		// it printed can hold its own URL and the error reaches a terminal,

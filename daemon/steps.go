@@ -248,8 +248,7 @@ func (d *Daemon) reapSteps() {
 		if _, err := fmt.Sscan(string(b), &pid, &tick); err == nil && pid != os.Getpid() && procgroup.Alive(pid, tick) {
 			continue // a daemon still running it (the one this one replaces)
 		}
-		// Its steps started after it: what is older holds no step's mark.
-		if n := procgroup.KillMarked("step."+e.Name(), tick); n > 0 {
+		if n := procgroup.KillMarked("step." + e.Name()); n > 0 {
 			d.log.Warn("killed what a migrate or seed step left running when its daemon died", "processes", n)
 		}
 		os.Remove(path)

@@ -712,7 +712,7 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 		}
 		// What left the group (a setsid) outlives it: stopped by its mark
 		// (the group this daemon held stopped its own marked already).
-		if !held && !procgroup.StopMarked(serviceMark(rec, d.home, name), s.StartTick, 5*time.Second) {
+		if !held && !procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second) {
 			errs = append(errs, fmt.Errorf("service %s: a process it started outside its group survived SIGKILL", name))
 		}
 	}
@@ -1114,7 +1114,7 @@ func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
 			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
 		}
-		procgroup.StopMarked(serviceMark(rec, d.home, name), s.StartTick, 5*time.Second)
+		procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second)
 	}
 	reason := "the daemon stopped during up (killed or crashed), so the up did not finish: run 'git binky up' again"
 	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {

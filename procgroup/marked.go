@@ -19,13 +19,16 @@ import (
 // program that writes its title (redis-server, nginx, postgres, perl's
 // $0) writes over the memory /proc/<pid>/environ shows. So on Linux a
 // marked command is also handed an open descriptor, an empty memfd named
-// for the mark (MarkFD), which children inherit whatever they do to their
-// environment or title, and which only closing it sheds.
+// for the mark, as MarkFD, which children inherit whatever they do to
+// their environment or title, and which only closing it sheds.
 const MarkVar = "BINKY_MARK"
 
-// MarkFD is the descriptor a marked command finds its memfd on (Linux):
-// the first after stdin, stdout and stderr.
-const MarkFD = 3
+// MarkFD is the descriptor a marked command finds its mark's memfd on
+// (Linux). Only this one is looked at, one readlink a process, so a stop
+// costs little beside thousands of open descriptors; and it is out of the
+// way of the ones scripts take for themselves (3 to 9, `exec 3>&1`,
+// `flock 9`) and the ones shells move theirs to (10 and up, bash's 255).
+const MarkFD = 47
 
 // WithMark is env with its mark set to mark: a mark inherited from the
 // caller (a `git binky up` run from inside another world's service) is
@@ -45,8 +48,10 @@ func WithMark(env []string, mark string) []string {
 
 // Mark marks cmd as mark's: its environment is env with the mark (as
 // WithMark) and, on Linux, it is handed the mark's descriptor. The caller
-// runs the returned func once cmd has started (or failed to): it closes
-// this process's copy of the descriptor.
+// runs the returned func as soon as cmd has started (or failed to): it
+// closes this process's copy of the descriptor, which a child this
+// process forks meanwhile for something else holds until its exec. Once
+// is enough; again does nothing.
 func Mark(cmd *exec.Cmd, env []string, mark string) (started func()) {
 	cmd.Env = WithMark(env, mark)
 	if mark == "" {
@@ -83,28 +88,25 @@ type marked struct {
 }
 
 // KillMarked sends SIGKILL to every process carrying mark and reports how
-// many there were. since is the start time (ProcInfo.StartTick) of the
-// first process the mark was given to, or 0 when unknown: what started
-// before it cannot hold the mark's descriptor, and is not searched for
-// it (each search reads every descriptor of a process).
-func KillMarked(mark string, since uint64) int {
+// many there were.
+func KillMarked(mark string) int {
 	if mark == "" {
 		return 0
 	}
-	return signalAll(findMarked(mark, since), syscall.SIGKILL)
+	return signalAll(findMarked(mark), syscall.SIGKILL)
 }
 
 // StopMarked stops the processes carrying mark as Stop stops a group:
 // SIGTERM, up to grace for them to go, then SIGKILL. It reports whether
-// none is left. since is as for KillMarked. With none there, it costs one
-// look at the process table. While it waits it watches the processes it
-// signalled, and looks at the whole table again only once they are gone
-// (for any they started meanwhile).
-func StopMarked(mark string, since uint64, grace time.Duration) bool {
+// none is left. With none there, it costs one look at the process table.
+// While it waits it watches the processes it signalled, and looks at the
+// whole table again only once they are gone (for any they started
+// meanwhile).
+func StopMarked(mark string, grace time.Duration) bool {
 	if mark == "" {
 		return true
 	}
-	procs := findMarked(mark, since)
+	procs := findMarked(mark)
 	if len(procs) == 0 {
 		return true
 	}
@@ -115,7 +117,7 @@ func StopMarked(mark string, since uint64, grace time.Duration) bool {
 					return false
 				}
 			}
-			if procs = findMarked(mark, since); len(procs) == 0 {
+			if procs = findMarked(mark); len(procs) == 0 {
 				return true
 			}
 			signalAll(procs, SigCont)
@@ -129,7 +131,7 @@ func StopMarked(mark string, since uint64, grace time.Duration) bool {
 	if waitUntil(goneAfter(syscall.SIGTERM), grace) {
 		return true
 	}
-	procs = findMarked(mark, since)
+	procs = findMarked(mark)
 	signalAll(procs, syscall.SIGKILL)
 	return waitUntil(goneAfter(syscall.SIGKILL), time.Second)
 }

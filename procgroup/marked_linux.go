@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,12 +16,15 @@ import (
 
 // findMarked lists every process carrying mark: in its environment
 // (MarkVar=mark), or, for one whose environment holds no mark at all (it
-// was cleared, or a title was written over it), by holding the mark's
-// descriptor, if it started at since or later. Only processes whose
-// environment we may read (our own user's) are seen, and never this one. A child inherits both whatever
-// process group or session it moves to, so this finds what a setsid took
-// out of its group.
-func findMarked(mark string, since uint64) []marked {
+// was cleared, or a title was written over it), as the memfd on MarkFD.
+// Only processes whose environment we may read (our own user's) are seen,
+// and never this one; nor, by the descriptor, its children: a child forked
+// for something else holds every descriptor of ours until its exec, the
+// mark's a service is being started with included (children this process
+// marked lead groups of their own, which their caller stops). A child inherits
+// both marks whatever process group or session it moves to, so this
+// finds what a setsid took out of its group.
+func findMarked(mark string) []marked {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -28,6 +32,7 @@ func findMarked(mark string, since uint64) []marked {
 	want := []byte("\x00" + MarkVar + "=" + mark + "\x00")
 	anyMark := []byte("\x00" + MarkVar + "=")
 	link := "/memfd:" + memfdName(mark) + " (deleted)"
+	fd := "/fd/" + strconv.Itoa(MarkFD)
 	self := os.Getpid()
 	var found []marked
 	for _, e := range entries {
@@ -42,18 +47,23 @@ func findMarked(mark string, since uint64) []marked {
 		// Framed by NULs, so that neither a longer mark nor another
 		// variable's value ending in this one matches.
 		framed := append(append([]byte{0}, env...), 0)
-		// A process marked as another's is that one's: the daemon
-		// starts every service and step itself, never from another.
-		if !bytes.Contains(framed, want) && bytes.Contains(framed, anyMark) {
-			continue
+		byFD := false
+		if !bytes.Contains(framed, want) {
+			// A process marked as another's is that one's: the daemon
+			// starts every service and step itself, never from another.
+			if bytes.Contains(framed, anyMark) {
+				continue
+			}
+			if l, err := os.Readlink("/proc/" + e.Name() + fd); err != nil || l != link {
+				continue
+			}
+			byFD = true
 		}
 		info, err := ReadProc(pid)
-		if err != nil || info.State == 'Z' || info.State == 'X' {
+		if err != nil || info.State == 'Z' || info.State == 'X' || byFD && info.PPID == self {
 			continue
 		}
-		if bytes.Contains(framed, want) || info.StartTick >= since && holds(e.Name(), link) {
-			found = append(found, marked{pid: pid, tick: info.StartTick})
-		}
+		found = append(found, marked{pid: pid, tick: info.StartTick})
 	}
 	return found
 }
@@ -70,38 +80,23 @@ func signalAll(procs []marked, sig syscall.Signal) int {
 	return n
 }
 
-// holds reports whether process pid has a descriptor open on link (as
-// readlink shows it).
-func holds(pid, link string) bool {
-	dir := "/proc/" + pid + "/fd/"
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
-	for _, n := range names {
-		if l, err := os.Readlink(dir + n); err == nil && l == link {
-			return true
-		}
-	}
-	return false
-}
-
-// carryMark hands cmd the mark's descriptor as MarkFD. Where the kernel
-// makes no memfd (before Linux 3.17, or a sandbox refusing it) cmd goes
-// with its environment's mark alone.
+// carryMark hands cmd the mark's descriptor as MarkFD (3 to MarkFD-1
+// closed, as every descriptor but 0-2 would be). Where the kernel makes
+// no memfd (before Linux 3.17, or a sandbox refusing it) cmd goes with
+// its environment's mark alone.
 func carryMark(cmd *exec.Cmd, mark string) func() {
 	if len(cmd.ExtraFiles) != 0 {
-		return func() {} // MarkFD is taken: the mark's place is the first
+		return func() {} // the caller hands descriptors of its own
 	}
 	fd, err := unix.MemfdCreate(memfdName(mark), unix.MFD_CLOEXEC)
 	if err != nil {
 		return func() {}
 	}
 	f := os.NewFile(uintptr(fd), "mark")
-	cmd.ExtraFiles = []*os.File{f}
-	return func() { f.Close() }
+	cmd.ExtraFiles = make([]*os.File, MarkFD-2)
+	cmd.ExtraFiles[MarkFD-3] = f
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }
 }
 
 // DropInheritedMarks closes every mark's descriptor this process was

@@ -28,6 +28,10 @@ func ReadProc(pid int) (ProcInfo, error) {
 	if len(f) < 20 {
 		return ProcInfo{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
 	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return ProcInfo{}, err
+	}
 	pgid, err := strconv.Atoi(string(f[2]))
 	if err != nil {
 		return ProcInfo{}, err
@@ -36,7 +40,7 @@ func ReadProc(pid int) (ProcInfo, error) {
 	if err != nil {
 		return ProcInfo{}, err
 	}
-	return ProcInfo{State: f[0][0], PGID: pgid, StartTick: tick}, nil
+	return ProcInfo{State: f[0][0], PPID: ppid, PGID: pgid, StartTick: tick}, nil
 }
 
 // GroupAlive reports whether any non-zombie process is left in process group

@@ -9,6 +9,7 @@ import (
 type ProcInfo struct {
 	State     byte   // R, S, D, Z, T, ...
 	PGID      int    // process group
+	PPID      int    // parent (Linux only; 0 elsewhere)
 	StartTick uint64 // start time (Linux: clock ticks since boot; macOS: µs since the epoch; Windows: 100 ns since 1601), only compared
 }
 

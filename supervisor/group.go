@@ -413,12 +413,12 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		// The leader is gone; make sure nothing it left in its group (a
 		// server a shell script backgrounded) still holds the port.
 		p.mu.Lock()
-		pgid, stopping, wasReady, since := p.pgid, p.stopping, p.isReady, p.st.StartTick
+		pgid, stopping, wasReady := p.pgid, p.stopping, p.isReady
 		p.mu.Unlock()
 		procgroup.Stop(pgid, p.spec.StopTimeout)
 		if !stopping {
 			// (A stop stops the marked itself: one look at the processes.)
-			procgroup.StopMarked(p.spec.Mark, since, p.spec.StopTimeout)
+			procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout)
 		}
 		if stopping || ctx.Err() != nil {
 			// Our own SIGTERM's exit code says nothing about the service.
@@ -506,7 +506,8 @@ func (p *proc) spawn() (func() *int, error) {
 	defer logf.Close() // the child has its own descriptor
 	cmd := procgroup.Command(context.Background(), s.Cmd)
 	cmd.Dir = s.Dir
-	defer procgroup.Mark(cmd, s.Env, s.Mark)()
+	marked := procgroup.Mark(cmd, s.Env, s.Mark)
+	defer marked() // (once more does nothing)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	shown := s.Shown
 	if shown == "" {
@@ -522,7 +523,9 @@ func (p *proc) spawn() (func() *int, error) {
 		p.mu.Unlock()
 		return nil, nil
 	}
-	if err := procgroup.Start(cmd); err != nil {
+	err = procgroup.Start(cmd)
+	marked() // the daemon's copy of the mark goes at once
+	if err != nil {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("service %s: start %q: %w", s.Name, shown, err)
 	}
@@ -617,7 +620,7 @@ func (p *proc) healthLoop(ctx context.Context) {
 func (p *proc) stop(ctx context.Context) error {
 	p.mu.Lock()
 	p.stopping = true
-	running, pgid, done, since := p.running, p.pgid, p.done, p.st.StartTick
+	running, pgid, done := p.running, p.pgid, p.done
 	p.mu.Unlock()
 	if !running || done == nil {
 		return nil
@@ -626,7 +629,7 @@ func (p *proc) stop(ctx context.Context) error {
 	if pgid > 0 && !procgroup.Stop(pgid, p.spec.StopTimeout) {
 		err = fmt.Errorf("service %s: process group %d survived SIGKILL", p.spec.Name, pgid)
 	}
-	if !procgroup.StopMarked(p.spec.Mark, since, p.spec.StopTimeout) {
+	if !procgroup.StopMarked(p.spec.Mark, p.spec.StopTimeout) {
 		err = errors.Join(err, fmt.Errorf("service %s: a process it started outside its group survived SIGKILL", p.spec.Name))
 	}
 	select {

@@ -55,14 +55,18 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		cmd := procgroup.Command(ctx, h.Cmd)
 		cmd.Dir = s.Dir
 		// What a probe leaves running (setsid ... &) goes with the service.
-		defer procgroup.Mark(cmd, s.Env, s.Mark)()
+		marked := procgroup.Mark(cmd, s.Env, s.Mark)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		// A child the probe left holding its output (setsid sleep 120 &)
 		// kept Run waiting, and no probe finished: once the probe exits,
 		// its output is read for a second more, then the probe is done.
 		cmd.WaitDelay = time.Second
-		err := cmd.Run()
+		err := cmd.Start()
+		marked() // the daemon's copy of the mark goes at once
+		if err == nil {
+			err = cmd.Wait()
+		}
 		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 			err = nil // it passed; what it left running is not the probe
 		}
