@@ -1058,6 +1058,12 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 			return nil
 		})
 		d.log.Warn("services died while no daemon was watching", "world", rec.Worktree, "services", dead)
+		// What they left running outside their group goes as it would
+		// have with a daemon watching: it would hold their ports against
+		// the next up.
+		for _, n := range dead {
+			procgroup.StopMarked(serviceMark(rec, d.home, n), 5*time.Second)
+		}
 	}
 	if len(alive) == 0 {
 		// Every process it ran is gone (the machine restarted, a kill):

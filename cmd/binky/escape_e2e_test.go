@@ -96,6 +96,35 @@ env = { SERVICE = "api" }
 	}
 }
 
+// A service that died while no daemon watched left its escaped child
+// running, holding what it held (its port, against the next up): the
+// daemon that finds it dead stops what carries its mark, as one watching
+// would have when it died.
+func TestWhatADeadServiceLeftIsStoppedByTheNextDaemon(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "setsid env -i sleep 300 </dev/null >/dev/null 2>&1 & echo $! >> ${env.GC_DIR}/escaped; exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`)
+	f.mustBinky(f.repo, "up", "feat")
+	b, _ := os.ReadFile(filepath.Join(f.gcDir, "escaped"))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == 0 || !pidAlive(pid) {
+		t.Fatalf("the escaped child: %q", b)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	main := service(f.world("feat"), "api").PID
+	f.killDaemon()
+	if err := signalPID(main, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the service gone", func() bool { return !pidAlive(main) })
+	f.status() // a new daemon finds it dead
+	f.eventually("the dead service's escaped child stopped", func() bool { return !pidAlive(pid) })
+}
+
 // The kernel ends only a step's shell with its daemon: what the shell had
 // started (a migration tool run by make, a child in a session of its own)
 // lived on and wrote into the database the next daemon made again. The
