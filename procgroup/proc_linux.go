@@ -40,7 +40,34 @@ func ReadProc(pid int) (ProcInfo, error) {
 	if err != nil {
 		return ProcInfo{}, err
 	}
-	return ProcInfo{State: f[0][0], PPID: ppid, PGID: pgid, StartTick: tick}, nil
+	state := f[0][0]
+	if state == 'Z' {
+		state = liveThreadState(pid)
+	}
+	return ProcInfo{State: state, PPID: ppid, PGID: pgid, StartTick: tick}, nil
+}
+
+// liveThreadState is the state of a thread of pid that has not ended, or
+// 'Z'. The process of a leader thread that ended while others run on (a
+// multi-threaded server whose main thread exits: node's, on its way out)
+// reads as a zombie, yet its threads still hold what it held, its
+// listening socket included: a port checked free then was taken.
+func liveThreadState(pid int) byte {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 'Z'
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
+			return b[i+2]
+		}
+	}
+	return 'Z'
 }
 
 // GroupAlive reports whether any non-zombie process is left in process group
