@@ -427,8 +427,14 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		}
 		desc := describeExit(code)
 		if !wasReady {
-			p.exitFailed(fmt.Sprintf("service %s %s before it became healthy%s", p.spec.Name, desc, p.logTail()), code)
-			return
+			// A first start that fails fails its up (Start waits on it);
+			// a restart that does is retried as any crash is: what it
+			// waited for (a server down a moment) may come back.
+			if attempt == 0 && adopted == nil {
+				p.exitFailed(fmt.Sprintf("service %s %s before it became healthy%s", p.spec.Name, desc, p.logTail()), code)
+				return
+			}
+			desc += " before it became healthy"
 		}
 		restart := p.spec.Restart == RestartAlways || (p.spec.Restart == RestartOnFailure && (code == nil || *code != 0))
 		if !restart {

@@ -187,6 +187,35 @@ func TestKilledServiceIsRestartedAndHealthyAgain(t *testing.T) {
 	}
 }
 
+// A restart that died before it became healthy (the database it needs
+// was down a moment) was the end: the service stayed crashed for good,
+// whatever its restart policy, as if it were failing its first start.
+// Only a first start fails so; a restart is retried with backoff.
+func TestARestartThatDiesBeforeItIsHealthyIsRetried(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	api.Restart = RestartAlways
+	broken := filepath.Join(t.TempDir(), "broken")
+	api.Cmd = fmt.Sprintf("if [ -e %q ]; then echo not today; exit 3; fi; %s", broken, api.Cmd)
+	g, _ := NewGroup([]Spec{api}, nil)
+	events, cancel := g.Subscribe()
+	defer cancel()
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(context.Background()) })
+	first := g.Statuses()[0]
+	os.WriteFile(broken, nil, 0o600)
+	if err := killPID(first.PID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, events, g, func(s Status) bool { return s.State == Crashed && s.Restarts >= 2 })
+	os.Remove(broken)
+	st := waitFor(t, events, g, func(s Status) bool { return s.State == Healthy && s.PID != first.PID })
+	if st.Restarts < 2 {
+		t.Errorf("restarts = %d, want the failed ones counted", st.Restarts)
+	}
+}
+
 func TestServiceThatExitsAtOnceIsReportedCrashedWithItsCode(t *testing.T) {
 	cmd, env := helper("exit", "CODE=3")
 	port := freePort(t)
