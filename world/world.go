@@ -747,18 +747,23 @@ func OpenCoordinates(ctx context.Context, home Home, dir, name string) (Coordina
 	return w.Coordinates(rec), nil
 }
 
-// LogPaths maps each service that has a process (or only service, when not
-// "") to its log file.
+// LogPaths maps each service that has a process, a migrate or a seed (or
+// only service, when not "") to its log file.
 func (w *World) LogPaths(service string) (map[string]string, error) {
 	dir := LogDir(w.Worktree.AdminDir)
 	out := map[string]string{}
 	for _, n := range w.Config.ServiceNames() {
-		if w.Config.Services[n].Adapter == "" && (service == "" || service == n) {
+		s := w.Config.Services[n]
+		// A slice's migrate and seed write to its service's log too.
+		if (s.Adapter == "" || s.Migrate != "" || s.Seed != "") && (service == "" || service == n) {
 			out[n] = filepath.Join(dir, n+".log")
 		}
 	}
 	if service != "" && len(out) == 0 {
-		return nil, fmt.Errorf("no service %q with logs in %s", service, w.Config.Path)
+		if s := w.Config.Services[service]; s != nil {
+			return nil, fmt.Errorf("service %q of %s has no log: it runs no process, migrate or seed", service, w.Config.Path)
+		}
+		return nil, fmt.Errorf("no service %q in %s", service, w.Config.Path)
 	}
 	return out, nil
 }

@@ -221,6 +221,14 @@ migrate = "n=$(cat $GC_DIR/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > $GC_D
 			t.Errorf("run 2 shows run 1's output:\n%s", stderr)
 		}
 	}
+	// The whole of it is in the service's log, which `logs` showed not
+	// ("no logs yet"; --service db: "no service db with logs").
+	for _, args := range [][]string{{"logs", "mig"}, {"logs", "mig", "--service", "db"}} {
+		out, stderr, err := f.binky(f.repo, args...)
+		if err != nil || !strings.Contains(out, "run 1 says hello") || !strings.Contains(out, "run 2 to postgres://") {
+			t.Errorf("%v: %v, stderr %s, out:\n%s", args, err, stderr, out)
+		}
+	}
 	f.binky(f.repo, "remove", "mig", "--force")
 }
 
