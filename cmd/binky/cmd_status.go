@@ -71,7 +71,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		}
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", world.Inert(w.Worktree), st.state(state), world.Inert(w.Path))
 		if w.Message != "" {
-			fmt.Fprintf(out, "      why: %s\n", world.Inert(w.Message))
+			fmt.Fprintf(out, "      why: %s\n", inertLines(w.Message, "\n           "))
 		}
 		printServices(out, st, w, "      ")
 		for _, sl := range w.Slices {

@@ -36,6 +36,11 @@ func TestUpShowsAServicesEscapeSequencesAsText(t *testing.T) {
 	if strings.Contains(stderr, `\x0a`) {
 		t.Errorf("the error's own line breaks are shown as text: %q", stderr)
 	}
+	// status's "why" and the service's line quote the same message.
+	out, _, _ := f.binky(f.repo, "status")
+	if strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, `\x0a`) || !strings.Contains(out, "why: ") || !strings.Contains(out, `\x1b]0;`) {
+		t.Errorf("status shows the failed up's reason raw, or its line breaks as text: %q", out)
+	}
 }
 
 // The progress lines of an up on a terminal quote a service's message: its

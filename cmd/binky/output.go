@@ -63,7 +63,7 @@ func printServices(w io.Writer, st style, wd api.World, indent string) {
 			extra = append(extra, fmt.Sprintf("exit %d", *s.ExitCode))
 		}
 		if s.Message != "" && s.State != "healthy" {
-			extra = append(extra, world.Inert(s.Message))
+			extra = append(extra, inertLines(s.Message, " / "))
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", indent, s.Name, pid, port, st.state(s.State), strings.Join(extra, ", "))
 	}
@@ -117,4 +117,15 @@ func progress(w io.Writer, st style) func(api.Event) {
 			fmt.Fprintf(w, "  %s\n", inertText(e.Message))
 		}
 	}
+}
+
+// inertLines is msg made inert (world.Inert) line by line, its lines
+// joined with sep: a message holding a command's last output ("; last
+// output:\n    ...") read as one line of \x0a escapes.
+func inertLines(msg, sep string) string {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = world.Inert(strings.TrimSpace(l))
+	}
+	return strings.Join(lines, sep)
 }
