@@ -123,8 +123,8 @@ func PostCheckout(ctx context.Context, c Checkout) {
 		return // no binky.toml on this branch (or none binky reads): nothing to do
 	}
 	if event == api.EventBorn && !c.Home.TrustedHere(src, filepath.Join(wt.Path, world.ConfigFile)) {
-		fmt.Fprintf(c.Err, "git-binky: %s's binky.toml (or an env_file it names) differs from every one approved on this machine, so its world is not started.\n"+
-			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", world.Inert(wt.Name), world.Inert(wt.Path))
+		fmt.Fprintf(c.Err, "git-binky: %s: %s, so its world is not started.\n"+
+			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", world.Inert(wt.Name), c.Home.Untrusted(src, filepath.Join(wt.Path, world.ConfigFile)), world.Inert(wt.Path))
 	}
 	if c.Daemon == nil {
 		return

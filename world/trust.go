@@ -238,6 +238,52 @@ func (h Home) TrustedHere(src []byte, path string) bool {
 	return h.TrustedConfig(cfg)
 }
 
+// Untrusted says why the binky.toml src at path is not TrustedHere, for a
+// user to act on: the file itself, or which env file it names differs
+// from (or, absent here, was present in) every set approved with it. A
+// new worktree lacks an uncommitted .env its approval saw: saying that
+// binky.toml changed, when it had not, sent users to read the wrong file.
+func (h Home) Untrusted(src []byte, path string) string {
+	hash := TrustHash(src)
+	cfg, _ := ParseConfig(path, src)
+	if cfg == nil || !h.Trusted(hash) || !h.approvedIn(hash, repoKey(path, false)) {
+		return "its binky.toml differs from every one approved on this machine"
+	}
+	files := envFileDigests(cfg)
+	e, err := readTrustEntry(filepath.Join(h.TrustDir(), hash))
+	if err != nil || len(e.EnvFiles) == 0 {
+		return "its binky.toml differs from every one approved on this machine"
+	}
+	var absent, changed []string
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		seen := false
+		for _, set := range e.EnvFiles {
+			if set[n] == files[n] {
+				seen = true
+				break
+			}
+		}
+		switch {
+		case seen:
+		case files[n] == "absent":
+			absent = append(absent, n)
+		default:
+			changed = append(changed, n)
+		}
+	}
+	var why []string
+	if len(absent) > 0 {
+		why = append(why, fmt.Sprintf("the env file %s its binky.toml names is not there (it was when the file was approved: copy it in)", strings.Join(absent, ", ")))
+	}
+	if len(changed) > 0 {
+		why = append(why, fmt.Sprintf("the env file %s its binky.toml names differs from every one approved with it", strings.Join(changed, ", ")))
+	}
+	if len(why) == 0 {
+		return "its binky.toml's env files differ, together, from every set approved with it"
+	}
+	return strings.Join(why, "; ")
+}
+
 // TrustedConfig is TrustedHere for a config already parsed (cfg.Source,
 // found at cfg.Path); nil is never trusted.
 func (h Home) TrustedConfig(cfg *Config) bool {

@@ -191,6 +191,36 @@ func TestApprovalCoversTheEnvFilesAsTheyAre(t *testing.T) {
 	}
 }
 
+// The hook said "binky.toml (or an env_file it names) differs" when a new
+// worktree lacked the uncommitted .env its approval saw, and users read
+// an unchanged binky.toml for what had changed. It names the file.
+func TestUntrustedSaysWhichFileIsNotTheApprovedOne(t *testing.T) {
+	dir := t.TempDir()
+	home := Home{Dir: filepath.Join(dir, "home")}
+	src := []byte("[project]\nname = \"acme\"\nenv_file = \".env\"\n[services.web]\ncmd = \"true\"\nurl = \"web\"\nenv_file = \"web.env\"\n")
+	path := filepath.Join(dir, ConfigFile)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("LEVEL=info\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "web.env"), []byte("A=1\n"), 0o644)
+	if got := home.Untrusted(src, path); !strings.Contains(got, "binky.toml differs") {
+		t.Errorf("never approved: %q", got)
+	}
+	if err := home.Trust(src, path); err != nil {
+		t.Fatal(err)
+	}
+	if got := home.Untrusted(append(src, '#'), path); !strings.Contains(got, "binky.toml differs") {
+		t.Errorf("binky.toml changed: %q", got)
+	}
+	os.Remove(filepath.Join(dir, ".env"))
+	if got := home.Untrusted(src, path); !strings.Contains(got, "env file .env") || !strings.Contains(got, "not there") || strings.Contains(got, "binky.toml differs") {
+		t.Errorf(".env absent: %q", got)
+	}
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("LEVEL=info\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "web.env"), []byte("A=2\n"), 0o644)
+	if got := home.Untrusted(src, path); !strings.Contains(got, "env file web.env") || !strings.Contains(got, "differs") || strings.Contains(got, "file .env") {
+		t.Errorf("web.env changed: %q", got)
+	}
+}
+
 // An up reads the env files once: the bytes its trust check judged are
 // the ones its processes get, even if a checkout changes the files while
 // it waits for its turn (a review's attack ran a branch's PATH that way).
