@@ -52,7 +52,7 @@ func NewGroup(specs []Spec, onChange func(Status)) (*Group, error) {
 			return nil, fmt.Errorf("service %q is defined twice", s.Name)
 		}
 		s = s.withDefaults()
-		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1),
+		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1), wake: make(chan struct{}, 1),
 			st: Status{Name: s.Name, State: Stopped}}
 	}
 	for _, p := range g.procs {
@@ -309,6 +309,7 @@ type proc struct {
 	lastRes  string
 	paused   State         // the state before SIGSTOP
 	done     chan struct{} // closed when the current supervise loop ends
+	wake     chan struct{} // a stop's word to a loop waiting to restart
 }
 
 func (p *proc) status() Status {
@@ -385,6 +386,10 @@ func (p *proc) waitReady(ctx context.Context) error {
 // down. adopted is the status of an already running process to take over.
 func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{}) {
 	defer close(done)
+	select {
+	case <-p.wake: // a word left by a stop of an earlier loop
+	default:
+	}
 	backoff := 100 * time.Millisecond
 	var recent []time.Time // restart times, for crash-loop reporting
 	for attempt := 0; ; attempt++ {
@@ -461,12 +466,30 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 			msg = fmt.Sprintf("crash loop: %d restarts in the last minute; %s", len(recent), msg)
 		}
 		p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Crashed, code, msg, 0; s.Restarts++ })
-		if !sleepCtx(ctx, backoff) {
+		if !p.backOff(ctx, backoff) {
 			p.set(func(s *Status) { s.State = Stopped })
 			return
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// backOff waits d before a restart and reports whether to restart: not
+// when the group ends or the service is stopped meanwhile (a stop that
+// waited for the backoff to end timed out, and a later start ran beside
+// the loop that then woke and started the service again).
+func (p *proc) backOff(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-p.wake:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.stopping
 }
 
 func describeExit(code *int) string {
@@ -630,6 +653,11 @@ func (p *proc) stop(ctx context.Context) error {
 	p.mu.Unlock()
 	if !running || done == nil {
 		return nil
+	}
+	// A loop waiting out a restart's backoff (up to 30 s) ends now.
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 	var err error
 	if pgid > 0 && !procgroup.Stop(pgid, p.spec.StopTimeout) {

@@ -216,6 +216,47 @@ func TestARestartThatDiesBeforeItIsHealthyIsRetried(t *testing.T) {
 	}
 }
 
+// A stop of a service waiting out a restart's backoff (up to 30 s) waited
+// for it, timed out ("supervisor did not finish stopping"), and a start
+// after it ran beside the old loop, which then woke and started the
+// service again. The stop ends the wait.
+func TestStoppingAServiceThatWaitsToRestartIsImmediate(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	api.Restart = RestartAlways
+	api.StopTimeout = 100 * time.Millisecond
+	broken := filepath.Join(t.TempDir(), "broken")
+	api.Cmd = fmt.Sprintf("if [ -e %q ]; then exit 3; fi; %s", broken, api.Cmd)
+	g, _ := NewGroup([]Spec{api}, nil)
+	events, cancel := g.Subscribe()
+	defer cancel()
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	os.WriteFile(broken, nil, 0o600)
+	if err := killPID(g.Statuses()[0].PID); err != nil {
+		t.Fatal(err)
+	}
+	// The fifth failure waits 1.6 s, the sixth 3.2 s.
+	waitFor(t, events, g, func(s Status) bool { return s.State == Crashed && s.Restarts >= 6 })
+	start := time.Now()
+	if err := g.StopService(context.Background(), "api"); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the stop took %s: it waited for the backoff", took)
+	}
+	os.Remove(broken)
+	if err := g.StartService(context.Background(), "api"); err != nil {
+		t.Fatal(err)
+	}
+	first := waitFor(t, events, g, func(s Status) bool { return s.State == Healthy })
+	time.Sleep(4 * time.Second) // past the old loop's backoff, had it lived
+	if st := g.Statuses()[0]; st.State != Healthy || st.PID != first.PID {
+		t.Errorf("after the old backoff: %+v, want the started one still healthy (pid %d)", st, first.PID)
+	}
+}
+
 func TestServiceThatExitsAtOnceIsReportedCrashedWithItsCode(t *testing.T) {
 	cmd, env := helper("exit", "CODE=3")
 	port := freePort(t)
