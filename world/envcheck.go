@@ -1,6 +1,7 @@
 package world
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,17 +62,27 @@ func (w *World) UnsetEnv(rec *Record, base []string, service string) error {
 	if err != nil {
 		return nil
 	}
-	var missing []string
+	var missing, early []string
 	for _, name := range s.EnvRefs() {
 		if _, ok := env[name]; !ok || unset[name] {
+			if _, inTable := s.Env[name]; inTable && unset[name] && !strings.Contains(s.Env[name], "${env."+name+"}") {
+				early = append(early, fmt.Sprintf("${env.%s} (service %s)", name, service))
+				continue
+			}
 			missing = append(missing, fmt.Sprintf("${env.%s} (service %s)", name, service))
 		}
 	}
-	if len(missing) == 0 {
-		return nil
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("%s: %s not set in the environment of the command that started this world: export it and run 'git binky up' again, or write a default like ${env.NAME:-value}",
+			w.Config.Path, strings.Join(missing, ", ")))
 	}
-	return fmt.Errorf("%s: %s not set in the environment of the command that started this world: export it and run 'git binky up' again, or write a default like ${env.NAME:-value}",
-		w.Config.Path, strings.Join(missing, ", "))
+	if len(early) > 0 {
+		// Exporting it would hide the mistake: the shell's value, not the
+		// table's, would be read.
+		errs = append(errs, fmt.Errorf("%s: %s read in the env table before the table sets it (its values are filled in the order of their names): write the value itself there", w.Config.Path, strings.Join(early, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // listenRE finds a service choosing its own listen address in its cmd;

@@ -83,6 +83,21 @@ env = { STRIPE_KEY = "${env.STRIPE_KEY}", MODE = "dev", B = "${env.A}", A = "a" 
 	if err := w.UnsetEnv(&Record{}, []string{"STRIPE_KEY=sk"}, "api"); err != nil {
 		t.Fatalf("with STRIPE_KEY set: %v", err)
 	}
+	// Read before the table sets it: exporting it, as the message for an
+	// unset variable says, would read the shell's value, not the table's.
+	cfg, diags = ParseConfig("binky.toml", []byte(`[services.api]
+cmd = "api"
+url = "api"
+env = { A_URL = "${env.DB_HOST}/x", DB_HOST = "localhost" }
+`))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	w.Config = cfg
+	err = w.UnsetEnv(&Record{}, nil, "api")
+	if err == nil || !strings.Contains(err.Error(), "${env.DB_HOST} (service api) read in the env table before the table sets it") || strings.Contains(err.Error(), "export it") {
+		t.Fatalf("UnsetEnv = %v, want it to say DB_HOST is read before the table sets it", err)
+	}
 }
 
 func TestCheckWarnsOfUnsetEnvListenAddressesAndBadGoldenKeys(t *testing.T) {

@@ -237,14 +237,16 @@ func worktreeThere(path string) bool {
 // DeleteRecord forgets a world: the machine record, its lock file, env's
 // snapshot and the admin-folder copy.
 func (h Home) DeleteRecord(r *Record) error {
+	// The files that hold credentials first: one left by a crash after
+	// the record went would be named by nothing.
+	os.Remove(homedir.CallerEnv(h.Dir, r.ID))
+	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
 	if err := os.Remove(h.recordPath(r.ID)); err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete world record: %w", err)
 	}
 	if h.ownsAdminCopy(r) {
 		os.Remove(filepath.Join(StateDir(r.AdminDir), "world.json"))
 	}
-	os.Remove(homedir.EnvSnapshot(h.Dir, r.ID)) // env's snapshot (envsnap)
-	os.Remove(homedir.CallerEnv(h.Dir, r.ID))
 	os.Remove(h.lockPath(r.ID)) // last: a deleted lock file is a free one to the next Lock
 	return nil
 }
