@@ -55,6 +55,10 @@ type Daemon struct {
 
 	watch   *watcher
 	adopted chan struct{} // closed once services left running are adopted
+	// deadMarks are the marks of services adoption found dead, whose
+	// leftovers it stops in one look once every world is adopted (only
+	// adoptAll's goroutine touches it).
+	deadMarks []string
 
 	admission *Admission
 	servers   *managed.Servers

@@ -1025,6 +1025,10 @@ func (d *Daemon) adoptAll(ctx context.Context) {
 	for _, rec := range recs {
 		d.adopt(ctx, rec)
 	}
+	if len(d.deadMarks) > 0 {
+		procgroup.StopAllMarked(d.deadMarks, 5*time.Second)
+		d.deadMarks = nil
+	}
 }
 
 func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
@@ -1059,10 +1063,13 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 		})
 		d.log.Warn("services died while no daemon was watching", "world", rec.Worktree, "services", dead)
 		// What they left running outside their group goes as it would
-		// have with a daemon watching: it would hold their ports against
-		// the next up.
-		for _, n := range dead {
-			procgroup.StopMarked(serviceMark(rec, d.home, n), 5*time.Second)
+		// have with a daemon watching (it would hold their ports against
+		// the next up): all worlds' in one look, once adoption is done.
+		// Only this home's: a copied home's records name the original's.
+		if id, err := d.home.ID(); err == nil && (rec.Home == "" || rec.Home == id) {
+			for _, n := range dead {
+				d.deadMarks = append(d.deadMarks, serviceMark(rec, d.home, n))
+			}
 		}
 	}
 	if len(alive) == 0 {

@@ -102,11 +102,12 @@ func KillMarked(mark string) int {
 // While it waits it watches the processes it signalled, and looks at the
 // whole table again only once they are gone (for any they started
 // meanwhile).
-func StopMarked(mark string, grace time.Duration) bool {
-	if mark == "" {
-		return true
-	}
-	procs := findMarked(mark)
+func StopMarked(mark string, grace time.Duration) bool { return StopAllMarked([]string{mark}, grace) }
+
+// StopAllMarked is StopMarked for every process carrying one of marks, in
+// one look at the process table.
+func StopAllMarked(marks []string, grace time.Duration) bool {
+	procs := findMarked(marks...)
 	if len(procs) == 0 {
 		return true
 	}
@@ -117,7 +118,7 @@ func StopMarked(mark string, grace time.Duration) bool {
 					return false
 				}
 			}
-			if procs = findMarked(mark); len(procs) == 0 {
+			if procs = findMarked(marks...); len(procs) == 0 {
 				return true
 			}
 			signalAll(procs, SigCont)
@@ -131,7 +132,7 @@ func StopMarked(mark string, grace time.Duration) bool {
 	if waitUntil(goneAfter(syscall.SIGTERM), grace) {
 		return true
 	}
-	procs = findMarked(mark)
+	procs = findMarked(marks...)
 	signalAll(procs, syscall.SIGKILL)
 	return waitUntil(goneAfter(syscall.SIGKILL), time.Second)
 }

@@ -14,24 +14,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// findMarked lists every process carrying mark: in its environment
-// (MarkVar=mark), or, for one whose environment holds no mark at all (it
-// was cleared, or a title was written over it), as the memfd on MarkFD.
-// Only processes whose environment we may read (our own user's) are seen,
-// and never this one; nor, by the descriptor, its children: a child forked
-// for something else holds every descriptor of ours until its exec, the
-// mark's a service is being started with included (children this process
-// marked lead groups of their own, which their caller stops). A child inherits
-// both marks whatever process group or session it moves to, so this
-// finds what a setsid took out of its group.
-func findMarked(mark string) []marked {
+// findMarked lists every process carrying one of marks: in its
+// environment (MarkVar=mark), or, for one whose environment holds no mark
+// at all (it was cleared, or a title was written over it), as the memfd on
+// MarkFD. Only processes whose environment we may read (our own user's)
+// are seen, and never this one; nor, by the descriptor, its children: a
+// child forked for something else holds every descriptor of ours until its
+// exec, the mark's a service is being started with included (children
+// this process marked lead groups of their own, which their caller stops;
+// a daemon that is PID 1 or a subreaper, which orphans come to, would miss
+// their leftovers by the descriptor). A child inherits both marks whatever
+// process group or session it moves to, so this finds what a setsid took
+// out of its group.
+func findMarked(marks ...string) []marked {
+	byEnv, byLink := map[string]bool{}, map[string]bool{}
+	for _, m := range marks {
+		if m != "" {
+			byEnv[m] = true
+			byLink["/memfd:"+memfdName(m)+" (deleted)"] = true
+		}
+	}
+	if len(byEnv) == 0 {
+		return nil
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	want := []byte("\x00" + MarkVar + "=" + mark + "\x00")
-	anyMark := []byte("\x00" + MarkVar + "=")
-	link := "/memfd:" + memfdName(mark) + " (deleted)"
+	prefix := []byte(MarkVar + "=")
 	fd := "/fd/" + strconv.Itoa(MarkFD)
 	self := os.Getpid()
 	var found []marked
@@ -44,17 +54,18 @@ func findMarked(mark string) []marked {
 		if err != nil {
 			continue
 		}
-		// Framed by NULs, so that neither a longer mark nor another
-		// variable's value ending in this one matches.
-		framed := append(append([]byte{0}, env...), 0)
+		mark, hasMark := envMark(env, prefix)
 		byFD := false
-		if !bytes.Contains(framed, want) {
+		switch {
+		case hasMark && byEnv[mark]:
+		case hasMark && !strings.ContainsAny(mark, " \t"):
 			// A process marked as another's is that one's: the daemon
 			// starts every service and step itself, never from another.
-			if bytes.Contains(framed, anyMark) {
-				continue
-			}
-			if l, err := os.Readlink("/proc/" + e.Name() + fd); err != nil || l != link {
+			// (A title written over the environment can leave a line
+			// starting with the variable: marks hold no spaces.)
+			continue
+		default:
+			if l, err := os.Readlink("/proc/" + e.Name() + fd); err != nil || !byLink[l] {
 				continue
 			}
 			byFD = true
@@ -66,6 +77,23 @@ func findMarked(mark string) []marked {
 		found = append(found, marked{pid: pid, tick: info.StartTick})
 	}
 	return found
+}
+
+// envMark is the value of the MarkVar=... entry (prefix) of env, a
+// process's NUL-separated environment, and whether it has one.
+func envMark(env, prefix []byte) (string, bool) {
+	for len(env) > 0 {
+		entry := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			entry, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		if v, ok := bytes.CutPrefix(entry, prefix); ok {
+			return string(v), true
+		}
+	}
+	return "", false
 }
 
 // signalAll sends sig to each of procs still alive as itself, and reports

@@ -9,7 +9,7 @@ import (
 
 // findMarked finds nothing here: only Linux shows another process's
 // environment (/proc/<pid>/environ) and descriptors.
-func findMarked(string) []marked { return nil }
+func findMarked(...string) []marked { return nil }
 
 // carryMark hands cmd no descriptor here: nothing could find it.
 func carryMark(*exec.Cmd, string) func() { return func() {} }
