@@ -53,10 +53,11 @@ func WithMark(env []string, mark string) []string {
 // process forks meanwhile for something else holds until its exec. Once
 // is enough; again does nothing.
 func Mark(cmd *exec.Cmd, env []string, mark string) (started func()) {
-	cmd.Env = WithMark(env, mark)
 	if mark == "" {
+		cmd.Env = env // nil: this process's own, as exec.Cmd has it
 		return func() {}
 	}
+	cmd.Env = WithMark(env, mark)
 	return carryMark(cmd, mark)
 }
 
