@@ -599,6 +599,30 @@ verify = ["echo url=$DB_URL", "test -n '${db.password}'"]
 	}
 }
 
+// A token only the shell that ran `up` exported reached the world's
+// processes, which printed it; MCP's hider read its own environment, which
+// lacks it, and showed it. It reads the world's kept caller environment.
+func TestLogsHideWhatOnlyTheUpsCallerHad(t *testing.T) {
+	s, dir := repo(t, dbConfig)
+	w, err := world.Open(s.Home, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(context.Background(), func(*world.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Home.SaveCallerEnv(w.ID, []string{"PATH=/usr/bin", "MF_API_TOKEN=only-the-callers-token-1234"}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := w.LogPaths("api")
+	os.MkdirAll(filepath.Dir(p["api"]), 0o700)
+	os.WriteFile(p["api"], []byte("using token only-the-callers-token-1234 now\n"), 0o600)
+	c := start(t, s)
+	if r := c.tool("logs", fmt.Sprintf(`{"dir":%q}`, dir)); strings.Contains(text(r), "only-the-callers-token-1234") || !strings.Contains(text(r), "using token") {
+		t.Errorf("logs show the caller's token, or lost the line:\n%s", text(r))
+	}
+}
+
 // recordSlice records what up records for a provisioned postgres slice of
 // the world, its password literal-token-value.
 func recordSlice(t *testing.T, w *world.World) {

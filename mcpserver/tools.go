@@ -276,7 +276,16 @@ func (s *Server) hider(w *world.World, req mcp.CallToolRequest) func(string) str
 	if err != nil {
 		return nil
 	}
-	return w.ProcessHider(rec, s.Env)
+	own := w.ProcessHider(rec, s.Env)
+	// The world's processes got the environment of the command that
+	// started it, not this server's: a token only that shell exported
+	// (and a service printed) is hidden too.
+	caller, ok := w.Home.CallerEnv(w.ID)
+	if !ok {
+		return own
+	}
+	theirs := w.ProcessHider(rec, caller)
+	return func(line string) string { return own(theirs(line)) }
 }
 
 func (s *Server) service(action string) server.ToolHandlerFunc {
