@@ -119,13 +119,18 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 	// Every kind of the adapter table binky can run itself: whether it can
 	// here, or what to install (services of that kind then need admin_url).
+	// Inside a project, a kind it does not ask binky to run is no warning.
+	used, inProject := projectKinds(dir)
 	for _, k := range adapters.Kinds {
 		if k.Server == nil {
 			continue
 		}
-		if k.Server.Installed() {
+		switch {
+		case k.Server.Installed():
 			add("server", OK, fmt.Sprintf("%s: can run a shared server (%s)", k.Name, strings.Join(k.Server.Binaries, ", ")), "")
-		} else {
+		case inProject && !used[k.Name]:
+			add("server", OK, fmt.Sprintf("%s: cannot run a shared server (%s not found); this project has no %s service for binky to run one for", k.Name, strings.Join(k.Server.Binaries, ", "), k.Name), "")
+		default:
 			add("server", Warning, fmt.Sprintf("%s: cannot run a shared server, %s not found", k.Name, strings.Join(k.Server.Binaries, ", ")),
 				k.Server.Install+", or give each "+k.Name+" service an admin_url")
 		}
@@ -289,4 +294,30 @@ func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	// Windows has no mode bits for running: a .exe runs.
 	return err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0)
+}
+
+// projectKinds are the kinds of the services of the binky.toml around dir
+// that binky would run a server for (an adapter and no admin_url), and
+// whether there is one binky can read.
+func projectKinds(dir string) (map[string]bool, bool) {
+	_, wt, err := gitx.Discover(dir)
+	if err != nil {
+		return nil, false
+	}
+	path := filepath.Join(wt.Path, world.ConfigFile)
+	src, err := world.ReadConfigFile(path)
+	if err != nil {
+		return nil, false
+	}
+	cfg, _ := world.ParseConfig(path, src)
+	if cfg == nil {
+		return nil, false
+	}
+	kinds := map[string]bool{}
+	for _, n := range cfg.ServiceNames() {
+		if svc := cfg.Services[n]; svc.Adapter != "" && svc.AdminURL == "" {
+			kinds[adapters.Canonical(svc.Adapter)] = true
+		}
+	}
+	return kinds, true
 }

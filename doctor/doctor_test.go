@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/gitx/gittest"
 	"github.com/git-binky/git-binky/hooks"
@@ -232,5 +233,47 @@ func TestTheLauncherRunsThisBuildWhenItsBinkyFindsThisDaemon(t *testing.T) {
 	}
 	if !runsThis(bin, filepath.Join(bin, "binky")) || runsThis(bin, filepath.Join(other, "binky")) {
 		t.Error("a binky is this build only beside the launcher")
+	}
+}
+
+// doctor warned of every server binky could not run, minio for a project
+// with no s3: inside a project, only the kinds it has binky run are warned
+// of; outside one, every kind.
+func TestOnlyTheServersAProjectNeedsAreWarnedOf(t *testing.T) {
+	c := newClient(t)
+	plain := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": "[project]\nname = \"acme\"\n[services.db]\nadapter = \"postgres\"\n"})
+	buckets := gittest.NewRepo(t, t.TempDir(), "files", map[string]string{"binky.toml": "[project]\nname = \"files\"\n[services.files]\nadapter = \"s3\"\n"})
+	// A machine with git and no minio: PATH holds git alone, and neither
+	// make test's server folder nor the cache is looked in.
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(git, filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("BINKY_SERVER_BIN", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if k, _ := adapters.Lookup("s3"); k.Server.Installed() {
+		t.Skipf("minio is installed where binky looks beside PATH (%s): the test needs a machine without it", adapters.FindServerBinary("minio"))
+	}
+	warned := func(fs []Finding) bool {
+		for _, f := range fs {
+			if f.Check == "server" && f.Level == Warning && strings.HasPrefix(f.Detail, "s3:") {
+				return true
+			}
+		}
+		return false
+	}
+	if !warned(Run(context.Background(), c, t.TempDir())) {
+		t.Error("outside a project, minio's absence is not warned of")
+	}
+	if warned(Run(context.Background(), c, plain)) {
+		t.Error("a project with no s3 service is warned that minio is missing")
+	}
+	if !warned(Run(context.Background(), c, buckets)) {
+		t.Error("a project with an s3 service is not warned that binky cannot run its server")
 	}
 }
