@@ -76,6 +76,9 @@ type Server struct {
 	Running bool   `json:"running"`
 	Dir     string `json:"dir"`
 	Message string `json:"message,omitempty"`
+	// Worlds are the running worlds with a slice on it (OpServers), which
+	// lose their connections while it is stopped.
+	Worlds []string `json:"worlds,omitempty"`
 }
 
 // Golden is a golden template, as OpGolden lists (or dropped) it.

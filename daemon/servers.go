@@ -71,10 +71,36 @@ func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, er
 		}
 	}
 	out := []api.Server{}
+	users := d.serverUsers()
 	for _, s := range d.servers.Status() {
-		out = append(out, api.Server(s))
+		s.Worlds = users[s.Kind]
+		out = append(out, s)
 	}
 	return out, nil
+}
+
+// serverUsers names, by kind, the running worlds with a slice on binky's
+// own server of that kind.
+func (d *Daemon) serverUsers() map[string][]string {
+	users := map[string][]string{}
+	recs, _ := d.home.Records()
+	for _, r := range recs {
+		if r.State != world.StateRunning {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, sl := range r.Slices {
+			ref, _ := sl.Config["admin"].(string)
+			if k, ok := strings.CutPrefix(ref, "managed:"); ok && !seen[k] {
+				seen[k] = true
+				users[k] = append(users[k], r.Worktree)
+			}
+		}
+	}
+	for _, names := range users {
+		sort.Strings(names)
+	}
+	return users
 }
 
 // goldenMarker is a template's file under $BINKY_HOME/golden: written once

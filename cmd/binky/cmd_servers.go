@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/world"
 )
 
 func newServersCmd(app *App) *cobra.Command {
@@ -58,6 +60,16 @@ Worlds running on a server you stop lose their connections.
 					state = fmt.Sprintf("running on 127.0.0.1:%d", s.Port)
 				}
 				fmt.Fprintf(app.Out, "%-10s  %s  %s\n", s.Kind, state, s.Dir)
+				if len(s.Worlds) == 0 {
+					continue
+				}
+				names := world.Inert(strings.Join(s.Worlds, ", "))
+				if req.Action == "stop" && !s.Running {
+					fmt.Fprintf(app.Err, "warning: %d running world(s) use the %s server you stopped (%s): their services lost their connections; 'git binky servers start %s' (or their next up) starts it again\n",
+						len(s.Worlds), s.Kind, names, s.Kind)
+				} else {
+					fmt.Fprintf(app.Out, "%-10s  used by %s\n", "", names)
+				}
 			}
 			return nil
 		},

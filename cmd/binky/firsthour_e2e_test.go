@@ -313,11 +313,13 @@ adapter = "redis"
 		t.Errorf("golden still lists %s:\n%s", name, out)
 	}
 
-	if out := f.mustBinky(f.repo, "servers"); !strings.Contains(out, "redis       running on 127.0.0.1:") {
-		t.Fatalf("servers:\n%s", out)
+	if out := f.mustBinky(f.repo, "servers"); !strings.Contains(out, "redis       running on 127.0.0.1:") || !strings.Contains(out, "used by g1") {
+		t.Fatalf("servers (want redis running, used by g1):\n%s", out)
 	}
-	if out := f.mustBinky(f.repo, "servers", "stop", "redis"); !strings.Contains(out, "redis       stopped") {
-		t.Errorf("servers stop redis:\n%s", out)
+	// Stopping it said nothing of the worlds that lost their connections.
+	if out, stderr, err := f.binky(f.repo, "servers", "stop", "redis"); err != nil || !strings.Contains(out, "redis       stopped") ||
+		!strings.Contains(stderr, "1 running world(s) use the redis server you stopped (g1)") {
+		t.Errorf("servers stop redis: %v\n%s%s", err, out, stderr)
 	}
 	if out := f.mustBinky(f.repo, "servers", "start", "redis"); !strings.Contains(out, "redis       running") {
 		t.Errorf("servers start redis:\n%s", out)
