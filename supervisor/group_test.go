@@ -239,6 +239,10 @@ func TestStoppingAServiceThatWaitsToRestartIsImmediate(t *testing.T) {
 	}
 	// The fifth failure waits 1.6 s, the sixth 3.2 s.
 	waitFor(t, events, g, func(s Status) bool { return s.State == Crashed && s.Restarts >= 6 })
+	// A start meanwhile answered at once from the first start's readiness.
+	if err := g.StartService(context.Background(), "api"); err == nil || !strings.Contains(err.Error(), "waiting to restart") {
+		t.Errorf("start of a service waiting to restart: %v, want it refused, saying so", err)
+	}
 	start := time.Now()
 	if err := g.StopService(context.Background(), "api"); err != nil {
 		t.Fatalf("stop: %v", err)

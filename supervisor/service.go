@@ -35,6 +35,13 @@ func (g *Group) StartService(ctx context.Context, name string) error {
 	}
 	g.startRotation()
 	p.mu.Lock()
+	if p.running && p.st.State == Crashed {
+		// Its loop waits out a restart's backoff: the readiness of its
+		// first start would answer at once, for a service that is down.
+		msg := p.st.Message
+		p.mu.Unlock()
+		return fmt.Errorf("service %s is crashed and waiting to restart (%s): 'git binky service restart %s' restarts it now", name, msg, name)
+	}
 	if !p.running {
 		// This run's readiness, not the last one's: the first start closed
 		// ready, and a restarted service is not ready until probed again.
