@@ -386,6 +386,16 @@ func (p *proc) waitReady(ctx context.Context) error {
 // down. adopted is the status of an already running process to take over.
 func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{}) {
 	defer close(done)
+	// However it ends, no loop runs now (unless a newer one does): a stop
+	// whose caller went away before this one ended left running set, and
+	// the next start took the last run's readiness for its own.
+	defer func() {
+		p.mu.Lock()
+		if p.done == done {
+			p.running = false
+		}
+		p.mu.Unlock()
+	}()
 	select {
 	case <-p.wake: // a word left by a stop of an earlier loop
 	default:
@@ -467,7 +477,7 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		}
 		p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Crashed, code, msg, 0; s.Restarts++ })
 		if !p.backOff(ctx, backoff) {
-			p.set(func(s *Status) { s.State = Stopped })
+			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
 			return
 		}
 		backoff = min(backoff*2, 30*time.Second)

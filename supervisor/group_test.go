@@ -168,15 +168,26 @@ func TestStopLeavesNoGrandchild(t *testing.T) {
 	}
 }
 
-func TestKilledServiceIsRestartedAndHealthyAgain(t *testing.T) {
-	api, _ := httpSpec(t, "api")
-	g, _ := NewGroup([]Spec{api}, nil)
+// startGroup starts a group of specs, stopped when the test ends, and
+// subscribes to its events.
+func startGroup(t *testing.T, specs ...Spec) (*Group, <-chan Event) {
+	t.Helper()
+	g, err := NewGroup(specs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	events, cancel := g.Subscribe()
-	defer cancel()
+	t.Cleanup(cancel)
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Stop(context.Background()) })
+	return g, events
+}
+
+func TestKilledServiceIsRestartedAndHealthyAgain(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	g, events := startGroup(t, api)
 	first := g.Statuses()[0]
 	if err := killPID(first.PID); err != nil {
 		t.Fatal(err)
@@ -196,13 +207,7 @@ func TestARestartThatDiesBeforeItIsHealthyIsRetried(t *testing.T) {
 	api.Restart = RestartAlways
 	broken := filepath.Join(t.TempDir(), "broken")
 	api.Cmd = fmt.Sprintf("if [ -e %q ]; then echo not today; exit 3; fi; %s", broken, api.Cmd)
-	g, _ := NewGroup([]Spec{api}, nil)
-	events, cancel := g.Subscribe()
-	defer cancel()
-	if err := g.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Stop(context.Background()) })
+	g, events := startGroup(t, api)
 	first := g.Statuses()[0]
 	os.WriteFile(broken, nil, 0o600)
 	if err := killPID(first.PID); err != nil {
@@ -226,13 +231,7 @@ func TestStoppingAServiceThatWaitsToRestartIsImmediate(t *testing.T) {
 	api.StopTimeout = 100 * time.Millisecond
 	broken := filepath.Join(t.TempDir(), "broken")
 	api.Cmd = fmt.Sprintf("if [ -e %q ]; then exit 3; fi; %s", broken, api.Cmd)
-	g, _ := NewGroup([]Spec{api}, nil)
-	events, cancel := g.Subscribe()
-	defer cancel()
-	if err := g.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g, events := startGroup(t, api)
 	os.WriteFile(broken, nil, 0o600)
 	if err := killPID(g.Statuses()[0].PID); err != nil {
 		t.Fatal(err)
@@ -258,6 +257,27 @@ func TestStoppingAServiceThatWaitsToRestartIsImmediate(t *testing.T) {
 	time.Sleep(4 * time.Second) // past the old loop's backoff, had it lived
 	if st := g.Statuses()[0]; st.State != Healthy || st.PID != first.PID {
 		t.Errorf("after the old backoff: %+v, want the started one still healthy (pid %d)", st, first.PID)
+	}
+}
+
+// A stop whose caller went away (Ctrl-C, an MCP timeout) before the
+// service's loop ended left the service marked running: the next start
+// took the last run's readiness for its own and answered at once, the
+// service stopped.
+func TestAStartAfterAStopWhoseCallerLeftStartsTheService(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	g, events := startGroup(t, api)
+	for range 4 {
+		gone, leave := context.WithCancel(context.Background())
+		leave()
+		g.StopService(gone, "api")
+		waitFor(t, events, g, func(s Status) bool { return s.State == Stopped })
+		if err := g.StartService(context.Background(), "api"); err != nil {
+			t.Fatal(err)
+		}
+		if st := g.Statuses()[0]; st.State != Healthy || st.PID == 0 {
+			t.Fatalf("after start: %+v, want it healthy", st)
+		}
 	}
 }
 
