@@ -614,12 +614,16 @@ func TestLogsHideWhatOnlyTheUpsCallerHad(t *testing.T) {
 	if err := s.Home.SaveCallerEnv(w.ID, []string{"PATH=/usr/bin", "MF_API_TOKEN=only-the-callers-token-1234"}); err != nil {
 		t.Fatal(err)
 	}
+	// This server's own secret holds the caller's: hidden one after the
+	// other, the longer one's ends showed.
+	s.Env = append(s.Env, "MF_LONG_TOKEN=head-of-it-only-the-callers-token-1234-tail-of-it")
 	p, _ := w.LogPaths("api")
 	os.MkdirAll(filepath.Dir(p["api"]), 0o700)
-	os.WriteFile(p["api"], []byte("using token only-the-callers-token-1234 now\n"), 0o600)
+	os.WriteFile(p["api"], []byte("using token only-the-callers-token-1234 now\nand head-of-it-only-the-callers-token-1234-tail-of-it too\n"), 0o600)
 	c := start(t, s)
-	if r := c.tool("logs", fmt.Sprintf(`{"dir":%q}`, dir)); strings.Contains(text(r), "only-the-callers-token-1234") || !strings.Contains(text(r), "using token") {
-		t.Errorf("logs show the caller's token, or lost the line:\n%s", text(r))
+	r := c.tool("logs", fmt.Sprintf(`{"dir":%q}`, dir))
+	if got := text(r); strings.Contains(got, "only-the-callers-token-1234") || strings.Contains(got, "head-of-it") || strings.Contains(got, "tail-of-it") || !strings.Contains(got, "using token") {
+		t.Errorf("logs show a token, part of one, or lost the line:\n%s", got)
 	}
 }
 

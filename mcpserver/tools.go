@@ -276,16 +276,14 @@ func (s *Server) hider(w *world.World, req mcp.CallToolRequest) func(string) str
 	if err != nil {
 		return nil
 	}
-	own := w.ProcessHider(rec, s.Env)
 	// The world's processes got the environment of the command that
 	// started it, not this server's: a token only that shell exported
-	// (and a service printed) is hidden too.
-	caller, ok := w.Home.CallerEnv(w.ID)
-	if !ok {
-		return own
+	// (and a service printed) is hidden too. One hider for both, so the
+	// longest secret goes first whichever environment has it.
+	if caller, ok := w.Home.CallerEnv(w.ID); ok {
+		return w.ProcessHider(rec, s.Env, caller)
 	}
-	theirs := w.ProcessHider(rec, caller)
-	return func(line string) string { return own(theirs(line)) }
+	return w.ProcessHider(rec, s.Env)
 }
 
 func (s *Server) service(action string) server.ToolHandlerFunc {

@@ -198,7 +198,11 @@ func Hider(env map[string]string) func(string) string {
 // its env files; its env table). A service echoing the STRIPE_SECRET_KEY
 // of its env_file or the ${env.TOKEN} of its env showed it through MCP
 // logs and verify, which hid the coordinates' alone.
-func (w *World) ProcessHider(rec *Record, base []string) func(string) string {
+//
+// Each of bases is an environment a process may have started from (the
+// caller's of the up, this process's own): their secrets are hidden too,
+// whether or not a service's environment can be built now.
+func (w *World) ProcessHider(rec *Record, bases ...[]string) func(string) string {
 	coords := w.Coordinates(rec)
 	seen := map[string]bool{}
 	var sec []string
@@ -211,7 +215,17 @@ func (w *World) ProcessHider(rec *Record, base []string) func(string) string {
 		}
 	}
 	add(coords.flat())
-	if w.Config != nil {
+	for _, base := range bases {
+		env := map[string]string{}
+		for _, kv := range base {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		add(env)
+		if w.Config == nil {
+			continue
+		}
 		for _, n := range w.Config.ServiceNames() {
 			if env, err := w.ProcessEnvFor(coords, rec, base, n); err == nil {
 				add(env)
