@@ -79,13 +79,20 @@ func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, er
 	return out, nil
 }
 
-// serverUsers names, by kind, the running worlds with a slice on binky's
-// own server of that kind.
+// serverUsers names, by kind, this home's worlds with processes that
+// may be connected to binky's own server of that kind: running, starting,
+// suspended (they resume) or untrusted (adopted services run on).
 func (d *Daemon) serverUsers() map[string][]string {
 	users := map[string][]string{}
 	recs, _ := d.home.Records()
+	id, _ := d.home.ID()
 	for _, r := range recs {
-		if r.State != world.StateRunning {
+		switch r.State {
+		case world.StateRunning, world.StateStarting, world.StateSuspended, world.StateUntrusted:
+		default:
+			continue
+		}
+		if r.Home != "" && r.Home != id {
 			continue
 		}
 		seen := map[string]bool{}

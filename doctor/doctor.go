@@ -309,13 +309,21 @@ func projectKinds(dir string) (map[string]bool, bool) {
 	if err != nil {
 		return nil, false
 	}
-	cfg, _ := world.ParseConfig(path, src)
+	cfg, diags := world.ParseConfig(path, src)
 	if cfg == nil {
 		return nil, false
 	}
+	for _, d := range diags {
+		if d.Severity == world.SeverityError {
+			return nil, false // (a misspelled adapter key would hide a kind)
+		}
+	}
 	kinds := map[string]bool{}
 	for _, n := range cfg.ServiceNames() {
-		if svc := cfg.Services[n]; svc.Adapter != "" && svc.AdminURL == "" {
+		svc := cfg.Services[n]
+		// An admin_url from the environment falls back to binky's own
+		// server where the variable is unset or empty.
+		if svc.Adapter != "" && (svc.AdminURL == "" || strings.Contains(svc.AdminURL, "${env.")) {
 			kinds[adapters.Canonical(svc.Adapter)] = true
 		}
 	}

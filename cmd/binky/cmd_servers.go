@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/world"
 )
@@ -64,8 +65,8 @@ Worlds running on a server you stop lose their connections.
 					continue
 				}
 				names := world.Inert(strings.Join(s.Worlds, ", "))
-				if req.Action == "stop" && !s.Running {
-					fmt.Fprintf(app.Err, "warning: %d running world(s) use the %s server you stopped (%s): their services lost their connections; 'git binky servers start %s' (or their next up) starts it again\n",
+				if req.Action == "stop" && !s.Running && (req.Name == "" || s.Kind == kindNamed(req.Name, res)) {
+					fmt.Fprintf(app.Err, "warning: %d world(s) with running services use the %s server you stopped (%s): their services lost their connections; 'git binky servers start %s' (or their next up) starts it again\n",
 						len(s.Worlds), s.Kind, names, s.Kind)
 				} else {
 					fmt.Fprintf(app.Out, "%-10s  used by %s\n", "", names)
@@ -76,6 +77,20 @@ Worlds running on a server you stop lose their connections.
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers as JSON")
 	return cmd
+}
+
+// kindNamed is the kind name (as the user wrote it: "postgresql" too)
+// names among the servers listed (res).
+func kindNamed(name string, res []api.Server) string {
+	for _, s := range res {
+		if strings.EqualFold(s.Kind, name) {
+			return s.Kind
+		}
+	}
+	if k, ok := adapters.Lookup(name); ok {
+		return k.Name
+	}
+	return name
 }
 
 func newGoldenCmd(app *App) *cobra.Command {

@@ -318,7 +318,7 @@ adapter = "redis"
 	}
 	// Stopping it said nothing of the worlds that lost their connections.
 	if out, stderr, err := f.binky(f.repo, "servers", "stop", "redis"); err != nil || !strings.Contains(out, "redis       stopped") ||
-		!strings.Contains(stderr, "1 running world(s) use the redis server you stopped (g1)") {
+		!strings.Contains(stderr, "1 world(s) with running services use the redis server you stopped (g1)") {
 		t.Errorf("servers stop redis: %v\n%s%s", err, out, stderr)
 	}
 	if out := f.mustBinky(f.repo, "servers", "start", "redis"); !strings.Contains(out, "redis       running") {
