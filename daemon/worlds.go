@@ -1087,7 +1087,14 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 			s.State = string(supervisor.Suspended)
 		}
 	}
-	specs, untrusted := d.adoptSpecs(rec, alive)
+	// The environment their up gave them (its caller's, kept in the
+	// home); a world an older binky started has none kept.
+	caller, kept := d.home.CallerEnv(rec.ID)
+	env := d.env
+	if kept {
+		env = caller
+	}
+	specs, untrusted := d.adoptSpecs(rec, alive, env)
 	g, err := supervisor.NewGroup(specs, d.persister(rec.ID))
 	if err != nil {
 		d.log.Error("adopt", "world", rec.Worktree, "err", err)
@@ -1102,8 +1109,8 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	r := d.run(rec.ID)
 	r.mu.Lock()
 	r.setGroup(g, names)
-	if env, ok := d.home.CallerEnv(rec.ID); ok {
-		r.env = env
+	if kept {
+		r.env = caller
 	}
 	r.mu.Unlock()
 	d.admission.Admit(rec.ID)
@@ -1147,7 +1154,8 @@ func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 // services are health-checked and restarted as before, from the config
 // they were approved and started with (kept in the trust folder by its
 // hash), never from whatever the worktree holds now: a branch checked out
-// since must not get its commands run by a crash restart. When the
+// since must not get its commands run by a crash restart, and with env,
+// the environment their up gave them. When the
 // worktree's current config is neither that one nor approved, untrusted
 // says why, for the world's state.
 //
@@ -1155,7 +1163,7 @@ func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
 // config is used only if it is approved. Otherwise (the worktree is gone,
 // binky.toml is broken or unapproved) the services are adopted with a bare
 // spec: shown by status, stopped by down, never restarted.
-func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceState) (specs []supervisor.Spec, untrusted string) {
+func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceState, env []string) (specs []supervisor.Spec, untrusted string) {
 	bare := func() []supervisor.Spec {
 		var specs []supervisor.Spec
 		for n := range alive {
@@ -1211,7 +1219,7 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 			names = append(names, n)
 		}
 	}
-	specs, err = buildSpecs(w, rec, names, d.adoptedEnv(rec.ID))
+	specs, err = buildSpecs(w, rec, names, env)
 	if err != nil || len(specs) != len(alive) {
 		return bare(), untrusted
 	}
@@ -1221,16 +1229,6 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		specs[i].DependsOn = nil
 	}
 	return specs, untrusted
-}
-
-// adoptedEnv is the environment adopted services of world id restart
-// with: the one their up gave them (its caller's, kept in the home), or,
-// for a world an older binky started, this daemon's own.
-func (d *Daemon) adoptedEnv(id string) []string {
-	if env, ok := d.home.CallerEnv(id); ok {
-		return env
-	}
-	return d.env
 }
 
 func findByAdmin(repo *gitx.Repo, admin string) (*gitx.Worktree, error) {

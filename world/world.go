@@ -721,7 +721,8 @@ func (w *World) processEnv(coords Coordinates, rec *Record, base []string, servi
 		all := lookup
 		lookup = func(ref string) (string, bool) {
 			v, ok := all(ref)
-			if name, isEnv := strings.CutPrefix(ref, "env."); isEnv && !ok && name != "" && !strings.Contains(name, ":-") {
+			// (A default, ${env.X:-v}, is always found.)
+			if name, isEnv := strings.CutPrefix(ref, "env."); isEnv && !ok && name != "" {
 				unset[name] = true
 			}
 			return v, ok
