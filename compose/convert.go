@@ -411,7 +411,11 @@ func (c *converter) convertSlice(sv *service) {
 		}
 	}
 	if len(replaced) > 0 {
-		c.note(sv, "the slice has its own address, user and password, so the container's "+strings.Join(replaced, ", ")+" are not needed")
+		verb := " are"
+		if len(replaced) == 1 {
+			verb = " is"
+		}
+		c.note(sv, "the slice has its own address, user and password, so the container's "+strings.Join(replaced, ", ")+verb+" not needed")
 	}
 	if env := sv.rawEnv(); len(env) > 0 {
 		c.note(sv, "its environment ("+strings.Join(slices.Sorted(maps.Keys(env)), ", ")+") configured the container; dependents now read this slice's fields")

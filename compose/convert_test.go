@@ -970,3 +970,71 @@ func keptOut(t *testing.T, toml string, lits ...string) {
 		}
 	}
 }
+
+// A value equal to the database container's is a clue only where the
+// variable's name speaks of a database: a service or queue named like the
+// database is not its name.
+func TestOnlyDatabaseNamedVariablesAreMatchedByValue(t *testing.T) {
+	res, cfg := converted(t, map[string]string{
+		"app.env": "QUEUE_NAME=shop\nORDERS_DB_USER=shop\n",
+		"compose.yaml": `
+services:
+  api:
+    build: .
+    command: ./api
+    depends_on: [db]
+    env_file: app.env
+    environment:
+      OTEL_SERVICE_NAME: shop
+      APP_USER: shop
+      APP_DB_NAME: shop
+  db:
+    image: postgres:16
+    environment:
+      POSTGRES_USER: shop
+      POSTGRES_PASSWORD: hunter22
+      POSTGRES_DB: shop
+`})
+	api := cfg.Services["api"].Env
+	for k, want := range map[string]string{"OTEL_SERVICE_NAME": "shop", "APP_USER": "shop", "APP_DB_NAME": "${db.name}", "ORDERS_DB_USER": "${db.user}"} {
+		if api[k] != want {
+			t.Errorf("api %s = %q, want %q\n%s", k, api[k], want, res.TOML)
+		}
+	}
+	if _, ok := api["QUEUE_NAME"]; ok {
+		t.Errorf("QUEUE_NAME from app.env was rewritten: %q\n%s", api["QUEUE_NAME"], res.TOML)
+	}
+	for _, k := range []string{"APP_DB_NAME", "ORDERS_DB_USER"} {
+		if !slices.ContainsFunc(res.Guessed, func(g string) bool { return strings.Contains(g, k) }) {
+			t.Errorf("%s was matched by its value alone but is not listed as guessed: %v", k, res.Guessed)
+		}
+	}
+}
+
+// A variable compose reads from the environment with a default stays one
+// the developer can set: binky's ${env.NAME:-default} is compose's
+// ${NAME:-default}.
+func TestADefaultedVariableStaysOverridable(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `
+services:
+  api:
+    build: .
+    command: ./api
+    environment:
+      LOG_LEVEL: ${LOG_LEVEL:-info}
+      QUEUE: ${QUEUE_PREFIX-bull}
+      EMPTY: ${NOTHING:-}
+      MIXED: x-${SUFFIX:-y}
+      NESTED: ${A:-${B:-z}}
+`})
+	api := cfg.Services["api"].Env
+	for k, want := range map[string]string{"LOG_LEVEL": "${env.LOG_LEVEL:-info}", "QUEUE": "${env.QUEUE_PREFIX:-bull}", "EMPTY": "${env.NOTHING:-}",
+		"MIXED": "x-y", "NESTED": "z"} {
+		if api[k] != want {
+			t.Errorf("api %s = %q, want %q\n%s", k, api[k], want, res.TOML)
+		}
+	}
+	if slices.Contains(res.SetEnv, "LOG_LEVEL") {
+		t.Errorf("LOG_LEVEL has a default but is listed as one to set: %v", res.SetEnv)
+	}
+}

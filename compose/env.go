@@ -150,6 +150,9 @@ func (c *converter) convertEnv(sv *service) {
 			continue
 		}
 		v, note := c.envValue(sv, k, vals[k], raw, wired)
+		if name, def, ok := c.plainDefault(raw[k]); ok && v == def {
+			v = "${env." + name + ":-" + def + "}" // still the developer's to set
+		}
 		sv.env = append(sv.env, line{key: k, value: tomlString(v), comment: note})
 	}
 	// The app's env_file may address the container too (DB_HOST=postgres,
@@ -457,7 +460,7 @@ func (c *converter) sliceField(sv *service, key, val string, raw map[string]any)
 			}
 			continue
 		}
-		if val == "" || len(val) < 2 {
+		if val == "" || len(val) < 2 || !namesSlice(key, t) {
 			continue
 		}
 		for tk, tv := range t.rawEnv() {
@@ -466,11 +469,33 @@ func (c *converter) sliceField(sv *service, key, val string, raw map[string]any)
 			}
 			_, tf, ok := splitField(tk, t.kind.Fields)
 			if ok && tf == f && c.vars(t, c.src.written(tk, tv)) == val {
+				c.guess(sv, key+" reads the "+t.name+" slice's "+f+": its value was the "+t.compose+" container's "+tk)
 				return t, f
 			}
 		}
 	}
 	return nil, ""
+}
+
+// dbWords are the words of a variable's name that speak of a database
+// whatever its kind: APP_DB_USER, SPRING_DATASOURCE_USERNAME, MYSQL_DATABASE.
+var dbWords = []string{"DB", "DATABASE", "DATASOURCE", "SQL"}
+
+// namesSlice reports whether key's name has a word naming a database, t's
+// kind or t itself (APP_DB_NAME, PG_USER, ORDERSDB_USER): only then is a
+// value equal to the container's a clue (OTEL_SERVICE_NAME: shop beside
+// POSTGRES_DB: shop is the app's own name, not the database's).
+func namesSlice(key string, t *service) bool {
+	words := append(slices.Clone(dbWords), strings.ToUpper(world.EnvName(t.name)), strings.ToUpper(world.EnvName(t.compose)))
+	for _, kp := range kindPrefixes(t.kind) {
+		words = append(words, strings.Trim(kp, "_"))
+	}
+	for _, w := range strings.FieldsFunc(strings.ToUpper(key), func(r rune) bool { return r == '_' }) {
+		if slices.Contains(words, w) || strings.HasSuffix(w, "DB") || strings.HasPrefix(w, "DB") { // ORDERSDB_USER, DBNAME
+			return true
+		}
+	}
+	return false
 }
 
 // listenAddr is an address a process listens on: 0.0.0.0:9000, :8080.
@@ -556,6 +581,31 @@ func (c *converter) processAddr(t *service, name, scheme, port string) (string, 
 		return "${" + name + ".host}:${" + name + ".port}", true
 	}
 	return "", false
+}
+
+// plainDefault reports whether a value is one reference with a default
+// (${LOG_LEVEL:-info}) that .env does not set, the default plain text that
+// a ${env.NAME:-default} token can hold, and no credential.
+func (c *converter) plainDefault(v any) (name, def string, ok bool) {
+	s, isString := v.(string)
+	if !isString {
+		return "", "", false
+	}
+	parts := parseVars(s)
+	if len(parts) != 1 || parts[0].name == "" || (parts[0].op != ":-" && parts[0].op != "-") {
+		return "", "", false
+	}
+	p := parts[0]
+	if _, set := c.src.dotenv[p.name]; set || credentialKey(p.name) {
+		return "", "", false
+	}
+	for _, a := range p.arg {
+		if a.name != "" || strings.ContainsAny(a.text, "${}") {
+			return "", "", false
+		}
+		def += a.text
+	}
+	return p.name, def, true
 }
 
 // vars turns compose's variable references into binky's: a variable .env
