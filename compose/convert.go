@@ -42,6 +42,7 @@ type service struct {
 	main          *cport
 	moreRanges    int // ports left out past maxPorts
 	needsPort     bool
+	oneshot       bool     // a dependent waits for it to finish successfully
 	deps          []string // compose names
 	slices        []*service
 	prefixes      map[string]*service // env key prefix → the slice it addresses
@@ -114,6 +115,8 @@ func newConverter(s *source) *converter {
 				sv.deps = append(sv.deps, d)
 				if t.kind != nil {
 					sv.slices = append(sv.slices, t)
+				} else if sv.cfg.DependsOn[d].Condition == types.ServiceConditionCompletedSuccessfully {
+					t.oneshot = true
 				}
 			}
 		}
@@ -321,13 +324,22 @@ func (c *converter) convertService(sv *service) {
 	if b := sv.cfg.Build; b != nil && b.Context != "" && b.Context != "." && !strings.Contains(b.Context, "://") {
 		c.add(sv, "cwd", tomlString(strings.TrimPrefix(filepath.ToSlash(filepath.Clean(b.Context)), "./")), "compose built it from this folder")
 	}
-	c.convertPorts(sv)
+	if sv.oneshot {
+		// A migration: binky's dependents wait for its exit 0 as compose's
+		// did, and it is neither restarted, probed nor reached.
+		c.add(sv, "oneshot", "true", "compose's dependents waited for it to finish successfully")
+		if len(sv.ports) > 0 {
+			c.leave(sv, "compose published its ports, but it runs to completion: a oneshot has none")
+		}
+	} else {
+		c.convertPorts(sv)
+	}
 	if len(sv.deps) > 0 {
 		var names []string
 		var waits []string
 		for _, d := range sv.deps {
 			names = append(names, c.byCompose[d].name)
-			if cond := sv.cfg.DependsOn[d].Condition; cond == types.ServiceConditionCompletedSuccessfully {
+			if cond := sv.cfg.DependsOn[d].Condition; cond == types.ServiceConditionCompletedSuccessfully && c.byCompose[d].kind != nil {
 				waits = append(waits, d)
 			}
 		}
@@ -337,7 +349,9 @@ func (c *converter) convertService(sv *service) {
 		}
 	}
 	c.convertEnvFile(sv)
-	c.convertHealth(sv)
+	if !sv.oneshot {
+		c.convertHealth(sv)
+	}
 	c.convertRestart(sv)
 	for _, sec := range sv.cfg.Secrets {
 		c.leave(sv, c.secretNote(sec.Source, sec.Target))
@@ -359,7 +373,11 @@ func (c *converter) convertService(sv *service) {
 		c.note(sv, "not carried (binky runs a process on this machine, not a container): "+strings.Join(dropped, ", "))
 	}
 	c.convertEnv(sv)
-	c.mapped = append(c.mapped, fmt.Sprintf("%s: a process%s", sv.name, portSummary(sv)))
+	if sv.oneshot {
+		c.mapped = append(c.mapped, sv.name+": a oneshot process (it runs to completion before what depends on it starts)")
+	} else {
+		c.mapped = append(c.mapped, fmt.Sprintf("%s: a process%s", sv.name, portSummary(sv)))
+	}
 }
 
 func portSummary(sv *service) string {
@@ -617,6 +635,10 @@ func (c *converter) convertRestart(sv *service) {
 		c.leave(sv, "compose stop_signal "+commentText(sig)+": binky sends SIGTERM, then SIGKILL after stop_timeout: make it exit on SIGTERM")
 	}
 	switch r := sv.cfg.Restart; {
+	case sv.oneshot:
+		if r != "" && r != "no" {
+			c.note(sv, "compose restart "+commentText(r)+": a oneshot is never restarted; one that fails fails the up, and the next up runs it again")
+		}
 	case r == "":
 	case r == "no" || r == "always":
 		c.add(sv, "restart", tomlString(r), "")

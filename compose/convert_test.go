@@ -1038,3 +1038,40 @@ services:
 		t.Errorf("LOG_LEVEL has a default but is listed as one to set: %v", res.SetEnv)
 	}
 }
+
+// compose's one-shot migration (what depends on it waits for it to
+// complete successfully) is a oneshot: binky's dependents wait for its
+// exit 0 too, where a plain process would be waited for only to start.
+func TestAServiceWaitedForToCompleteIsAOneshot(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `
+services:
+  db:
+    image: postgres:16
+    environment: {POSTGRES_PASSWORD: hunter22}
+  migrate:
+    build: .
+    command: npm run migrate
+    restart: on-failure
+    healthcheck: {test: ["CMD", "true"]}
+    depends_on:
+      db: {condition: service_healthy}
+  api:
+    build: .
+    command: npm start
+    depends_on:
+      migrate: {condition: service_completed_successfully}
+      db: {condition: service_healthy}
+`})
+	m := cfg.Services["migrate"]
+	if !m.Oneshot || m.Restart != "no" || m.Health != nil {
+		t.Errorf("migrate = oneshot %v, restart %q, health %+v: want a oneshot, never restarted, no probe\n%s", m.Oneshot, m.Restart, m.Health, res.TOML)
+	}
+	if api := cfg.Services["api"]; api.Oneshot || !slices.Contains(api.DependsOn, "migrate") {
+		t.Errorf("api = %+v", api)
+	}
+	for _, g := range res.Guessed {
+		if strings.Contains(g, "to finish successfully") {
+			t.Errorf("binky waits for the oneshot as compose did, but init says it guessed: %q", g)
+		}
+	}
+}

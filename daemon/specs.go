@@ -77,6 +77,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			StopTimeout: s.StopTimeout.Duration,
 			LogPath:     filepath.Join(world.LogDir(w.Worktree.AdminDir), name+".log"),
 			Mark:        serviceMark(rec, w.Home, name),
+			Oneshot:     s.Oneshot,
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts
@@ -84,6 +85,11 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			}
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
+		if s.Oneshot {
+			// Ready when it exits 0: a probe of its port would fail it.
+			specs = append(specs, spec)
+			continue
+		}
 		if h := s.Health; h != nil {
 			spec.Health = supervisor.Health{
 				Interval: h.Interval.Duration, Timeout: h.Timeout.Duration,

@@ -364,12 +364,16 @@ func (p *proc) start(ctx context.Context, deps []*proc) error {
 func (p *proc) waitReady(ctx context.Context) error {
 	t := time.NewTimer(p.spec.Health.StartPeriod)
 	defer t.Stop()
+	timeout := t.C
+	if p.spec.Oneshot {
+		timeout = nil // a migration takes what it takes
+	}
 	select {
 	case <-p.ready:
 		return nil
 	case err := <-p.failed:
 		return err
-	case <-t.C:
+	case <-timeout:
 		p.mu.Lock()
 		last := p.lastRes
 		p.mu.Unlock()
@@ -420,7 +424,11 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		}
 		runCtx, cancelRun := context.WithCancel(ctx)
 		healthDone := make(chan struct{})
-		go func() { defer close(healthDone); p.healthLoop(runCtx) }()
+		if p.spec.Oneshot {
+			close(healthDone) // ready when it exits 0, not while it runs
+		} else {
+			go func() { defer close(healthDone); p.healthLoop(runCtx) }()
+		}
 		started := time.Now()
 		code := wait()
 		cancelRun()
@@ -438,6 +446,10 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		if stopping || ctx.Err() != nil {
 			// Our own SIGTERM's exit code says nothing about the service.
 			p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Stopped, nil, "", 0 })
+			return
+		}
+		if p.spec.Oneshot {
+			p.finishOneshot(code, adopted != nil && attempt == 0)
 			return
 		}
 		desc := describeExit(code)
@@ -482,6 +494,29 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// finishOneshot records how a oneshot ended: done, which lets its
+// dependents start, or failed, which fails the Start waiting for it. An
+// adopted one's exit code is unknown (it is not this daemon's child): its
+// exit is taken for success, and says so.
+func (p *proc) finishOneshot(code *int, adopted bool) {
+	switch {
+	case code != nil && *code == 0:
+		p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Done, code, "", 0 })
+	case code == nil && adopted:
+		p.set(func(s *Status) {
+			s.State, s.ExitCode, s.PID = Done, nil, 0
+			s.Message = "exited while an earlier daemon ran it (its exit code is unknown)"
+		})
+	default:
+		p.exitFailed(fmt.Sprintf("service %s %s: it runs once (oneshot), and what depends on it starts only once it exits 0%s", p.spec.Name, describeExit(code), p.logTail()), code)
+		return
+	}
+	p.mu.Lock()
+	p.running = false
+	p.mu.Unlock()
+	p.markReady()
 }
 
 // backOff waits d before a restart and reports whether to restart: not
@@ -574,6 +609,9 @@ func (p *proc) spawn() (func() *int, error) {
 	info, _ := procgroup.ReadProc(pid)
 	p.st.PID, p.st.PGID, p.st.StartTick = pid, pid, info.StartTick
 	p.st.State, p.st.Started, p.st.Message, p.st.ExitCode = Starting, time.Now().UTC(), "", nil
+	if s.Oneshot {
+		p.st.Message = "running once: what depends on it waits for it to exit 0"
+	}
 	st := p.st
 	p.mu.Unlock()
 	p.g.publish(st)

@@ -398,3 +398,60 @@ func TestCycleAndUnknownDependencyAreRefused(t *testing.T) {
 		t.Errorf("unknown dependency: %v", err)
 	}
 }
+
+// A oneshot (a migration) is ready when it exits 0: its dependents start
+// only then, and it is never restarted.
+func TestAOneshotRunsBeforeItsDependentsAndIsDone(t *testing.T) {
+	dir := t.TempDir()
+	stamp := filepath.Join(dir, "migrated")
+	migrate := Spec{Name: "migrate", Cmd: "sleep 0.3; touch " + stamp, Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	// The dependent fails at once if it starts before the migration ends.
+	api := Spec{Name: "api", Cmd: "test -e " + stamp + " || exit 3; exec sleep 60", Dir: dir, DependsOn: []string{"migrate"},
+		LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second}
+	g, err := NewGroup([]Spec{migrate, api}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(context.Background())
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	st, _ := g.Status("migrate")
+	if st.State != Done || st.ExitCode == nil || *st.ExitCode != 0 || st.Restarts != 0 {
+		t.Errorf("migrate = %+v, want done with exit 0 and no restarts", st)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if st, _ := g.Status("api"); st.State != Healthy {
+		t.Errorf("api = %+v: it started before the migration ended", st)
+	}
+	if st, _ := g.Status("migrate"); st.State != Done || st.Restarts != 0 {
+		t.Errorf("migrate was run again: %+v", st)
+	}
+}
+
+// A oneshot that fails fails the start, with its log's last lines, and its
+// dependents never start.
+func TestAFailingOneshotFailsTheStart(t *testing.T) {
+	dir := t.TempDir()
+	stamp := filepath.Join(dir, "api-started")
+	migrate := Spec{Name: "migrate", Cmd: "echo 'relation \"orders\" does not exist' >&2; exit 2", Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	api := Spec{Name: "api", Cmd: "touch " + stamp + "; exec sleep 60", Dir: dir, DependsOn: []string{"migrate"},
+		LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second}
+	g, err := NewGroup([]Spec{migrate, api}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(context.Background())
+	err = g.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "exited with code 2") || !strings.Contains(err.Error(), `relation "orders" does not exist`) {
+		t.Fatalf("start = %v, want the migration's exit code and its log", err)
+	}
+	if _, err := os.Stat(stamp); err == nil {
+		t.Error("api started although the migration failed")
+	}
+	if st, _ := g.Status("migrate"); st.State != Crashed || st.Restarts != 0 {
+		t.Errorf("migrate = %+v, want crashed and not restarted", st)
+	}
+}

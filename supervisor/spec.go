@@ -27,6 +27,11 @@ type Spec struct {
 	// left its process group too (a setsid, a double-forked daemon). It
 	// must stay the same for the service across daemons, which adopt it.
 	Mark string
+	// Oneshot runs the service to completion (a migration): it is ready
+	// when it exits 0, so its dependents start only then, and any other
+	// end fails the Start waiting for it. It is never restarted, has no
+	// health probe and no start period: it takes what it takes.
+	Oneshot bool
 }
 
 // Health is a readiness and liveness probe. A zero Health means "ready once
@@ -70,6 +75,8 @@ const (
 	Crashed   State = "crashed"
 	Stopped   State = "stopped"
 	Suspended State = "suspended"
+	// Done is a oneshot that exited 0.
+	Done State = "done"
 )
 
 // Status is a snapshot of one service.
@@ -98,6 +105,9 @@ func (s Spec) withDefaults() Spec {
 	}
 	if s.Restart == "" {
 		s.Restart = RestartOnFailure
+	}
+	if s.Oneshot {
+		s.Restart, s.Health = RestartNo, Health{}
 	}
 	if s.MaxLogBytes <= 0 {
 		s.MaxLogBytes = 10 << 20

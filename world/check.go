@@ -167,6 +167,18 @@ func (c *Config) validate() []Diagnostic {
 		default:
 			errAt(append(key, "restart"), "restart = %q: must be \"on-failure\", \"always\" or \"no\"", s.Restart)
 		}
+		if s.Oneshot {
+			switch {
+			case s.Adapter != "":
+				errAt(append(key, "oneshot"), "oneshot: service %q is an adapter slice, not a process; a slice's own migrate = \"...\" runs once when it is made", name)
+			case s.Restart != "no":
+				errAt(append(key, "restart"), "restart = %q: a oneshot runs once and is never restarted; drop restart", s.Restart)
+			case s.URL != "":
+				errAt(append(key, "url"), "url = %q: a oneshot runs to completion, so nothing could reach it by URL; drop url (or oneshot)", s.URL)
+			case s.Health != nil:
+				errAt(append(key, "health"), "health: a oneshot is ready when it exits 0, not by a probe; drop health (or oneshot)")
+			}
+		}
 		for _, d := range s.DependsOn {
 			if _, ok := c.Services[d]; !ok {
 				msg := fmt.Sprintf("depends_on names %q, which is not a service", d)

@@ -65,6 +65,10 @@ type Service struct {
 	Cwd       string            `toml:"cwd"`
 	Health    *Health           `toml:"health"`
 	Restart   string            `toml:"restart"`
+	// Oneshot runs the process to completion at each start of its world
+	// (a migration): what depends on it starts once it exits 0, and any
+	// other exit fails the up. Never restarted; no health check.
+	Oneshot bool `toml:"oneshot"`
 	// StopTimeout is the grace between SIGTERM and SIGKILL.
 	StopTimeout Duration `toml:"stop_timeout"`
 
@@ -411,6 +415,9 @@ func (c *Config) applyDefaults() {
 	for _, s := range c.Services {
 		if s.Restart == "" {
 			s.Restart = "on-failure"
+			if s.Oneshot {
+				s.Restart = "no"
+			}
 		}
 	}
 }
@@ -449,7 +456,7 @@ func (c *Config) unknownKey(k toml.Key) Diagnostic {
 var (
 	topKeys     = []string{"agents", "groups", "project", "services"}
 	projectKeys = []string{"auto", "domain", "env_file", "name", "reload_on_checkout", "worktree_dir"}
-	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "golden_key", "health", "migrate", "options", "port_env", "ports", "restart", "seed", "stop_timeout", "url"}
+	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "golden_key", "health", "migrate", "oneshot", "options", "port_env", "ports", "restart", "seed", "stop_timeout", "url"}
 	healthKeys  = []string{"cmd", "http", "interval", "retries", "start_period", "tcp", "timeout"}
 	agentsKeys  = []string{"verify"}
 )

@@ -126,6 +126,24 @@ func TestParseConfigErrors(t *testing.T) {
 			wantLine: 3,
 			want:     `restart = "sometimes"`,
 		},
+		{
+			name:     "a oneshot restarted",
+			src:      "[services.migrate]\ncmd = \"x\"\noneshot = true\nrestart = \"on-failure\"\n",
+			wantLine: 4,
+			want:     `a oneshot runs once and is never restarted`,
+		},
+		{
+			name:     "a oneshot with a health check",
+			src:      "[services.migrate]\ncmd = \"x\"\noneshot = true\nhealth = { cmd = \"true\" }\n",
+			wantLine: 4,
+			want:     `a oneshot is ready when it exits 0`,
+		},
+		{
+			name:     "a oneshot slice",
+			src:      "[services.db]\nadapter = \"postgres\"\noneshot = true\n",
+			wantLine: 3,
+			want:     `a slice's own migrate`,
+		},
 		// What an attack found said in Go's terms, or not at all.
 		{
 			name:     "a string where a table goes",
