@@ -1204,13 +1204,16 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		w.PinEnvFiles()
 		if !d.home.TrustedWorld(w) {
 			d.log.Warn("adopted services will not be restarted: the env files their config names changed since it was approved", "world", rec.Worktree)
-			if untrusted == "" {
-				untrusted = fmt.Sprintf("an env_file %s names changed since its services started and is not approved: they are not restarted or health-checked ('git binky up' approves it, then 'git binky reload' runs it)", filepath.Join(wt.Path, world.ConfigFile))
-			}
+			// Not "they keep running the approved config": they keep
+			// running, but nothing restarts or checks them now.
+			untrusted = fmt.Sprintf("an env_file %s names changed since its services started and is not approved: they keep running, but are not restarted or health-checked ('git binky up' approves it, then 'git binky reload' runs it)", filepath.Join(wt.Path, world.ConfigFile))
 			return bare(), untrusted
 		}
 	case werr != nil || !currentTrusted:
 		d.log.Warn("adopted services will not be restarted: no approved config to run them with", "world", rec.Worktree, "err", err)
+		if untrusted != "" {
+			untrusted = fmt.Sprintf("%s (or an env_file it names) changed since its services started and is not approved, and the config they were started with is not kept: they keep running, but are not restarted or health-checked ('git binky up' approves the new files, then 'git binky reload' runs them)", w.Config.Path)
+		}
 		return bare(), untrusted
 	}
 	var names []string

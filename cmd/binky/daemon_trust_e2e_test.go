@@ -193,7 +193,9 @@ func TestAdoptedServicesAreNotRestartedWithAnEnvFileChangedSince(t *testing.T) {
 	wb := f.upThenCheckOutAndKillTheDaemon("wb", "evil")
 
 	w := f.world("wb") // a new daemon adopts wb's service
-	if w.State != "untrusted" || !strings.Contains(w.Message, "env_file") {
+	// Its services are not restarted: the state must not say they run on.
+	if w.State != "untrusted" || !strings.Contains(w.Message, "env_file") || !strings.Contains(w.Message, "not restarted") ||
+		strings.Contains(w.Message, "keep running the approved config") {
 		t.Errorf("adopted world whose env file changed: state %q, message %q", w.State, w.Message)
 	}
 	before := service(w, "api")
