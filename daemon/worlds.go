@@ -415,6 +415,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		// What starts now is what restarts later, even after a daemon
 		// restart: this config, approved above.
 		rec.Approved = approved
+		// A service the config no longer has is forgotten once nothing of
+		// it runs: status showed a deleted one forever, and up counted it.
+		for n, s := range rec.Services {
+			if _, ok := w.Config.Services[n]; !ok && (s.PID == 0 || !procgroup.Alive(s.PID, s.StartTick)) {
+				delete(rec.Services, n)
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -658,3 +658,48 @@ func TestRemovingAWorktreeWhoseFolderIsALinkToAnotherLeavesTheOther(t *testing.T
 		t.Errorf("c is no longer a worktree:\n%s", out)
 	}
 }
+
+// A service deleted from binky.toml leaves the world at its next up: status
+// showed it forever, and up counted it among the world's services.
+func TestAServiceRemovedFromTheConfigLeavesTheWorld(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "down")
+	only := strings.SplitN(twoServices, "[services.web]", 2)[0]
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(only), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := f.mustBinky(f.repo, "up")
+	if !strings.Contains(out, "(1 service") {
+		t.Errorf("up counts a deleted service:\n%s", out)
+	}
+	for _, s := range f.world("acme").Services {
+		if s.Name == "web" {
+			t.Errorf("the deleted service web is still in the world: %+v", s)
+		}
+	}
+}
+
+// A oneshot's dependents start once it has exited 0, and status says it is
+// done.
+func TestAOneshotRunsBeforeWhatDependsOnIt(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.migrate]
+cmd = "sleep 0.3; touch ${env.GC_DIR}/migrated"
+oneshot = true
+[services.api]
+cmd = "test -e ${env.GC_DIR}/migrated && exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["migrate"]
+`)
+	f.mustBinky(f.repo, "up")
+	w := f.world("acme")
+	if s := service(w, "migrate"); s.State != "done" || s.ExitCode == nil || *s.ExitCode != 0 {
+		t.Errorf("migrate = %+v, want done with exit 0", s)
+	}
+	if s := service(w, "api"); s.State != "healthy" {
+		t.Errorf("api = %+v: it started before the migration ended", s)
+	}
+}
