@@ -159,6 +159,11 @@ type Event struct {
 	Message string `json:"message,omitempty"`
 }
 
+// EventNotice is the State of an event every client shows, to a terminal
+// or not: something about the result the user must know (an up that left
+// a world running an older config).
+const EventNotice = "notice"
+
 // Error is a failed request. Code lets callers branch without parsing text.
 type Error struct {
 	Code    string `json:"code,omitempty"`

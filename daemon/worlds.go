@@ -355,8 +355,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	tornDown := func() bool { return parent.Err() == nil && ctx.Err() != nil }
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group) {
-		emit(api.Event{World: w.Name, Message: "already up"})
-		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.State == world.StateUntrusted {
+		rec, err := d.home.LoadRecord(w.ID)
+		if err == nil && rec.Approved != "" && rec.Approved != approved {
+			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, running the binky.toml it started with: the changed one is approved now, and 'git binky reload' restarts the services with it"})
+		} else {
+			emit(api.Event{World: w.Name, Message: "already up"})
+		}
+		if err == nil && rec.State == world.StateUntrusted {
 			// The user approved the current file; what runs is still the
 			// config approved before, until a reload.
 			d.setState(w.ID, world.StateRunning, "")
@@ -911,6 +916,7 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		d.mu.Lock()
 		r := d.worlds[rec.ID]
 		d.mu.Unlock()
+		d.recheckTrust(rec)
 		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
 	}
 	// Worlds waiting for their turn that have no record yet (a new
@@ -935,6 +941,44 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		}
 	}
 	return out, nil
+}
+
+// editedUnapproved begins the reason of a running world whose binky.toml
+// (or an env file it names) was edited in place and not approved.
+const editedUnapproved = " (or an env_file it names) changed since its services started and is not approved"
+
+// recheckTrust makes a running world whose worktree's config was edited
+// since it started untrusted, as a checkout does, and a world made so
+// running again once the file is back (or approved): an edit makes no
+// event, so status looks.
+func (d *Daemon) recheckTrust(rec *world.Record) {
+	if rec.State != world.StateRunning && !(rec.State == world.StateUntrusted && strings.Contains(rec.Reason, editedUnapproved)) {
+		return
+	}
+	path := filepath.Join(rec.Path, world.ConfigFile)
+	cfg, err := world.LoadConfig(path)
+	if err != nil {
+		return // a broken or missing file: up and down say so
+	}
+	from, to, why := world.StateRunning, world.StateUntrusted, path+editedUnapproved+
+		": they keep running the approved config ('git binky up' approves the new files, then 'git binky reload' runs them)"
+	if d.home.TrustedConfig(cfg) {
+		if rec.State == world.StateRunning {
+			return
+		}
+		from, to, why = world.StateUntrusted, world.StateRunning, ""
+	} else if rec.State == world.StateUntrusted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
+		if r.State == from { // an up or down since the read decides
+			r.State, r.Reason = to, why
+		}
+		rec.State, rec.Reason = r.State, r.Reason
+		return nil
+	})
 }
 
 func (d *Daemon) describe(id string, r *worldRun) (api.World, error) {

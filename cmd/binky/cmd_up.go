@@ -69,6 +69,8 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 		case e.State == string(world.StateQueued):
 			// Waiting is always worth saying, terminal or not.
 			fmt.Fprintln(app.Err, "  ⏳ "+inertText(e.Message))
+		case e.State == api.EventNotice:
+			fmt.Fprintln(app.Err, "note: "+inertText(e.Message))
 		case tty:
 			show(e)
 		}

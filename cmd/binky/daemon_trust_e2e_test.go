@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -430,4 +431,42 @@ func (f *fixture) otherHome() string {
 	daemonMu.Unlock()
 	f.t.Cleanup(func() { stopDaemon(other) })
 	return other
+}
+
+// An edit of a running world's binky.toml makes no event, as a checkout
+// does, but status still says the file is not the approved one, and says
+// so no more once it is back.
+func TestAnEditedConfigMakesARunningWorldUntrusted(t *testing.T) {
+	f := newFixture(t, approvedConfig)
+	f.mustBinky(f.repo, "up")
+	path := filepath.Join(f.repo, "binky.toml")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(slices.Clone(orig), "# edited\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.world("acme"); w.State != "untrusted" || !strings.Contains(w.Message, "not approved") {
+		t.Errorf("after an edit: state %q, message %q", w.State, w.Message)
+	}
+	// up approves it, and says that what runs is still the old one.
+	if _, errs, err := f.binky(f.repo, "up"); err != nil || !strings.Contains(errs, "'git binky reload'") {
+		t.Errorf("up of a running world whose file changed does not point to reload (%v):\n%s", err, errs)
+	}
+	if w := f.world("acme"); w.State != "running" {
+		t.Errorf("after up approved the edit: state %q, message %q", w.State, w.Message)
+	}
+	if err := os.WriteFile(path, append(slices.Clone(orig), "# edited again\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.world("acme"); w.State != "untrusted" {
+		t.Errorf("after a second edit: state %q, message %q", w.State, w.Message)
+	}
+	if err := os.WriteFile(path, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.world("acme"); w.State != "running" || w.Message != "" {
+		t.Errorf("after the edit was undone: state %q, message %q", w.State, w.Message)
+	}
 }
