@@ -237,6 +237,9 @@ type Slice struct {
 	Made     string `json:"made,omitempty"`
 	Template string `json:"template,omitempty"`
 	TookMS   int64  `json:"took_ms,omitempty"`
+	// Ran are the steps that ran on a provisioned slice ("migrate",
+	// "seed"); a slice made by an older binky does not say.
+	Ran []string `json:"ran,omitempty"`
 }
 
 // Status is the answer to OpStatus.

@@ -213,7 +213,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			if err := a.Provision(ctx, s); err != nil {
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
-			sl.Made, sl.Template, sl.TookMS, sl.Completed = existing.Made, existing.Template, existing.TookMS, existing.Completed
+			sl.Made, sl.Template, sl.TookMS, sl.Completed, sl.Ran = existing.Made, existing.Template, existing.TookMS, existing.Completed, existing.Ran
 		} else {
 			if existing != nil && !existing.Ready {
 				// Never reused: a slice not complete may be an empty
@@ -226,6 +226,13 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 				return rec, err
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()
+			if made == world.MadeProvisioned {
+				for _, step := range []struct{ name, cmd string }{{"migrate", svc.Migrate}, {"seed", svc.Seed}} {
+					if step.cmd != "" {
+						sl.Ran = append(sl.Ran, step.name)
+					}
+				}
+			}
 		}
 		addr, err := a.Resolve(ctx, s)
 		if err != nil {
@@ -359,7 +366,7 @@ func sliceConfig(adminRef string, options map[string]any) map[string]any {
 // sliceView is a slice as status shows it: how it was made.
 func sliceView(sl world.SliceRecord) api.Slice {
 	v := api.Slice{Service: sl.Service, Adapter: sl.Adapter, Name: sl.Name, Made: sl.Made, Template: sl.Template, TookMS: sl.TookMS,
-		Isolation: sl.Address["isolation"]}
+		Isolation: sl.Address["isolation"], Ran: sl.Ran}
 	if sl.Ready && v.Made == "" {
 		v.Made = "ready" // made by an older binky, which did not say how
 	}
@@ -504,7 +511,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 			return fmt.Errorf("service %s: %s: %w", n, step.what, err)
 		}
 		if err := d.runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, step.cmd, logPath); err != nil {
-			return fmt.Errorf("service %s: %s %q failed: %w", n, step.what, step.cmd, err)
+			return fmt.Errorf("service %s: %s %q failed: %w\n  (all of it: git binky logs %s --service %s)", n, step.what, step.cmd, err, w.Name, n)
 		}
 		if phase == "slice" {
 			if err := d.step(phase + "." + step.done); err != nil {
@@ -563,6 +570,8 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 			}
 		}
 		hide := world.Hider(vars)
+		// 20 lines, as a service's: an error's own line is often above
+		// its stack's or its library's last five (a real app's migrate).
 		var tail []string
 		for _, l := range logfile.Tail(logPath, 20) {
 			l = hide(l)
@@ -571,9 +580,6 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 				continue
 			}
 			tail = append(tail, l)
-		}
-		if len(tail) > 5 {
-			tail = tail[len(tail)-5:]
 		}
 		return fmt.Errorf("%v; last output:\n    %s", err, strings.Join(tail, "\n    "))
 	}

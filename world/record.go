@@ -77,8 +77,11 @@ type SliceRecord struct {
 	Ready bool `json:"ready,omitempty"`
 	// Made says how it became complete: MadeCloned (from Template) or
 	// MadeProvisioned; TookMS is how long that took, Completed when.
-	Made      string    `json:"made,omitempty"`
-	Template  string    `json:"template,omitempty"`
+	Made     string `json:"made,omitempty"`
+	Template string `json:"template,omitempty"`
+	// Ran are the steps that ran on a provisioned slice: "migrate",
+	// "seed", neither when the config gives none.
+	Ran       []string  `json:"ran,omitempty"`
 	TookMS    int64     `json:"took_ms,omitempty"`
 	Completed time.Time `json:"completed,omitzero"`
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -82,7 +83,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 			case "cloned":
 				made = fmt.Sprintf("cloned from %s in %d ms", sl.Template, sl.TookMS)
 			case "provisioned":
-				made = fmt.Sprintf("provisioned, migrated and seeded in %d ms", sl.TookMS)
+				made = fmt.Sprintf("%s in %d ms", provisionedWith(sl.Ran), sl.TookMS)
 			}
 			fmt.Fprintf(out, "      %s  %s slice %s (%s)\n", sl.Service, sl.Adapter, sl.Name, made)
 			if sl.Isolation == adapters.IsolationNone {
@@ -100,4 +101,18 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		}
 		fmt.Fprintf(out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", srv.Kind, srv.Port, state, srv.Dir)
 	}
+}
+
+// provisionedWith says what making a slice did: its migrate and seed only
+// when they ran (a Redis slice, or a database with neither, has none).
+func provisionedWith(ran []string) string {
+	switch {
+	case slices.Contains(ran, "migrate") && slices.Contains(ran, "seed"):
+		return "provisioned, migrated and seeded"
+	case slices.Contains(ran, "migrate"):
+		return "provisioned and migrated"
+	case slices.Contains(ran, "seed"):
+		return "provisioned and seeded"
+	}
+	return "provisioned"
 }

@@ -202,16 +202,17 @@ func TestAFailedMigrateShowsOnlyThisRunsOutput(t *testing.T) {
 	f := newFixture(t, `[services.db]
 adapter = "postgres"
 admin_url = "${env.BINKY_TEST_PG}"
-migrate = "n=$(cat $GC_DIR/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > $GC_DIR/n; echo run $n says hello; echo run $n to $DB_URL failed >&2; exit 3"
+migrate = "n=$(cat $GC_DIR/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > $GC_DIR/n; echo run $n says hello; echo run $n to $DB_URL failed >&2; seq 1 8 >&2; exit 3"
 `)
 	for run := 1; run <= 2; run++ {
 		_, stderr, err := f.binky(f.repo, "up", "mig")
 		if err == nil {
 			t.Fatal("a failing migrate did not fail the up")
 		}
+		// The error's line, above eight of its stack's, and where the rest is.
 		want := "run " + strconv.Itoa(run) + " to postgres://"
-		if !strings.Contains(stderr, want) {
-			t.Errorf("run %d: %q missing:\n%s", run, want, stderr)
+		if !strings.Contains(stderr, want) || !strings.Contains(stderr, "git binky logs mig --service db") {
+			t.Errorf("run %d: %q or the logs command missing:\n%s", run, want, stderr)
 		}
 		// What it printed is shown with the world's password hidden.
 		if !strings.Contains(stderr, ":xxxxx@") {
