@@ -144,7 +144,11 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 		dir = cfg.Project.WorktreeDir
 		d.warmServers(cfg)
 	}
-	path := filepath.Join(base, dir, req.Name) // worktree_dir is relative to the main worktree
+	// worktree_dir is relative to the main worktree. A branch's '/' is a
+	// '-' in its folder's name: feature/login made ../feature/login, a
+	// folder "feature" shared by every repository beside this one and left
+	// behind by remove, and bugfix/login's worktree was then "login1".
+	path := filepath.Join(base, dir, strings.ReplaceAll(req.Name, "/", "-"))
 	if _, err := os.Stat(path); err == nil {
 		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
 	}

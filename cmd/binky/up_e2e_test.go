@@ -703,3 +703,27 @@ depends_on = ["migrate"]
 		t.Errorf("api = %+v: it started before the migration ended", s)
 	}
 }
+
+// up of a branch with a '/' makes one folder beside the repository, not a
+// folder per part (left behind by remove), and finds it by its branch.
+func TestUpOfABranchWithASlashMakesOneFolder(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up", "feature/login")
+	flat := filepath.Join(filepath.Dir(f.repo), "feature-login")
+	if _, err := os.Stat(filepath.Join(flat, "binky.toml")); err != nil {
+		t.Fatalf("no worktree at %s: %v", flat, err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(f.repo), "feature")); err == nil {
+		t.Errorf("up made a folder per part of the branch's name")
+	}
+	if out := f.mustBinky(f.repo, "env", "feature/login"); !strings.Contains(out, "API_PORT=") {
+		t.Errorf("env by branch name:\n%s", out)
+	}
+	if b := f.mustGit(flat, "branch", "--show-current"); strings.TrimSpace(b) != "feature/login" {
+		t.Errorf("its branch is %q", b)
+	}
+	f.mustBinky(f.repo, "remove", "feature/login", "--force")
+	if _, err := os.Stat(flat); err == nil {
+		t.Errorf("remove left %s", flat)
+	}
+}
