@@ -438,6 +438,12 @@ func (c *converter) convertSlice(sv *service) {
 	if env := sv.rawEnv(); len(env) > 0 {
 		c.note(sv, "its environment ("+strings.Join(slices.Sorted(maps.Keys(env)), ", ")+") configured the container; dependents now read this slice's fields")
 	}
+	if k.Name == "redis" {
+		// The ACL user reaches its prefix only: an app written for a Redis
+		// of its own fails at its first unprefixed key (a real app's queue).
+		c.leave(sv, fmt.Sprintf("every key the app writes must start with ${%s.prefix} (%s_PREFIX in its environment), or Redis refuses it; a client that runs Lua or reads INFO (BullMQ, Sidekiq) also needs options = { allow = [\"scripts\", \"info\"] } here (docs/isolation.md)",
+			sv.name, world.EnvStem(sv.name)))
+	}
 	c.mapped = append(c.mapped, fmt.Sprintf("%s: a %s slice (was the %s container)", sv.name, k.Name, commentText(sv.image)))
 }
 

@@ -61,6 +61,41 @@ var commands = []string{
 	"client|setname", "client|getname", "client|id", "client|info", "client|setinfo", "client|reply",
 }
 
+// allowable are what a slice's options.allow may add to its user, for
+// client libraries that need them (BullMQ both): "scripts", Lua through
+// EVAL and EVALSHA (each redis.call inside is checked against the user's
+// keys and channels, as the command itself would be), never SCRIPT FLUSH
+// or KILL (other worlds' scripts) or FUNCTION (a namespace every world
+// shares); and "info", the server's INFO, which shows server-wide
+// figures (its version, memory, clients, the key count of every world
+// together) but no key, value or name of another world.
+var allowable = map[string][]string{
+	"scripts": {"eval", "evalsha", "eval_ro", "evalsha_ro", "script|load", "script|exists"},
+	"info":    {"info"},
+}
+
+// allowed reads options.allow: a list of allowable's names.
+func allowed(s adapters.Slice) ([]string, error) {
+	v, ok := s.Config["allow"]
+	if !ok {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redis slice %s: options.allow = %v: want a list, e.g. allow = [\"scripts\", \"info\"]", s.Name, v)
+	}
+	var cmds []string
+	for _, item := range list {
+		name, _ := item.(string)
+		extra, ok := allowable[name]
+		if !ok {
+			return nil, fmt.Errorf("redis slice %s: options.allow: %v is not one of \"scripts\" (EVAL, EVALSHA) or \"info\" (INFO)", s.Name, item)
+		}
+		cmds = append(cmds, extra...)
+	}
+	return cmds, nil
+}
+
 // denied are taken back after the categories, which hold a few that reach
 // past the slice: SORT and SORT_RO (BY and GET read keys by pattern; Redis
 // 7 refuses that to a user without ~*, Redis 6 does not), PFSELFTEST and
@@ -340,15 +375,20 @@ func userRules(ctx context.Context, c *goredis.Client, s adapters.Slice) ([]stri
 	p := Prefix(s.Name)
 	rules := []string{"reset", "on", ">" + s.Password, "~" + p + "*", "&" + p + "*", "-@all"}
 	rules = append(rules, categories...)
+	extra, err := allowed(s)
+	if err != nil {
+		return nil, err
+	}
+	cmds := append(slices.Clone(commands), extra...)
 	args := []any{"COMMAND", "INFO"}
-	for _, cmd := range commands {
+	for _, cmd := range cmds {
 		args = append(args, cmd)
 	}
 	info, err := c.Do(ctx, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis COMMAND INFO: %w", err)
 	}
-	for i, cmd := range commands {
+	for i, cmd := range cmds {
 		if i < len(info) && info[i] != nil {
 			rules = append(rules, "+"+cmd)
 		}

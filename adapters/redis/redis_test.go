@@ -112,3 +112,91 @@ func TestAWorldCannotReadScanOrFlushAnotherWorldsKeys(t *testing.T) {
 		t.Error("A's user still works after teardown")
 	}
 }
+
+// options.allow = ["scripts", "info"] lets a queue library (BullMQ) run:
+// its Lua reaches only the world's own keys, since Redis checks every
+// redis.call against the user, and SCRIPT FLUSH, SCRIPT KILL and FUNCTION
+// (every world's) stay refused. Without the option, EVAL and INFO are.
+func TestScriptsAndInfoAreAllowedOnlyWhenAskedAndReachOnlyTheWorldsKeys(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	r := New()
+	plain := adapters.Slice{Name: "lua_plain", World: "w-lua-p", AdminURL: admin, Password: "pppp1111"}
+	lua := adapters.Slice{Name: "lua_q", World: "w-lua-q", AdminURL: admin, Password: "qqqq2222",
+		Config: map[string]any{"allow": []any{"scripts", "info"}}}
+	other := adapters.Slice{Name: "lua_o", World: "w-lua-o", AdminURL: admin, Password: "oooo3333"}
+	for _, s := range []adapters.Slice{plain, lua, other} {
+		if err := r.Provision(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Teardown(context.Background(), s) })
+	}
+	open := func(s adapters.Slice) *goredis.Client {
+		addr, err := r.Resolve(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr["user"] == "" {
+			t.Skip("this Redis has no ACLs")
+		}
+		opt, err := goredis.ParseURL(addr["url"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.DisableIdentity, opt.Protocol = true, 2
+		c := goredis.NewClient(opt)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	p, q, o := open(plain), open(lua), open(other)
+	if err := o.Set(ctx, "lua_o:secret", "o's", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	noperm := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(strings.ToUpper(err.Error()), "NOPERM") {
+			t.Errorf("%s: %v, want NOPERM", what, err)
+		}
+	}
+	noperm("EVAL without the option", p.Eval(ctx, "return 1", nil).Err())
+	noperm("INFO without the option", p.Info(ctx).Err())
+
+	if v, err := q.Eval(ctx, "redis.call('SET', KEYS[1], 'v'); return redis.call('GET', KEYS[1])", []string{"lua_q:k"}).Result(); err != nil || v != "v" {
+		t.Errorf("EVAL on its own key: %v, %v", v, err)
+	}
+	sha, err := q.ScriptLoad(ctx, "return redis.call('GET', KEYS[1])").Result()
+	if err != nil {
+		t.Fatalf("SCRIPT LOAD: %v", err)
+	}
+	if v, err := q.EvalSha(ctx, sha, []string{"lua_q:k"}).Result(); err != nil || v != "v" {
+		t.Errorf("EVALSHA on its own key: %v, %v", v, err)
+	}
+	if err := q.Info(ctx, "server").Err(); err != nil {
+		t.Errorf("INFO with the option: %v", err)
+	}
+	// Inside a script, another world's key is refused as it is outside.
+	for what, err := range map[string]error{
+		"EVAL of another world's key":      q.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"lua_o:secret"}).Err(),
+		"EVAL of an undeclared key":        q.Eval(ctx, "return redis.call('GET', 'lua_o:secret')", nil).Err(),
+		"EVAL writing another world's key": q.Eval(ctx, "return redis.call('SET', 'lua_o:secret', 'x')", nil).Err(),
+		"EVAL of KEYS *":                   q.Eval(ctx, "return redis.call('KEYS', '*')", nil).Err(),
+		"EVAL of FLUSHALL":                 q.Eval(ctx, "return redis.call('FLUSHALL')", nil).Err(),
+		"EVALSHA of another world's key":   q.EvalSha(ctx, sha, []string{"lua_o:secret"}).Err(),
+		"SCRIPT FLUSH":                     q.ScriptFlush(ctx).Err(),
+		"SCRIPT KILL":                      q.ScriptKill(ctx).Err(),
+		"FUNCTION FLUSH":                   q.Do(ctx, "FUNCTION", "FLUSH").Err(),
+	} {
+		// Refused up front (NOPERM) or by the script's redis.call.
+		if err == nil || !strings.Contains(strings.ToUpper(err.Error()), "NOPERM") && !strings.Contains(err.Error(), "The user executing the script can't") {
+			t.Errorf("%s: %v, want it refused", what, err)
+		}
+	}
+	if v, _ := o.Get(ctx, "lua_o:secret").Result(); v != "o's" {
+		t.Errorf("the other world's key is %q", v)
+	}
+	bad := adapters.Slice{Name: "lua_bad", World: "w-lua-b", AdminURL: admin, Password: "bbbb4444", Config: map[string]any{"allow": []any{"admin"}}}
+	t.Cleanup(func() { r.Teardown(context.Background(), bad) })
+	if err := r.Provision(ctx, bad); err == nil || !strings.Contains(err.Error(), `"scripts"`) {
+		t.Errorf("allow = [\"admin\"]: %v, want an error naming the choices", err)
+	}
+}
