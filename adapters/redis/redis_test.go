@@ -139,14 +139,7 @@ func TestScriptsAndInfoAreAllowedOnlyWhenAskedAndReachOnlyTheWorldsKeys(t *testi
 		if addr["user"] == "" {
 			t.Skip("this Redis has no ACLs")
 		}
-		opt, err := goredis.ParseURL(addr["url"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt.DisableIdentity, opt.Protocol = true, 2
-		c := goredis.NewClient(opt)
-		t.Cleanup(func() { c.Close() })
-		return c
+		return adminClient(t, addr["url"]) // as the world's user
 	}
 	p, q, o := open(plain), open(lua), open(other)
 	if err := o.Set(ctx, "lua_o:secret", "o's", 0).Err(); err != nil {
