@@ -289,16 +289,25 @@ func (r *Redis) Provision(ctx context.Context, s adapters.Slice) error {
 	v, err := c.Get(ctx, key).Result()
 	switch {
 	case errors.Is(err, goredis.Nil):
+		// A user with this slice's password is this home's own: only its
+		// secret derives that password for this name. Its marker was lost
+		// (a Redis killed before it saved its keys keeps its users in the
+		// ACL file, which is saved at once), so it is marked again, with
+		// whatever keys its prefix kept.
+		mine := false
 		if acl {
-			if exists, _, err := userPasswordIs(ctx, c, s.Name, s.Password); err != nil {
+			exists, match, err := userPasswordIs(ctx, c, s.Name, s.Password)
+			if err != nil {
 				return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
-			} else if exists {
+			}
+			if exists && !match {
 				return fmt.Errorf("redis user %s exists and binky did not make it: %w", s.Name, adapters.ErrTaken)
 			}
+			mine = exists
 		}
 		if found, err := anyKey(ctx, c, Prefix(s.Name)); err != nil {
 			return fmt.Errorf("redis at %s: %w", adapters.Redact(s.AdminURL), err)
-		} else if found {
+		} else if found && !mine {
 			return fmt.Errorf("redis prefix %s holds keys binky did not make: %w", Prefix(s.Name), adapters.ErrTaken)
 		}
 		ok, err := c.SetNX(ctx, key, markerValue(s), 0).Result()
@@ -454,19 +463,27 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 		return fmt.Errorf("redis prefix %s holds binky's markers: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	key := markerPrefix + s.Name
-	v, err := c.Get(ctx, key).Result()
-	if errors.Is(err, goredis.Nil) {
-		return fmt.Errorf("redis prefix %s: no marker: %w", Prefix(s.Name), adapters.ErrNotOurs)
-	}
-	if err != nil {
-		return err
-	}
-	if !readMarker(v, &s).ours(s) {
-		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
-	}
 	acl, err := hasACL(ctx, c)
 	if err != nil {
 		return err
+	}
+	v, err := c.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		// Without its marker (lost with the keys a killed Redis had not
+		// saved), a user with this slice's password is still this home's.
+		if !acl {
+			return fmt.Errorf("redis prefix %s: no marker: %w", Prefix(s.Name), adapters.ErrNotOurs)
+		}
+		if _, match, err := userPasswordIs(ctx, c, s.Name, s.Password); err != nil {
+			return err
+		} else if !match {
+			return fmt.Errorf("redis prefix %s: no marker, and no user of this home: %w", Prefix(s.Name), adapters.ErrNotOurs)
+		}
+	case err != nil:
+		return err
+	case !readMarker(v, &s).ours(s):
+		return fmt.Errorf("redis prefix %s: %w", Prefix(s.Name), adapters.ErrNotOurs)
 	}
 	if acl {
 		if err := c.ACLDelUser(ctx, s.Name).Err(); err != nil {

@@ -350,3 +350,48 @@ func TestNamesAndDatabasesThatWouldBreakMarkersAreRefused(t *testing.T) {
 		t.Errorf("provision on database 3: %v", err)
 	}
 }
+
+// A Redis killed before it saved its keys loses the markers, but keeps the
+// users (its ACL file is saved at once): a user with this home's password
+// for the slice is still this home's, so the world comes up again and its
+// teardown drops the user, where every up said "exists and binky did not
+// make it" and the user stayed for good. Another home's is still refused.
+func TestASliceWhoseMarkerWasLostIsStillItsHomes(t *testing.T) {
+	admin := adminURL(t)
+	requireACL(t, admin)
+	ctx := context.Background()
+	c := adminClient(t, admin)
+	r := New()
+	s := testSlice(t, admin, "lost")
+	if err := r.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(ctx, Prefix(s.Name)+"job", "1", 0)
+	lose := func() { c.Del(ctx, markerPrefix+s.Name) }
+
+	lose()
+	theirs := s
+	theirs.Password, theirs.Home = adapters.Password([]byte("another home"), "redis", s.Name), "another-home"
+	if err := r.Provision(ctx, theirs); !errors.Is(err, adapters.ErrTaken) {
+		t.Errorf("another home's provision of a user it did not make: %v, want ErrTaken", err)
+	}
+	if err := r.Teardown(ctx, theirs); !errors.Is(err, adapters.ErrNotOurs) {
+		t.Errorf("another home's teardown: %v, want ErrNotOurs", err)
+	}
+	if err := r.Provision(ctx, s); err != nil {
+		t.Fatalf("provision after the marker was lost: %v", err)
+	}
+	if n, _ := c.Exists(ctx, markerPrefix+s.Name).Result(); n != 1 {
+		t.Error("the marker was not written again")
+	}
+	lose()
+	if err := r.Teardown(ctx, s); err != nil {
+		t.Fatalf("teardown after the marker was lost: %v", err)
+	}
+	if exists, _, _ := userPasswordIs(ctx, c, s.Name, ""); exists {
+		t.Error("the user outlived its teardown")
+	}
+	if n, _ := c.Exists(ctx, Prefix(s.Name)+"job").Result(); n != 0 {
+		t.Error("the prefix's keys outlived its teardown")
+	}
+}
