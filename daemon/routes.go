@@ -61,7 +61,9 @@ func (d *Daemon) refreshRoutes() {
 	recs, err := d.home.Records()
 	if err != nil {
 		d.log.Error("proxy: read records", "err", err)
-		return
+		if !world.OnlyUnreadable(err) {
+			return
+		}
 	}
 	var routes []proxy.Route
 	claimed := map[string]string{} // host → the world id that claims it

@@ -803,7 +803,7 @@ func (d *Daemon) remarkSlices(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	recs, err := d.home.Records()
-	if err != nil || len(recs) == 0 {
+	if !world.OnlyUnreadable(err) || len(recs) == 0 {
 		return
 	}
 	homeID, err := d.home.ID()

@@ -180,7 +180,7 @@ func unsetEnv(w *world.World, names []string, env []string) error {
 // ${env.X} still fails the up, naming it, rather than start a literal.)
 func (d *Daemon) watcherEnv(common string) []string {
 	recs, err := d.home.Records()
-	if err != nil {
+	if !world.OnlyUnreadable(err) {
 		return d.env
 	}
 	for _, rec := range recs {

@@ -901,7 +901,13 @@ type queuedWorld struct {
 // first up waits for its turn.
 func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error) {
 	recs, err := d.home.Records()
-	if err != nil {
+	var notes []string
+	if u := (*world.UnreadableRecords)(nil); errors.As(err, &u) {
+		// The rest are still listed; each bad one is named, with what to do.
+		for _, e := range u.Errs {
+			notes = append(notes, e.Error())
+		}
+	} else if err != nil {
 		return api.Status{}, err
 	}
 	var common string
@@ -912,7 +918,7 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		}
 		common = repo.CommonDir
 	}
-	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}, Servers: d.servers.Status()}
+	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}, Servers: d.servers.Status(), Notes: notes}
 	for _, rec := range recs {
 		if common != "" && rec.CommonDir != common {
 			continue
@@ -1075,7 +1081,9 @@ func (d *Daemon) adoptAll(ctx context.Context) {
 	recs, err := d.home.Records()
 	if err != nil {
 		d.log.Error("read world records", "err", err)
-		return
+		if !world.OnlyUnreadable(err) {
+			return
+		}
 	}
 	for _, rec := range recs {
 		d.adopt(ctx, rec)

@@ -183,7 +183,12 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		add("leases", Warning, fmt.Sprintf("%d stale leases (their world is gone)", stale), "none needed: the allocator reclaims them when it reaches them")
 	}
 
-	recs, _ := c.Home.Records()
+	recs, err := c.Home.Records()
+	if u := (*world.UnreadableRecords)(nil); errors.As(err, &u) {
+		for _, e := range u.Errs {
+			add("records", Problem, e.Error(), "if the world's worktree still exists, 'git binky up' there after deleting the file makes its record again and takes back its slices (their marks name the world)")
+		}
+	}
 	var orphans []string
 	for _, r := range recs {
 		if _, err := os.Stat(r.AdminDir); err != nil {

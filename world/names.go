@@ -83,8 +83,10 @@ func (w *World) chooseLabel(ctx context.Context, rec *Record) error {
 		return err
 	}
 	defer unlock()
+	// A corrupt record's label is not known, and must not stop every
+	// world's first up: the proxy routes a host two worlds claim to neither.
 	recs, err := w.Home.Records()
-	if err != nil {
+	if !OnlyUnreadable(err) {
 		return err
 	}
 	rec.Label = base

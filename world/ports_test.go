@@ -174,6 +174,24 @@ func TestRecordsSurviveAPartialWrite(t *testing.T) {
 	}
 }
 
+// One corrupt record is named, and the others are still listed: it stopped
+// status, adoption and every new world's label.
+func TestACorruptRecordIsReportedBesideTheOthers(t *testing.T) {
+	h := newTestHome(t)
+	saveWorld(t, h, "w1")
+	saveWorld(t, h, "w2")
+	if err := os.WriteFile(filepath.Join(h.WorldsDir(), "w2.json"), []byte(`{"id": "w2", "po`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.Records()
+	if len(recs) != 1 || recs[0].ID != "w1" {
+		t.Errorf("Records = %+v, want w1 alone", recs)
+	}
+	if !OnlyUnreadable(err) || err == nil || !strings.Contains(err.Error(), "w2.json is corrupt") {
+		t.Errorf("err = %v, want w2.json named as corrupt", err)
+	}
+}
+
 // One config may not ask for more than its share of the machine's range:
 // a branch asking for a thousand ports took them all before.
 func TestAConfigAskingForMorePortsThanAWorldMayHoldIsRefused(t *testing.T) {

@@ -327,8 +327,26 @@ func (h Home) SweepLocks() int {
 	return n
 }
 
+// UnreadableRecords is Records' error when some records could not be read
+// (corrupt): the others are still returned, since one bad file must not
+// stop every world's status, adoption or first up.
+type UnreadableRecords struct{ Errs []error }
+
+func (u *UnreadableRecords) Error() string { return errors.Join(u.Errs...).Error() }
+
+// Unwrap lets errors.Is see each record's error.
+func (u *UnreadableRecords) Unwrap() []error { return u.Errs }
+
+// OnlyUnreadable reports whether err is nil or an UnreadableRecords:
+// Records' list is then every record that can be read.
+func OnlyUnreadable(err error) bool {
+	var u *UnreadableRecords
+	return err == nil || errors.As(err, &u)
+}
+
 // Records lists every world record, sorted by project then worktree. A
-// record that cannot be read is reported, not skipped silently.
+// record that cannot be read is reported, not skipped silently: the error
+// is then an *UnreadableRecords, beside the records that could be read.
 func (h Home) Records() ([]*Record, error) {
 	entries, err := os.ReadDir(h.WorldsDir())
 	if isNotExist(err) {
@@ -338,6 +356,7 @@ func (h Home) Records() ([]*Record, error) {
 		return nil, fmt.Errorf("list worlds: %w", err)
 	}
 	var out []*Record
+	var bad []error
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
@@ -348,7 +367,8 @@ func (h Home) Records() ([]*Record, error) {
 			continue // removed while we listed
 		}
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		out = append(out, r)
 	}
@@ -358,6 +378,9 @@ func (h Home) Records() ([]*Record, error) {
 		}
 		return out[i].Worktree < out[j].Worktree
 	})
+	if len(bad) > 0 {
+		return out, &UnreadableRecords{Errs: bad}
+	}
 	return out, nil
 }
 

@@ -727,3 +727,27 @@ func TestUpOfABranchWithASlashMakesOneFolder(t *testing.T) {
 		t.Errorf("remove left %s", flat)
 	}
 }
+
+// One corrupt world record stopped status and every new world's up; now
+// status names it beside the others, doctor says what to do, and new
+// worlds come up.
+func TestACorruptRecordStopsNeitherStatusNorANewWorld(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up", "one")
+	f.mustBinky(f.repo, "down", "one")
+	paths, _ := filepath.Glob(filepath.Join(f.home, "worlds", "*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("records: %v", paths)
+	}
+	if err := os.WriteFile(paths[0], []byte(`{"id": "trunc`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "up", "two")
+	out := f.mustBinky(f.repo, "status")
+	if !strings.Contains(out, "two") || !strings.Contains(out, "is corrupt") {
+		t.Errorf("status with a corrupt record:\n%s", out)
+	}
+	if out, _, _ := f.binky(f.repo, "doctor"); !strings.Contains(out, "is corrupt") {
+		t.Errorf("doctor does not name the corrupt record:\n%s", out)
+	}
+}
