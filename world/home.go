@@ -175,5 +175,15 @@ func (h Home) once(name string, create func() ([]byte, error), valid func([]byte
 	if err := os.Link(tmp.Name(), p); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}
-	return os.ReadFile(p) // ours, or the one another process linked first
+	got, err := os.ReadFile(p) // ours, or the one another process linked first
+	if err != nil {
+		return nil, err
+	}
+	if !valid(got) {
+		// There, but not what binky wrote (truncated, edited): a stand-in
+		// would give every world other passwords, or make the home look
+		// like another's to its own slices' marks.
+		return nil, fmt.Errorf("%s is damaged (%d bytes, not what binky wrote): restore it from a backup of %s; binky does not make it again, since a new one would not match what every world of this home was made with (their passwords, their slices' marks)", p, len(got), h.Dir)
+	}
+	return got, nil
 }

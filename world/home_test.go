@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,5 +94,28 @@ func TestSweepLocksDeletesOnlyTheFreeLocksOfForgottenWorlds(t *testing.T) {
 		if _, err := os.Stat(path); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(path), err == nil, want)
 		}
+	}
+}
+
+// A damaged secret or home id is an error naming the file, not a value:
+// an empty secret derived every world's password from nothing, in silence.
+func TestADamagedSecretOrHomeIDIsAnError(t *testing.T) {
+	h := newTestHome(t)
+	if _, err := h.Secret(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ID(); err != nil {
+		t.Fatal(err)
+	}
+	for name, damage := range map[string][]byte{"secret": nil, "home-id": []byte("zz\n")} {
+		if err := os.WriteFile(filepath.Join(h.Dir, name), damage, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := h.Secret(); err == nil || !strings.Contains(err.Error(), "secret is damaged") {
+		t.Errorf("Secret() = %x, %v", b, err)
+	}
+	if id, err := h.ID(); err == nil || !strings.Contains(err.Error(), "home-id is damaged") {
+		t.Errorf("ID() = %q, %v", id, err)
 	}
 }
