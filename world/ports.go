@@ -119,6 +119,13 @@ func (a *Allocator) Ensure(ctx context.Context, rec *Record, keys []string) (boo
 				// on it, so no bind check.
 				held, _ = a.tryLease(p, rec.ID, k)
 			}
+			if !held {
+				// Or it is there but garbled: the record says the port is
+				// ours, and a garbled lease is nobody's (binky links leases
+				// in whole), so it is ours again, where the port moved
+				// under a running service and its URL led nowhere.
+				held = a.retakeGarbled(p, rec.ID, k)
+			}
 			if held {
 				if a.ensureClaimed(p) || serviceRecorded(rec, k) || !a.Bindable(p) {
 					continue
@@ -238,6 +245,31 @@ func (a *Allocator) reclaim(port int) bool {
 		return false
 	}
 	return os.Remove(a.leasePath(port)) == nil
+}
+
+// retakeGarbled replaces a lease on port that is not a lease at all
+// (unreadable JSON) with world's, under the reclaimers' lock.
+func (a *Allocator) retakeGarbled(port int, world, key string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	unlock, err := Lock(ctx, filepath.Join(a.Home.PortsDir(), ".reclaim.lock"))
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	b, err := os.ReadFile(a.leasePath(port))
+	if err != nil {
+		return false // no file to judge
+	}
+	var l Lease
+	if json.Unmarshal(b, &l) == nil && l.World != "" {
+		return false // a real lease: another's
+	}
+	if os.Remove(a.leasePath(port)) != nil {
+		return false
+	}
+	ok, _ := a.tryLease(port, world, key)
+	return ok
 }
 
 func (a *Allocator) stale(port int) bool {

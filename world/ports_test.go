@@ -93,6 +93,42 @@ func TestAllocatorSkipsPortHeldFromOutside(t *testing.T) {
 	}
 }
 
+// A garbled lease of a port the record holds is the record's again: the
+// port moved under a running service, whose URL then led nowhere. Another
+// world's real lease is never taken.
+func TestAGarbledLeaseOfARecordsPortIsRetaken(t *testing.T) {
+	h := newTestHome(t)
+	a := &Allocator{Home: h, Range: PortRange{Min: 22100, Max: 22199}, Bindable: func(int) bool { return true }}
+	ctx := context.Background()
+	rec := saveWorld(t, h, "w1")
+	if _, err := a.Ensure(ctx, rec, []string{"web"}); err != nil {
+		t.Fatal(err)
+	}
+	port := rec.Ports["web"]
+	for _, garbage := range []string{"xx", "", "[]", `{"port": 1}`} {
+		if err := os.WriteFile(a.leasePath(port), []byte(garbage), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Ensure(ctx, rec, []string{"web"}); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Ports["web"] != port || !a.owned(port, "w1", "web") {
+			t.Fatalf("lease %q: web moved from %d to %d (owned %v)", garbage, port, rec.Ports["web"], a.owned(port, "w1", "web"))
+		}
+	}
+	other := saveWorld(t, h, "w2")
+	if _, err := a.Ensure(ctx, other, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Ports["web"] = other.Ports["api"] // a record claiming another's port
+	if _, err := a.Ensure(ctx, rec, []string{"web"}); err != nil {
+		t.Fatal(err)
+	}
+	if !a.owned(other.Ports["api"], "w2", "api") || rec.Ports["web"] == other.Ports["api"] {
+		t.Errorf("w1 took w2's leased port %d", other.Ports["api"])
+	}
+}
+
 func TestAllocatorReclaimsStaleLeases(t *testing.T) {
 	h := newTestHome(t)
 	a := &Allocator{Home: h, Range: PortRange{Min: 22000, Max: 22000}, Bindable: func(int) bool { return true }}
