@@ -107,6 +107,13 @@ type Daemon struct {
 	// being born is under way: the hook and the watcher may both see a
 	// worktree born, and the second must not queue another up.
 	bornUps map[string]bool
+	// downBorn are the worktrees of bornUps a down named before their up
+	// had started anything (by admin folder, under mu): that up ends then.
+	downBorn map[string]bool
+	// hookBorn counts, by admin folder (under mu), the hook's born events
+	// not yet handed to autoBorn: waiting for adoption or for their
+	// repository's lock, they are ups a down must know of too.
+	hookBorn map[string]int
 
 	// lost are worktrees (by admin folder, under mu) that a daemon before
 	// this one saw born but that have no world: their up was queued, or
@@ -123,7 +130,7 @@ type Daemon struct {
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
-		unchecked: map[string]*unchecked{}, awaitingHook: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second, hookAfter: hookGrace}
+		unchecked: map[string]*unchecked{}, awaitingHook: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, downBorn: map[string]bool{}, hookBorn: map[string]int{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second, hookAfter: hookGrace}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
 	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }

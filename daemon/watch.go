@@ -610,9 +610,29 @@ func (d *Daemon) autoBorn(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktre
 	defer func() {
 		d.mu.Lock()
 		delete(d.bornUps, wt.AdminDir)
+		if d.hookBorn[wt.AdminDir] == 0 {
+			delete(d.downBorn, wt.AdminDir)
+		}
 		d.mu.Unlock()
 	}()
-	d.auto(ctx, repo, wt, env)
+	d.auto(context.WithValue(ctx, bornUp{}, wt.AdminDir), repo, wt, env)
+}
+
+// bornUp is the context key of an up for a worktree being born: its admin
+// folder.
+type bornUp struct{}
+
+// downBeforeBornUp reports whether a down named the worktree of ctx's
+// born up before that up took the world's lock: the up then starts
+// nothing. (A down that came later found the world and stopped it.)
+func (d *Daemon) downBeforeBornUp(ctx context.Context) bool {
+	admin, _ := ctx.Value(bornUp{}).(string)
+	if admin == "" {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.downBorn[admin]
 }
 
 // pendingUpPath marks a worktree whose automatic up has begun and not
@@ -837,6 +857,25 @@ func (d *Daemon) failedByMove(id string, wt gitx.Worktree) bool {
 
 // hook handles a git event the post-checkout hook handed over.
 func (d *Daemon) hook(ctx context.Context, req api.Request) {
+	if req.Event == api.EventBorn {
+		// Known at once, before the waits below: a down that comes during
+		// them ends this up before it starts anything.
+		if _, wt, err := gitx.Discover(req.Dir); err == nil && wt != nil && !wt.Main {
+			d.mu.Lock()
+			d.hookBorn[wt.AdminDir]++
+			d.mu.Unlock()
+			defer func() {
+				d.mu.Lock()
+				if d.hookBorn[wt.AdminDir]--; d.hookBorn[wt.AdminDir] <= 0 {
+					delete(d.hookBorn, wt.AdminDir)
+					if !d.bornUps[wt.AdminDir] {
+						delete(d.downBorn, wt.AdminDir)
+					}
+				}
+				d.mu.Unlock()
+			}()
+		}
+	}
 	<-d.adopted
 	repo, wt, err := gitx.Discover(req.Dir)
 	if err != nil {

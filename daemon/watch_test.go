@@ -529,3 +529,44 @@ func TestAutoMakesNothingInARemovedWorktreesAdminFolder(t *testing.T) {
 		t.Errorf("auto made %s in a worktree whose files are gone", filepath.Join(admin, "binky"))
 	}
 }
+
+// A down of a new worktree whose hook's up still waits (here for the
+// daemon's adoption of earlier worlds; under load, for its repository's
+// lock) was answered "no world yet", and the up then started the world
+// anyway. The down now ends that up before it starts anything.
+func TestADownBeforeANewWorktreesUpStartsEndsIt(t *testing.T) {
+	d, home, repo, _ := registeredRepo(t)
+	src, _ := os.ReadFile(filepath.Join(repo, "binky.toml"))
+	if err := home.Trust(src, filepath.Join(repo, "binky.toml")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "quick")
+	gittest.AddWorktree(t, repo, path, "quick")
+	done := make(chan struct{})
+	go func() { d.hook(context.Background(), api.Request{Event: api.EventBorn, Dir: path}); close(done) }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d.mu.Lock()
+		n := len(d.hookBorn)
+		d.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook's up is not under way")
+		}
+	}
+	w, err := d.Down(context.Background(), api.Request{Dir: path})
+	if err != nil || !strings.Contains(w.Message, "had not started") {
+		t.Fatalf("down: %+v, %v", w, err)
+	}
+	close(d.adopted) // the up goes on, and must start nothing
+	<-done
+	if rec, err := home.LoadRecord(w.ID); err == nil && rec.State != world.StateStopped && rec.State != world.StateNew {
+		t.Errorf("the world came up after its down: state %s", rec.State)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.downBorn) != 0 || len(d.hookBorn) != 0 {
+		t.Errorf("left behind: downBorn %v, hookBorn %v", d.downBorn, d.hookBorn)
+	}
+}

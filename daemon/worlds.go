@@ -350,6 +350,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
+	if d.downBeforeBornUp(ctx) {
+		d.log.Info("up of a new worktree ended: a down came before it started anything", "world", w.Name)
+		return api.World{}, fmt.Errorf("up %s: 'git binky down' came before it started anything", w.Name)
+	}
 	// In the admission queue or provisioning slices, this up holds the
 	// world's lock: a teardown of the world ends it (teardown).
 	parent := ctx
@@ -616,11 +620,24 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
 			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil
 	}
+	// A new worktree's up (the hook's, the watcher's) that has not taken
+	// the world's lock yet, waiting for adoption or its repository's lock:
+	// a down now was answered "no world yet", and the up started it after.
+	d.mu.Lock()
+	born := d.bornUps[w.Worktree.AdminDir] || d.hookBorn[w.Worktree.AdminDir] > 0
+	if born {
+		d.downBorn[w.Worktree.AdminDir] = true
+	}
+	d.mu.Unlock()
 	r, err := d.lockRunOf(ctx, w.ID)
 	if err != nil {
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
+	if !d.home.HasRecord(w.ID) && born {
+		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
+			Services: []api.Service{}, Message: "the up git worktree add asked for had not started: it starts nothing now"}, nil
+	}
 	if !d.home.HasRecord(w.ID) {
 		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellArg(w.Name))}
 	}
