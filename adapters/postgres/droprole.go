@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,6 +27,18 @@ func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	if err == nil || !errors.As(err, &pe) || pe.Code != "2BP01" {
 		return dropRoleErr(role, err)
 	}
+	// A database (or tablespace) it owns is a shared object, recorded in
+	// pg_shdepend with no database of its own (dbid 0): the query below
+	// never sees it, and the role kept its login.
+	var shared []string
+	if err := c.QueryRow(ctx, `SELECT coalesce(array_agg(what ORDER BY what), '{}') FROM (
+		SELECT 'database ' || quote_ident(datname) AS what FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1
+		UNION ALL SELECT 'tablespace ' || quote_ident(spcname) FROM pg_tablespace t JOIN pg_roles r ON r.oid = t.spcowner WHERE r.rolname = $1) o`, role).Scan(&shared); err != nil {
+		return err
+	}
+	if len(shared) > 0 {
+		return shutRole(ctx, c, role, "it owns "+strings.Join(shared, ", "))
+	}
 	rows, err := c.Query(ctx, `SELECT d.datname, bool_or(s.deptype = 'o') FROM pg_shdepend s
 		JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.refobjid
 		WHERE s.refclassid = 'pg_authid'::regclass AND r.rolname = $1 AND d.datallowconn
@@ -43,16 +56,7 @@ func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	}
 	for _, h := range holders {
 		if h.Owns {
-			// Kept, but shut: a removed world's URL must not log in (an
-			// attack planted a large object in the postgres database and
-			// kept its login past the remove), nor a session stay open.
-			shut := "the role can no longer log in"
-			if _, err := c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN PASSWORD NULL"); err != nil {
-				shut = fmt.Sprintf("and could not be shut: %v", err)
-			}
-			_, _ = c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
-			return fmt.Errorf("drop role %s: it owns objects in database %s, which binky leaves as they are (%s): "+
-				"drop them or give them an owner there (REASSIGN OWNED BY %s TO <role>), then run git binky gc", role, h.DB, shut, ident(role))
+			return shutRole(ctx, c, role, "it owns objects in database "+h.DB)
 		}
 	}
 	for _, h := range holders {
@@ -62,6 +66,21 @@ func dropRole(ctx context.Context, c *pgx.Conn, adminURL, role string) error {
 	}
 	_, err = c.Exec(ctx, "DROP ROLE IF EXISTS "+ident(role))
 	return dropRoleErr(role, err)
+}
+
+// shutRole keeps a role binky cannot drop, because it owns what binky
+// leaves as it is, but shut: a removed world's URL must not log in (an
+// attack planted a large object in the postgres database, and another
+// made a database owned by the role, and kept its login past the remove),
+// nor a session stay open.
+func shutRole(ctx context.Context, c *pgx.Conn, role, why string) error {
+	shut := "the role can no longer log in"
+	if _, err := c.Exec(ctx, "ALTER ROLE "+ident(role)+" NOLOGIN PASSWORD NULL"); err != nil {
+		shut = fmt.Sprintf("and could not be shut: %v", err)
+	}
+	_, _ = c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
+	return fmt.Errorf("drop role %s: %s, which binky leaves as it is (%s): "+
+		"drop it or give it another owner (REASSIGN OWNED BY %s TO <role>, ALTER DATABASE ... OWNER TO), then run git binky gc", role, why, shut, ident(role))
 }
 
 // revokeIn takes back, in db, every privilege and default privilege

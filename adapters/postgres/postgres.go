@@ -297,12 +297,20 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 	case err != nil:
 		return err
 	case !exists:
+		db, err := database(ctx, c, s.Name)
+		if err != nil {
+			return err
+		}
+		if db.exists && !db.ours(s, false) && !(db.marked && adoptable(db.mark, s)) {
+			// Someone else's database of this name: refused before a role
+			// is made for it, which nothing would then drop (the world
+			// takes a salted name).
+			return fmt.Errorf("postgres database %s: %w", s.Name, adapters.ErrTaken)
+		}
 		if template != "" {
 			// The quick way, when the template has a prepared spare: role
 			// and database in one transaction (spare.go).
-			if db, err := database(ctx, c, s.Name); err != nil {
-				return err
-			} else if !db.exists {
+			if !db.exists {
 				took, err := takePreparedSpare(ctx, c, s, template, login, mark)
 				if err != nil {
 					return err

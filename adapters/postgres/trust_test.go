@@ -742,6 +742,36 @@ func TestARoleLeftForWhatItOwnsCannotLogIn(t *testing.T) {
 	}
 }
 
+// A database an admin made owned by a world's role kept the role's login
+// past the world's remove: a shared object's ownership has no database in
+// pg_shdepend, so the check that shuts such a role never saw it.
+func TestARoleThatOwnsADatabaseIsShutNotLeftLoggingIn(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "dbowner")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	ac := adminConn(t, admin)
+	scratch := s.Name + "_scratch"
+	if _, err := ac.Exec(ctx, "CREATE DATABASE "+ident(scratch)+" OWNER "+ident(s.Name)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ac.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(scratch)) })
+	err := p.Teardown(ctx, s)
+	if err == nil || !strings.Contains(err.Error(), "owns database "+scratch) {
+		t.Fatalf("teardown = %v; want it to name the database the role owns", err)
+	}
+	var login bool
+	if err := ac.QueryRow(ctx, "SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", s.Name).Scan(&login); err != nil || login {
+		t.Errorf("the kept role can log in: %v, %v", login, err)
+	}
+	if db, _ := objects(t, ac, scratch); !db {
+		t.Error("the admin's database was dropped")
+	}
+}
+
 // A world holding a session on template1 made every database made without
 // a template fail ("source database is being accessed by other users"):
 // worlds' sessions there are ended before the copy.
@@ -758,5 +788,34 @@ func TestAWorldsSessionOnTemplate1DoesNotBlockNewDatabases(t *testing.T) {
 	other := testSlice(t, admin, "blocked")
 	if err := p.Provision(ctx, other); err != nil {
 		t.Fatalf("a world's session on template1 blocks a new database: %v", err)
+	}
+}
+
+// An admin's database of a slice's name, with no role of that name: the
+// provision is refused before it makes a role, which nothing would then
+// drop (the world takes a salted name): an attack found one left, able to
+// log in, for the world's whole life and past its remove.
+func TestAForeignDatabaseIsRefusedBeforeARoleIsMade(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	c := adminConn(t, admin)
+	s := testSlice(t, admin, "fdb")
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+ident(s.Name)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(s.Name)) })
+	for _, template := range []string{"", "template1"} {
+		var err error
+		if template == "" {
+			err = New().Provision(ctx, s)
+		} else {
+			err = New().Clone(ctx, template, s)
+		}
+		if !errors.Is(err, adapters.ErrTaken) {
+			t.Errorf("provision (template %q) over an admin's database: %v, want ErrTaken", template, err)
+		}
+		if _, role := objects(t, c, s.Name); role {
+			t.Fatalf("a role %s was made for a database binky cannot have (template %q)", s.Name, template)
+		}
 	}
 }
