@@ -115,7 +115,7 @@ func (s *Server) tools() []server.ServerTool {
 				mcp.WithString("path", mcp.Description("Request path, default /.")),
 				mcp.WithString("method", mcp.Description("HTTP method, default GET (POST with a body)."), mcp.Enum("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")),
 				mcp.WithString("body", mcp.Description("Request body.")),
-				mcp.WithArray("headers", mcp.Description(`Extra headers, each "Name: value".`), mcp.WithStringItems()),
+				mcp.WithArray("headers", mcp.Description(`Extra headers: a list of "Name: value" strings, e.g. ["Content-Type: application/json"] (not an object).`), mcp.WithStringItems()),
 				mcp.WithOutputSchema[CurlResult]())...), Handler: s.curl},
 		{Tool: newTool("trust", "Approve the binky.toml of a worktree for automatic starts (by the post-checkout hook and the watcher) on this machine. Read it first: it runs commands.",
 			writes.idempotentToo().titled("Trust a binky.toml"),
