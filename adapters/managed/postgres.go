@@ -114,11 +114,14 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	}
 	// No logical replication launcher: worlds cannot subscribe (that
 	// needs a superuser) and it is a process of memory for nothing.
-	// shared_buffers 32MB, a quarter of the default: every checkpoint
+	// shared_buffers 16MB, an eighth of the default: every checkpoint
 	// (a spare's copy forces two) has the checkpointer touch each buffer
 	// it writes, and a world's pages past the buffers come from the OS's
-	// page cache. Eight worlds of 21.6 MiB: 97 MiB RSS at 32MB against
-	// 117 at 64MB, and ups no slower (docs/performance.md, round 17).
+	// page cache. No background writer cleaning ahead of backends
+	// (bgwriter_lru_maxpages 0): with so few buffers it touched them all
+	// too, and a backend that needs a buffer writes it itself. Eight
+	// worlds of 21.6 MiB: 76-77 MiB RSS against 95-99 at 32MB with the
+	// writer, and eight ups no slower (docs/performance.md, round 18).
 	// wal_init_zero off: a clone writes its whole size as WAL, so copies
 	// keep making new 16 MB segments, which the default fills with zeros
 	// before use (a third more bytes written); unfilled, 8 back-to-back
@@ -128,7 +131,7 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	// lost.
 	if err := startPostmaster(ctx, cred, server, data, logf, []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
 		"-c", "unix_socket_directories=" + sock, "-c", "max_connections=300", "-c", "synchronous_commit=off",
-		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=32MB", "-c", "wal_init_zero=off"}); err != nil {
+		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=16MB", "-c", "bgwriter_lru_maxpages=0", "-c", "wal_init_zero=off"}); err != nil {
 		return "", err
 	}
 	if made {

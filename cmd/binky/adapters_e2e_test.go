@@ -288,9 +288,10 @@ depends_on = ["db", "cache"]
 	// The settings a world's speed and the server's footprint rest on
 	// (docs/performance.md measures each), seen from the world's role.
 	settings := `SELECT count(*) FROM pg_settings WHERE (name, setting) IN (('listen_addresses', '127.0.0.1'),
-		('synchronous_commit', 'off'), ('shared_buffers', '4096'), ('wal_init_zero', 'off'), ('max_logical_replication_workers', '0'))`
-	if got := count(t, env["DB_URL"], settings); got != 5 {
-		t.Errorf("the managed postgres runs with %d of its 5 settings", got)
+		('synchronous_commit', 'off'), ('shared_buffers', '2048'), ('wal_init_zero', 'off'), ('max_logical_replication_workers', '0'),
+		('bgwriter_lru_maxpages', '0'))`
+	if got := count(t, env["DB_URL"], settings); got != 6 {
+		t.Errorf("the managed postgres runs with %d of its 6 settings", got)
 	}
 	// The servers outlive the daemon, and a new daemon uses them again.
 	f.mustBinky(f.repo, "daemon", "stop")
