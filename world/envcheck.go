@@ -62,11 +62,15 @@ func (w *World) UnsetEnv(rec *Record, base []string, service string) error {
 	if err != nil {
 		return nil
 	}
-	var missing, early []string
+	var missing, early, own []string
 	for _, name := range s.EnvRefs() {
 		if _, ok := env[name]; !ok || unset[name] {
 			if _, inTable := s.Env[name]; inTable && unset[name] && !strings.Contains(s.Env[name], "${env."+name+"}") {
 				early = append(early, fmt.Sprintf("${env.%s} (service %s)", name, service))
+				continue
+			}
+			if w.Config.setsItself(name) {
+				own = append(own, fmt.Sprintf("${env.%s} (service %s)", name, service))
 				continue
 			}
 			missing = append(missing, fmt.Sprintf("${env.%s} (service %s)", name, service))
@@ -77,12 +81,34 @@ func (w *World) UnsetEnv(rec *Record, base []string, service string) error {
 		errs = append(errs, fmt.Errorf("%s: %s not set in the environment of the command that started this world: export it and run 'git binky up' again, or write a default like ${env.NAME:-value}",
 			w.Config.Path, strings.Join(missing, ", ")))
 	}
+	if len(own) > 0 {
+		// ${env.X} is the caller's environment, read when the world
+		// starts: binky's own variables are not in it yet.
+		errs = append(errs, fmt.Errorf("%s: %s read from the environment of the command that started this world, but binky sets it in the service's own: write ${self.port} or ${svc.field} (as ${db.url}), or $NAME in a command, which its shell reads when it starts",
+			w.Config.Path, strings.Join(own, ", ")))
+	}
 	if len(early) > 0 {
 		// Exporting it would hide the mistake: the shell's value, not the
 		// table's, would be read.
 		errs = append(errs, fmt.Errorf("%s: %s read in the env table before the table sets it (its values are filled in the order of their names): write the value itself there", w.Config.Path, strings.Join(early, ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// setsItself reports whether name is a variable binky sets in services'
+// environments: PORT, and a service's <SVC>_... (its address, a slice's
+// fields).
+func (c *Config) setsItself(name string) bool {
+	if name == "PORT" {
+		return true
+	}
+	for _, n := range c.ServiceNames() {
+		s := c.Services[n]
+		if (s.Adapter != "" || s.HasPort()) && strings.HasPrefix(name, EnvStem(n)+"_") {
+			return true
+		}
+	}
+	return false
 }
 
 // listenRE finds a service choosing its own listen address in its cmd;

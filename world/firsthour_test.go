@@ -257,3 +257,23 @@ func TestCheckWarnsOfAMigrateThatCannotRunTwice(t *testing.T) {
 		}
 	}
 }
+
+// ${env.PORT} and ${env.DB_URL} read the caller's environment, where
+// binky's own variables are not: the up said "export it", which would hide
+// the mistake. It says which form reads binky's value.
+func TestUnsetEnvOfBinkysOwnVariableNamesTheFormThatReadsIt(t *testing.T) {
+	cfg, diags := ParseConfig("binky.toml", []byte(`[services.db]
+adapter = "postgres"
+[services.api]
+cmd = "api --port ${env.PORT} --db ${env.DB_URL}"
+url = "api"
+`))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	w := &World{Config: cfg, Worktree: &gitx.Worktree{Path: t.TempDir()}}
+	err := w.UnsetEnv(&Record{}, nil, "api")
+	if err == nil || !strings.Contains(err.Error(), "${env.DB_URL} (service api), ${env.PORT} (service api)") || !strings.Contains(err.Error(), "binky sets it in the service's own") || strings.Contains(err.Error(), "export it") {
+		t.Fatalf("UnsetEnv = %v", err)
+	}
+}
