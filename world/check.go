@@ -335,7 +335,9 @@ func check(c *Config, info AdapterInfo, shell bool) []Diagnostic {
 			if !shell {
 				break
 			}
-			if _, set := c.shellEnv(s)[name]; !set {
+			if _, set := c.shellEnv(s)[name]; !set && c.setsItself(name) {
+				warn(key, "${env.%s} reads the environment 'git binky up' is run in, but binky sets %s in the service's own: write ${self.port} or ${svc.field} (as ${db.url}), or $%s in a command", name, name, name)
+			} else if !set {
 				warn(key, "${env.%s} is not set in this shell (nor in an env_file): 'git binky up' refuses to start service %q until it is; export it, or write a default: ${env.%s:-value}", name, s.Name, name)
 			}
 		}
