@@ -37,6 +37,11 @@ type worldRun struct {
 	// does): a teardown, its worktree removed meanwhile, ends it rather
 	// than wait behind it. Read without mu, which that up holds.
 	ending atomic.Pointer[context.CancelCauseFunc]
+	// starting ends the start of the services of the up that holds mu
+	// (nil when none is starting them): a down or a remove ends it, since
+	// a oneshot (a migration) may wait for good, and they would wait
+	// behind it.
+	starting atomic.Pointer[context.CancelCauseFunc]
 	// gone is set (mu held) when a remove or teardown retired this run:
 	// a request that waited on mu meanwhile must take the world's new run,
 	// or it would start services nobody can stop (lockRunOf).
@@ -479,8 +484,16 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// Once services start, the up is finished even if its client goes
 	// away (Ctrl-C, an MCP client's timeout): stopping healthy services
 	// because nobody is listening would leave the world neither up nor
-	// down. Each start is bounded by its health check's start period.
-	err = g.Start(context.WithoutCancel(ctx))
+	// down. Each start is bounded by its health check's start period, but
+	// a oneshot's is not: a down or a remove ends the start (r.starting).
+	startCtx, endStart := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.starting.Store(&endStart)
+	err = g.Start(startCtx)
+	r.starting.Store(nil)
+	if cause := context.Cause(startCtx); err != nil && cause != nil {
+		err = cause
+	}
+	endStart(nil)
 	unsubscribe()
 	<-drained // every event before the result, never after it
 	if ctx.Err() != nil {
@@ -620,6 +633,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
 			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil
 	}
+	d.run(w.ID).endStart()
 	// A new worktree's up (the hook's, the watcher's) that has not taken
 	// the world's lock yet, waiting for adoption or its repository's lock:
 	// a down now was answered "no world yet", and the up started it after.
@@ -669,6 +683,18 @@ func (d *Daemon) endQueuedUp(id string) bool {
 		return false
 	}
 	return r.endUp(errTakenOutOfQueue)
+}
+
+// errEndedByDown is why an up's start of its services ended when a down or
+// a remove came meanwhile.
+var errEndedByDown = errors.New("a down or remove came while its services started: what had started was stopped")
+
+// endStart ends the start of services of the up that holds r's lock, if
+// one is starting them.
+func (r *worldRun) endStart() {
+	if end := r.starting.Load(); end != nil {
+		(*end)(errEndedByDown)
+	}
 }
 
 // endUp ends the up that holds r's lock, if one does, with cause (nil: its
@@ -791,6 +817,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 				"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", w.Worktree.Path)}
 		}
 	}
+	d.run(w.ID).endStart()
 	r, err := d.lockRunOf(ctx, w.ID)
 	if err != nil {
 		return api.World{}, err
@@ -1184,6 +1211,8 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	for _, s := range specs {
 		if st, ok := alive[s.Name]; ok && g.Adopt(s.Name, toStatus(s.Name, st)) {
 			names = append(names, s.Name)
+		} else if st := rec.Services[s.Name]; !ok && st != nil && g.AdoptDone(s.Name, toStatus(s.Name, st)) {
+			names = append(names, s.Name)
 		}
 	}
 	r := d.run(rec.ID)
@@ -1297,13 +1326,20 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		return bare(), untrusted
 	}
 	var names []string
+	done := 0
 	for _, n := range w.Config.ServiceNames() {
-		if _, ok := alive[n]; ok && w.Config.Services[n].Adapter == "" {
+		s := w.Config.Services[n]
+		if _, ok := alive[n]; ok && s.Adapter == "" {
 			names = append(names, n)
+		} else if st := rec.Services[n]; !ok && s.Oneshot && st != nil && st.State == string(supervisor.Done) {
+			// Finished: the group has it, done, so that an up finds the
+			// world whole and a 'service restart' finds the oneshot.
+			names = append(names, n)
+			done++
 		}
 	}
 	specs, err = buildSpecs(w, rec, names, env)
-	if err != nil || len(specs) != len(alive) {
+	if err != nil || len(specs) != len(alive)+done {
 		return bare(), untrusted
 	}
 	// Adopted services' dependencies may not be running; they are already

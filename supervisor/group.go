@@ -182,6 +182,25 @@ func (g *Group) Adopt(name string, st Status) bool {
 	return true
 }
 
+// AdoptDone takes over a oneshot an earlier supervisor ran to its end
+// (st says done): ready, not running, as this group's own would be.
+func (g *Group) AdoptDone(name string, st Status) bool {
+	p, ok := g.procs[name]
+	if !ok || !p.spec.Oneshot || st.State != Done {
+		return false
+	}
+	st.Name, st.PID, st.PGID = name, 0, 0
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		return false
+	}
+	p.st = st
+	p.mu.Unlock()
+	p.markReady()
+	return true
+}
+
 // Stop stops every service, dependents before their dependencies, each by
 // SIGTERM to its process group and SIGKILL after its grace period.
 func (g *Group) Stop(ctx context.Context) error {

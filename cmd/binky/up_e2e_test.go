@@ -751,3 +751,82 @@ func TestACorruptRecordStopsNeitherStatusNorANewWorld(t *testing.T) {
 		t.Errorf("doctor does not name the corrupt record:\n%s", out)
 	}
 }
+
+// After a daemon restart a done oneshot was left out of the adopted world:
+// the next up found the world incomplete and restarted it, migration and
+// all, and 'service restart' did not know the oneshot.
+func TestADoneOneshotIsPartOfTheWorldAfterADaemonRestart(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.migrate]
+cmd = "echo ran >> ${env.GC_DIR}/migrations"
+oneshot = true
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["migrate"]
+`)
+	f.mustBinky(f.repo, "up")
+	before := service(f.world("acme"), "api").PID
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "up")
+	if after := service(f.world("acme"), "api").PID; after != before {
+		t.Errorf("up after a daemon restart restarted api (pid %d, then %d)", before, after)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "migrations")); strings.Count(string(b), "ran") != 1 {
+		t.Errorf("the migration ran %d times, want once", strings.Count(string(b), "ran"))
+	}
+	f.mustBinky(f.repo, "service", "restart", "migrate")
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "migrations")); strings.Count(string(b), "ran") != 2 {
+		t.Errorf("service restart migrate: the migration ran %d times in all, want twice", strings.Count(string(b), "ran"))
+	}
+}
+
+// A oneshot that never ends held its up, and the world's lock, for good:
+// down and remove waited behind it. A down ends the start.
+func TestADownEndsAnUpWaitingForAOneshot(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.migrate]
+cmd = "echo waiting for a lock; exec sleep 1000"
+oneshot = true
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["migrate"]
+`)
+	up := exec.Command(filepath.Join(binDir, "git-binky"), "up")
+	up.Dir, up.Env = f.repo, append(os.Environ(), f.env()...)
+	var upErr strings.Builder
+	up.Stderr = &upErr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the oneshot never started")
+		}
+		for _, w := range f.status().Worlds { // no world yet until its record is made
+			if w.Worktree == "acme" {
+				pid = service(w, "migrate").PID
+			}
+		}
+	}
+	start := time.Now()
+	f.mustBinky(f.repo, "down")
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("down took %s behind the oneshot", took)
+	}
+	if err := up.Wait(); err == nil || !strings.Contains(upErr.String(), "a down or remove came") {
+		t.Errorf("up: %v, stderr:\n%s", err, upErr.String())
+	}
+	if w := f.world("acme"); w.State != "stopped" {
+		t.Errorf("after down: state %q, message %q", w.State, w.Message)
+	}
+	if signalPID(pid, 0) == nil {
+		t.Errorf("the oneshot (pid %d) outlived the down", pid)
+	}
+}
