@@ -1075,3 +1075,31 @@ services:
 		}
 	}
 }
+
+// A oneshot sharing the app's environment (an x- anchor with PORT) got
+// PORT = "${self.port}" and no port: the migration read the literal text.
+func TestAOneshotKeepsComposesPortValue(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `
+x-env: &env
+  PORT: "3000"
+  NODE_ENV: development
+services:
+  migrate:
+    build: .
+    command: npm run migrate
+    environment: *env
+  api:
+    build: .
+    command: npm start
+    ports: ["3000:3000"]
+    environment: *env
+    depends_on:
+      migrate: {condition: service_completed_successfully}
+`})
+	if got := cfg.Services["migrate"].Env["PORT"]; got != "3000" {
+		t.Errorf("migrate PORT = %q, want compose's 3000\n%s", got, res.TOML)
+	}
+	if got := cfg.Services["api"].Env["PORT"]; got != "${self.port}" {
+		t.Errorf("api PORT = %q", got)
+	}
+}

@@ -272,6 +272,10 @@ func envFileVars(path string) map[string]string {
 }
 
 func (c *converter) envValue(sv *service, key, val string, raw map[string]any, wired map[*service]map[string]bool) (string, string) {
+	if key == "PORT" && sv.oneshot {
+		// A oneshot gets no port: ${self.port} would stay literal.
+		return c.scrub(sv, key, val), "compose's value: a oneshot runs to completion and has no port of its own"
+	}
 	if key == "PORT" {
 		return "${self.port}", "binky's port for this service (compose set " + fmt.Sprint(commentText(c.maskIfSecret(key, val))) + ")"
 	}
