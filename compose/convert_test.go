@@ -1103,3 +1103,28 @@ services:
 		t.Errorf("api PORT = %q", got)
 	}
 }
+
+// An AMQP URL to the RabbitMQ container is the slice's URL, whose path is
+// the world's vhost: init kept the container's path ("/", "myvhost"),
+// which the world's user may not open, and every up failed.
+func TestAnAMQPURLIsTheRabbitMQSlicesURL(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `
+services:
+  mq:
+    image: "rabbitmq:3.13-management"
+  app:
+    build: .
+    command: node app.js
+    depends_on: [mq]
+    environment:
+      AMQP_URL: "amqp://guest:guest@mq:5672"
+      RABBITMQ_URL: "amqp://guest:guest@mq:5672/myvhost"
+      BROKER: "amqps://guest:guest@mq:5671/%2F"
+`})
+	app := cfg.Services["app"].Env
+	for _, k := range []string{"AMQP_URL", "RABBITMQ_URL", "BROKER"} {
+		if app[k] != "${mq.url}" {
+			t.Errorf("app %s = %q, want ${mq.url}\n%s", k, app[k], res.TOML)
+		}
+	}
+}

@@ -388,8 +388,12 @@ func isPort(s string) bool {
 func (c *converter) sliceURL(t *service, v string) string {
 	m := urlParts.FindStringSubmatch(v)
 	scheme := strings.ToLower(m[2])
-	for _, n := range append([]string{t.kind.Name}, t.kind.Aliases...) {
-		if m[1] == "" && (scheme == n || scheme == n+"ql") {
+	schemes := append([]string{t.kind.Name}, t.kind.Aliases...)
+	if s, _, ok := strings.Cut(t.kind.AdminURL, "://"); ok {
+		schemes = append(schemes, s) // amqp for RabbitMQ: its url is one
+	}
+	for _, n := range schemes {
+		if m[1] == "" && (scheme == n || scheme == n+"ql" || scheme == n+"s") {
 			return "${" + t.name + ".url}"
 		}
 	}
