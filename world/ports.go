@@ -284,11 +284,18 @@ func (a *Allocator) stale(port int) bool {
 // serverLease is the lease owner of a managed server's port.
 const serverLease = "server-"
 
-// leaseOwnerExists: a world's record, or a managed server's folder.
+// leaseOwnerExists: a world's record, or a managed server's folder. A
+// server's second port is leased as "<kind>-<role>" (rabbitmq-management,
+// s3-console): its folder is the kind's. (They read as stale, were
+// reclaimed and given to worlds, and the server could not start.)
 func (h Home) leaseOwnerExists(owner string) bool {
 	if kind, ok := strings.CutPrefix(owner, serverLease); ok {
-		_, err := os.Stat(filepath.Join(h.ServersDir(), kind))
-		return err == nil
+		if _, err := os.Stat(filepath.Join(h.ServersDir(), kind)); err == nil {
+			return true
+		}
+		base, _, second := strings.Cut(kind, "-")
+		_, err := os.Stat(filepath.Join(h.ServersDir(), base))
+		return second && err == nil
 	}
 	return h.HasRecord(owner)
 }

@@ -255,3 +255,30 @@ func TestAConfigAskingForMorePortsThanAWorldMayHoldIsRefused(t *testing.T) {
 		t.Errorf("diagnostic %s: want it at [services.zz] (line 7), naming the count", d)
 	}
 }
+
+// A managed server's second port (RabbitMQ's management API, MinIO's
+// console) is leased as "<kind>-<role>": it read as stale, since no folder
+// has that name, and was reclaimed and given to a world.
+func TestAServersSecondPortIsNotStale(t *testing.T) {
+	h := newTestHome(t)
+	if err := os.MkdirAll(filepath.Join(h.ServersDir(), "rabbitmq"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a := &Allocator{Home: h, Range: PortRange{Min: 22300, Max: 22300}, Bindable: func(int) bool { return true }}
+	if _, err := a.Server("rabbitmq-management"); err != nil {
+		t.Fatal(err)
+	}
+	leases, err := h.Leases()
+	if err != nil || len(leases) != 1 || leases[0].Stale {
+		t.Fatalf("leases = %+v, %v: want the management port's, not stale", leases, err)
+	}
+	rec := saveWorld(t, h, "w1")
+	if _, err := a.Ensure(context.Background(), rec, []string{"web"}); err == nil {
+		t.Errorf("a world took the management port: %v", rec.Ports)
+	}
+	// Gone with its server's folder, it is stale again.
+	os.RemoveAll(filepath.Join(h.ServersDir(), "rabbitmq"))
+	if leases, _ := h.Leases(); len(leases) != 1 || !leases[0].Stale {
+		t.Errorf("leases = %+v: want the lease of a server with no folder stale", leases)
+	}
+}
