@@ -78,6 +78,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			LogPath:     filepath.Join(world.LogDir(w.Worktree.AdminDir), name+".log"),
 			Mark:        serviceMark(rec, w.Home, name),
 			Oneshot:     s.Oneshot,
+			PortsFree:   portsFree(rec, s),
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts
@@ -130,4 +131,27 @@ func serviceMark(rec *world.Record, home world.Home, service string) string {
 		id, _ = home.ID()
 	}
 	return id + "." + rec.ID + "." + service
+}
+
+// portsFree checks, before each start of service s, that no other program
+// holds one of its ports (up checks them once, checkPortsFree; a restart
+// or a 'service start' comes later).
+func portsFree(rec *world.Record, s *world.Service) func() error {
+	var ports []int
+	for _, k := range s.PortKeys() {
+		if p := rec.Ports[k]; p != 0 {
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) == 0 {
+		return nil
+	}
+	return func() error {
+		for _, p := range ports {
+			if !world.Bindable(p) {
+				return fmt.Errorf("its port %d is in use by another program: stop it (see 'ss -ltnp sport = :%d'), then start the service again", p, p)
+			}
+		}
+		return nil
+	}
 }

@@ -592,6 +592,11 @@ func (p *proc) spawn() (func() *int, error) {
 			return nil, fmt.Errorf("service %s: working folder %s does not exist (check its cwd)", s.Name, s.Dir)
 		}
 	}
+	if s.PortsFree != nil {
+		if err := s.PortsFree(); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Name, err)
+		}
+	}
 	logf, err := logfile.Open(s.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("service %s: open log: %w", s.Name, err)

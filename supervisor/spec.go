@@ -27,6 +27,11 @@ type Spec struct {
 	// left its process group too (a setsid, a double-forked daemon). It
 	// must stay the same for the service across daemons, which adopt it.
 	Mark string
+	// PortsFree, when set, is asked before every start: an error (a port of
+	// the service held by another program) fails that start. Otherwise a
+	// TCP probe answered by that program called a service healthy that
+	// had exited with EADDRINUSE, and its restarts never ended.
+	PortsFree func() error
 	// Oneshot runs the service to completion (a migration): it is ready
 	// when it exits 0, so its dependents start only then, and any other
 	// end fails the Start waiting for it. It is never restarted, has no

@@ -830,3 +830,42 @@ depends_on = ["migrate"]
 		t.Errorf("the oneshot (pid %d) outlived the down", pid)
 	}
 }
+
+// A program that took a stopped service's port answered its TCP probe:
+// 'service start' said healthy of a service that had exited with
+// EADDRINUSE, and its restarts never ended. The start now fails, naming the
+// port.
+func TestAServiceWhosePortAnotherProgramHoldsDoesNotStart(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.web]
+cmd = "testsvc"
+url = "web"
+env = { SERVICE = "web" }
+health = { tcp = true }
+`)
+	f.mustBinky(f.repo, "up")
+	port := service(f.world("acme"), "web").Port
+	f.mustBinky(f.repo, "service", "stop", "web")
+	l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, stderr, err := f.binky(f.repo, "service", "start", "web")
+	if err == nil || !strings.Contains(stderr, "is in use by another program") {
+		t.Errorf("service start with its port held: %v\n%s", err, stderr)
+	}
+	if s := service(f.world("acme"), "web"); s.State == "healthy" {
+		t.Errorf("web is %s while another program holds its port", s.State)
+	}
+}
