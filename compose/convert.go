@@ -63,6 +63,7 @@ type converter struct {
 	secrets   map[string]bool   // env names holding credentials
 	refs      map[string]bool   // every ${env.NAME} written
 	secretVal map[string]string // literal credential → the env name it became
+	named     map[string]bool   // env names a note asks for, not a ${env.NAME} (compose secrets)
 	mapped    []string
 	guessed   []string
 	left      []string
@@ -70,7 +71,7 @@ type converter struct {
 
 func newConverter(s *source) *converter {
 	c := &converter{src: s, byCompose: map[string]*service{}, byHost: map[string]*service{},
-		secrets: map[string]bool{}, refs: map[string]bool{}, secretVal: map[string]string{}}
+		secrets: map[string]bool{}, refs: map[string]bool{}, secretVal: map[string]string{}, named: map[string]bool{}}
 	c.project = label(s.project.Name)
 	names := make([]string, 0, len(s.project.Services))
 	for n := range s.project.Services {
@@ -464,6 +465,7 @@ func (c *converter) secretNote(source, target string) string {
 			from = " from the variable " + sec.Environment
 			c.refs[sec.Environment] = true
 			c.secrets[sec.Environment] = true
+			c.named[sec.Environment] = true
 		case sec.Environment != "":
 			// Not a name a shell or binky can read: a compose file could
 			// end a comment line with it and write TOML of its own.
@@ -660,6 +662,9 @@ func (c *converter) convertRestart(sv *service) {
 	}
 }
 
+// envToken is a ${env.NAME} the file reads, without a default.
+var envToken = regexp.MustCompile(`\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}`)
+
 // render writes the whole file.
 func (c *converter) render() string {
 	var b strings.Builder
@@ -743,6 +748,15 @@ func (c *converter) render() string {
 		}
 		c.mapped = append(c.mapped, fmt.Sprintf("profiles became groups (%s); the default group is what a plain up starts", strings.Join(slices.Sorted(maps.Keys(groups)), ", ")))
 	}
+	// Only what the file reads: a variable the conversion first wrote as
+	// ${env.NAME} may since have become a slice's field (APP_DB_PASSWORD,
+	// RABBIT_PASS), and the summary asked the user to set it for nothing.
+	read := map[string]bool{}
+	for _, m := range envToken.FindAllStringSubmatch(b.String(), -1) {
+		read[m[1]] = true
+	}
+	maps.DeleteFunc(c.secrets, func(n string, _ bool) bool { return !read[n] && !c.named[n] })
+	maps.DeleteFunc(c.refs, func(n string, _ bool) bool { return !read[n] && !c.named[n] })
 	if len(c.secrets) > 0 {
 		b.WriteString("\n# Credentials kept out of this file, each written ${env.NAME}: set them in your environment\n")
 		fmt.Fprintf(&b, "# or in .env (never commit them): %s\n", commentText(strings.Join(slices.Sorted(maps.Keys(c.secrets)), ", ")))

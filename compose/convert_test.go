@@ -1128,3 +1128,27 @@ services:
 		}
 	}
 }
+
+// A credential compose wrote into a URL that became the slice's is not
+// read by binky.toml: the summary asked the user to set it for nothing.
+func TestTheSummaryAsksOnlyForWhatTheFileReads(t *testing.T) {
+	res, _ := converted(t, map[string]string{"compose.yaml": `
+services:
+  db:
+    image: postgres:16
+    environment: {POSTGRES_PASSWORD: "${APP_DB_PASSWORD}"}
+  api:
+    build: .
+    command: ./api
+    depends_on: [db]
+    environment:
+      DATABASE_URL: "postgres://app:${APP_DB_PASSWORD}@db:5432/app"
+      STRIPE_KEY: "${STRIPE_KEY}"
+`})
+	if slices.Contains(res.SetEnv, "APP_DB_PASSWORD") || slices.Contains(res.Secrets, "APP_DB_PASSWORD") {
+		t.Errorf("APP_DB_PASSWORD, which the file no longer reads, is asked for: set %v, secrets %v", res.SetEnv, res.Secrets)
+	}
+	if !slices.Contains(res.SetEnv, "STRIPE_KEY") {
+		t.Errorf("STRIPE_KEY is read but not asked for: %v", res.SetEnv)
+	}
+}
