@@ -268,7 +268,7 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	if !approved {
 		// up (and reload, which is down then up) approves the file as
 		// it is: said, since the hook and the watcher would not have run it.
-		emit(api.Event{World: w.Name, Message: fmt.Sprintf("approved %s for this repository on this machine (new, or changed since it was last approved): the hook and the watcher may now start it", w.Config.Path)})
+		emit(api.Event{World: w.Name, State: api.EventNotice, Message: fmt.Sprintf("approved %s for this repository on this machine (new, or changed since it was last approved): the hook and the watcher may now start it", w.Config.Path)})
 	}
 	defer d.registerRepo(ctx, w)()
 	env := req.Env

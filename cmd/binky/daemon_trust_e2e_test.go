@@ -463,6 +463,13 @@ func TestAnEditedConfigMakesARunningWorldUntrusted(t *testing.T) {
 	if w := f.world("acme"); w.State != "untrusted" {
 		t.Errorf("after a second edit: state %q, message %q", w.State, w.Message)
 	}
+	// reload approves it too, and says so (not to a terminal only).
+	if _, errs, err := f.binky(f.repo, "reload"); err != nil || !strings.Contains(errs, "approved") {
+		t.Errorf("reload of a changed file does not say it approved it (%v):\n%s", err, errs)
+	}
+	if w := f.world("acme"); w.State != "running" {
+		t.Errorf("after reload: state %q, message %q", w.State, w.Message)
+	}
 	if err := os.WriteFile(path, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}

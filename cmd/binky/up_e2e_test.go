@@ -804,6 +804,14 @@ depends_on = ["migrate"]
 	if err := up.Start(); err != nil {
 		t.Fatal(err)
 	}
+	ended := false
+	t.Cleanup(func() { // a failed test leaves no up waiting, nor its oneshot
+		if !ended {
+			up.Process.Kill()
+			up.Wait()
+		}
+		f.binky(f.repo, "down")
+	})
 	var pid int
 	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -820,7 +828,9 @@ depends_on = ["migrate"]
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("down took %s behind the oneshot", took)
 	}
-	if err := up.Wait(); err == nil || !strings.Contains(upErr.String(), "a down or remove came") {
+	err := up.Wait()
+	ended = true
+	if err == nil || !strings.Contains(upErr.String(), "a down or remove came") {
 		t.Errorf("up: %v, stderr:\n%s", err, upErr.String())
 	}
 	if w := f.world("acme"); w.State != "stopped" {
