@@ -177,3 +177,22 @@ func TestTheProcessHiderHidesWhatTheServicesEnvironmentHolds(t *testing.T) {
 		t.Errorf("hidden = %q, want %q", got, want)
 	}
 }
+
+// An S3 slice's access key is its bucket's name (and its user's): the
+// field minio.access_key read as a credential, and MCP's env showed the
+// bucket as xxxxx. Its secret key stays hidden.
+func TestAnS3SlicesAccessKeyIsNotHiddenButItsSecretIs(t *testing.T) {
+	c := Coordinates{
+		Env: map[string]string{"MINIO_BUCKET": "acme-feat-x1", "MINIO_ACCESS_KEY": "acme-feat-x1", "MINIO_USER": "acme-feat-x1",
+			"MINIO_SECRET_KEY": "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "MINIO_PASSWORD": "9f8e7d6c5b4a39281706f5e4d3c2b1a0"},
+		Services: map[string]ServiceAddress{"minio": {Fields: map[string]string{"bucket": "acme-feat-x1", "access_key": "acme-feat-x1",
+			"user": "acme-feat-x1", "secret_key": "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "password": "9f8e7d6c5b4a39281706f5e4d3c2b1a0"}}},
+	}
+	r := c.Redacted()
+	if r.Env["MINIO_BUCKET"] != "acme-feat-x1" || r.Env["MINIO_USER"] != "acme-feat-x1" {
+		t.Errorf("bucket %q, user %q: the access key's id was hidden", r.Env["MINIO_BUCKET"], r.Env["MINIO_USER"])
+	}
+	if r.Env["MINIO_SECRET_KEY"] != Hidden || r.Env["MINIO_PASSWORD"] != Hidden {
+		t.Errorf("secret key %q, password %q: want them hidden", r.Env["MINIO_SECRET_KEY"], r.Env["MINIO_PASSWORD"])
+	}
+}

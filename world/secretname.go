@@ -64,7 +64,11 @@ var keyOwners = []string{"API", "PRIVATE", "SECRET", "AUTH", "ENCRYPTION", "SIGN
 // a plural CREDENTIALS is Google's file (GOOGLE_APPLICATION_CREDENTIALS):
 // neither is one.
 func credentialName(name string) (secret, sure bool) {
-	words := strings.Split(strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "_")
+	// A service's field (minio.access_key) is judged as its variable
+	// (MINIO_ACCESS_KEY): read as one word, "MINIO.ACCESS", the access
+	// key's id was taken for a credential, and the bucket and user of the
+	// same value were hidden from MCP's env.
+	words := strings.Split(strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)), "_")
 	// The last credential's word; every word after it must not make the
 	// name a setting, and only qualifiers after it make it one beyond
 	// doubt.
