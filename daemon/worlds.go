@@ -1027,7 +1027,10 @@ func (d *Daemon) recheckTrust(rec *world.Record) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
-		if r.State == from { // an up or down since the read decides
+		// An up or down since the read decides, and so does an up that
+		// approved the file meanwhile (asked again under the record's
+		// lock: an up whose world was running leaves its state alone).
+		if r.State == from && d.home.TrustedConfig(cfg) == (to == world.StateRunning) {
 			r.State, r.Reason = to, why
 		}
 		rec.State, rec.Reason = r.State, r.Reason
