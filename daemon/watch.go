@@ -610,12 +610,19 @@ func (d *Daemon) autoBorn(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktre
 	defer func() {
 		d.mu.Lock()
 		delete(d.bornUps, wt.AdminDir)
-		if d.hookBorn[wt.AdminDir] == 0 {
-			delete(d.downBorn, wt.AdminDir)
-		}
+		d.forgetDownBornLocked(wt.AdminDir)
 		d.mu.Unlock()
 	}()
 	d.auto(context.WithValue(ctx, bornUp{}, wt.AdminDir), repo, wt, env)
+}
+
+// forgetDownBornLocked drops a down's word for admin's born up once no up
+// of it is under way (d.mu held): a later worktree of that folder must not
+// have its up ended by it.
+func (d *Daemon) forgetDownBornLocked(admin string) {
+	if d.hookBorn[admin] == 0 && !d.bornUps[admin] {
+		delete(d.downBorn, admin)
+	}
 }
 
 // bornUp is the context key of an up for a worktree being born: its admin
@@ -868,10 +875,8 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 				d.mu.Lock()
 				if d.hookBorn[wt.AdminDir]--; d.hookBorn[wt.AdminDir] <= 0 {
 					delete(d.hookBorn, wt.AdminDir)
-					if !d.bornUps[wt.AdminDir] {
-						delete(d.downBorn, wt.AdminDir)
-					}
 				}
+				d.forgetDownBornLocked(wt.AdminDir)
 				d.mu.Unlock()
 			}()
 		}

@@ -234,6 +234,14 @@ func (a *Allocator) owned(port int, world, key string) bool {
 // check and the removal happen under one lock so that two reclaimers cannot
 // both act on the same stale lease and delete a fresh one in between.
 func (a *Allocator) reclaim(port int) bool {
+	return a.reclaiming(func() bool {
+		return a.stale(port) && os.Remove(a.leasePath(port)) == nil
+	})
+}
+
+// reclaiming runs fn under the lock every remover of a lease it did not
+// write takes, and returns what fn does (false when the lock is not had).
+func (a *Allocator) reclaiming(fn func() bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	unlock, err := Lock(ctx, filepath.Join(a.Home.PortsDir(), ".reclaim.lock"))
@@ -241,35 +249,27 @@ func (a *Allocator) reclaim(port int) bool {
 		return false
 	}
 	defer unlock()
-	if !a.stale(port) {
-		return false
-	}
-	return os.Remove(a.leasePath(port)) == nil
+	return fn()
 }
 
 // retakeGarbled replaces a lease on port that is not a lease at all
 // (unreadable JSON) with world's, under the reclaimers' lock.
 func (a *Allocator) retakeGarbled(port int, world, key string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	unlock, err := Lock(ctx, filepath.Join(a.Home.PortsDir(), ".reclaim.lock"))
-	if err != nil {
-		return false
-	}
-	defer unlock()
-	b, err := os.ReadFile(a.leasePath(port))
-	if err != nil {
-		return false // no file to judge
-	}
-	var l Lease
-	if json.Unmarshal(b, &l) == nil && l.World != "" {
-		return false // a real lease: another's
-	}
-	if os.Remove(a.leasePath(port)) != nil {
-		return false
-	}
-	ok, _ := a.tryLease(port, world, key)
-	return ok
+	return a.reclaiming(func() bool {
+		b, err := os.ReadFile(a.leasePath(port))
+		if err != nil {
+			return false // no file to judge
+		}
+		var l Lease
+		if json.Unmarshal(b, &l) == nil && l.World != "" {
+			return false // a real lease: another's
+		}
+		if os.Remove(a.leasePath(port)) != nil {
+			return false
+		}
+		ok, _ := a.tryLease(port, world, key)
+		return ok
+	})
 }
 
 func (a *Allocator) stale(port int) bool {
