@@ -116,7 +116,7 @@ var Kinds = []Kind{
 		Images: []string{"redis", "bitnami/redis", "redis/redis-stack", "redis/redis-stack-server", "redislabs/redismod",
 			"redislabs/redisearch", "redislabs/rejson", "valkey/valkey", "bitnami/valkey", "eqalpha/keydb", "docker.dragonflydb.io/dragonflydb/dragonfly"},
 		Enforced: "an ACL user per world limited to its key and channel prefix (Redis 6+)",
-		Tested:   "Redis 7.0 (Debian)",
+		Tested:   "Redis 7.0 (Debian), scripts and INFO allowed (options.allow) included",
 	},
 	{
 		Name: "s3", Aliases: []string{"minio"},
