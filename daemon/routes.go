@@ -99,7 +99,7 @@ func routesOf(rec *world.Record) []proxy.Route {
 		if s := rec.Services[svc]; s != nil {
 			rt.State = s.State
 			switch supervisor.State(s.State) {
-			case supervisor.Healthy, supervisor.Unhealthy, supervisor.Starting:
+			case supervisor.Healthy, supervisor.Running, supervisor.Unhealthy, supervisor.Starting:
 				rt.Up = s.PID != 0
 			}
 		}

@@ -672,7 +672,7 @@ func (p *proc) healthLoop(ctx context.Context) {
 	// Healthy is published before readiness is signalled, so whoever waits
 	// for ready (Start) has seen the event when it returns.
 	if h.none() {
-		p.set(func(s *Status) { s.State, s.Message = Healthy, "running (no health check)" })
+		p.set(func(s *Status) { s.State, s.Message = Running, "no health check" })
 		p.markReady()
 		return
 	}

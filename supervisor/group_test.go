@@ -422,7 +422,7 @@ func TestAOneshotRunsBeforeItsDependentsAndIsDone(t *testing.T) {
 		t.Errorf("migrate = %+v, want done with exit 0 and no restarts", st)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if st, _ := g.Status("api"); st.State != Healthy {
+	if st, _ := g.Status("api"); st.State != Running {
 		t.Errorf("api = %+v: it started before the migration ended", st)
 	}
 	if st, _ := g.Status("migrate"); st.State != Done || st.Restarts != 0 {
@@ -453,5 +453,32 @@ func TestAFailingOneshotFailsTheStart(t *testing.T) {
 	}
 	if st, _ := g.Status("migrate"); st.State != Crashed || st.Restarts != 0 {
 		t.Errorf("migrate = %+v, want crashed and not restarted", st)
+	}
+}
+
+// A service with no port and no health has nothing binky can probe: it is
+// shown running, never healthy, and its dependents still start once it has.
+func TestAServiceWithNothingToProbeIsRunningNotHealthy(t *testing.T) {
+	dir := t.TempDir()
+	worker := Spec{Name: "worker", Cmd: "exec sleep 60", Dir: dir, LogPath: filepath.Join(dir, "worker.log"), StopTimeout: time.Second}
+	api := Spec{Name: "api", Cmd: "exec sleep 60", Dir: dir, DependsOn: []string{"worker"}, LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second}
+	g, err := NewGroup([]Spec{worker, api}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(context.Background())
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	for _, n := range []string{"worker", "api"} {
+		if st, _ := g.Status(n); st.State != Running || st.Message != "no health check" || st.PID == 0 {
+			t.Errorf("%s = %+v, want running with no health check", n, st)
+		}
+	}
+	if err := g.StopService(context.Background(), "api"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StartService(context.Background(), "api"); err != nil {
+		t.Errorf("starting api again beside its running dependency: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ func (g *Group) StartService(ctx context.Context, name string) error {
 	var deps []*proc
 	for _, d := range p.spec.DependsOn {
 		dp := g.procs[d]
-		if st := dp.status().State; st != Healthy && st != Starting && st != Done {
+		if st := dp.status().State; st != Healthy && st != Running && st != Starting && st != Done {
 			return fmt.Errorf("service %s depends on %s, which is %s: start it first", name, d, st)
 		}
 		deps = append(deps, dp)

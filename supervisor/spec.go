@@ -74,8 +74,11 @@ type State string
 
 // Service states.
 const (
-	Starting  State = "starting"
-	Healthy   State = "healthy"
+	Starting State = "starting"
+	Healthy  State = "healthy"
+	// Running is a service with nothing to probe (no port and no health):
+	// started, and so ready for its dependents, but never seen healthy.
+	Running   State = "running"
 	Unhealthy State = "unhealthy"
 	Crashed   State = "crashed"
 	Stopped   State = "stopped"
