@@ -122,6 +122,45 @@ type goldenMarker struct {
 	// Admin is where its server is, as slice records keep it; absent in
 	// markers of an older binky, which only built on the managed server.
 	Admin string `json:"admin"`
+	// Service is the service whose template it is; absent in markers of
+	// an older binky, whose templates are never dropped as superseded.
+	Service string `json:"service,omitempty"`
+}
+
+// dropGolden tears down the template m (only if it is marked as this
+// home's golden template), its spare with it, then removes its marker at
+// path, so the next up of its key builds it again. Call it holding the
+// template's lock.
+func (d *Daemon) dropGolden(ctx context.Context, m goldenMarker, path string, env []string) error {
+	a, err := builtin.Lookup(m.Adapter)
+	if err != nil {
+		return err
+	}
+	admin, err := d.adminFromRef(ctx, m.adminRef(), env)
+	if err != nil {
+		return fmt.Errorf("golden template %s: %w", m.Name, err)
+	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return err
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return err
+	}
+	gs := adapters.Slice{Name: m.Name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, m.Adapter, m.Name)}
+	if err := a.Teardown(ctx, gs); errors.Is(err, adapters.ErrKept) {
+		d.log.Warn("golden template dropped, something beside it kept", "name", m.Name, "err", err)
+	} else if err != nil {
+		if errors.Is(err, adapters.ErrNotOurs) {
+			return fmt.Errorf("golden template %s is not marked as this home's: left alone: %w", m.Name, err)
+		}
+		return fmt.Errorf("drop golden template %s: %w", m.Name, err)
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 // adminRef is where the template's server is, as adminFromRef reads it.
@@ -166,37 +205,12 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 	if found == nil {
 		return nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no golden template %q in %s: 'git binky golden' lists them", req.Name, d.home.GoldenDir())}
 	}
-	a, err := builtin.Lookup(found.Adapter)
-	if err != nil {
-		return nil, err
-	}
-	admin, err := d.adminFromRef(ctx, found.adminRef(), req.Env)
-	if err != nil {
-		return nil, fmt.Errorf("golden template %s: %w", found.Name, err)
-	}
-	homeID, err := d.home.ID()
-	if err != nil {
-		return nil, err
-	}
-	secret, err := d.home.Secret()
-	if err != nil {
-		return nil, err
-	}
 	unlock, err := world.Lock(ctx, filepath.Join(d.home.GoldenDir(), found.Name+".lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	gs := adapters.Slice{Name: found.Name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, found.Adapter, found.Name)}
-	if err := a.Teardown(ctx, gs); errors.Is(err, adapters.ErrKept) {
-		d.log.Warn("golden template dropped, something beside it kept", "name", found.Name, "err", err)
-	} else if err != nil {
-		if errors.Is(err, adapters.ErrNotOurs) {
-			return nil, fmt.Errorf("golden template %s is not marked as this home's: left alone: %w", found.Name, err)
-		}
-		return nil, fmt.Errorf("drop golden template %s: %w", found.Name, err)
-	}
-	if err := os.Remove(foundPath); err != nil && !os.IsNotExist(err) {
+	if err := d.dropGolden(ctx, *found, foundPath, req.Env); err != nil {
 		return nil, err
 	}
 	d.log.Info("golden template dropped", "name", found.Name, "adapter", found.Adapter)

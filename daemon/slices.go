@@ -634,12 +634,20 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		}
 		return nil
 	}
-	if _, err := os.Stat(marker); err == nil {
-		if ex, ok := a.(exister); !ok {
-			return name, prepare()
-		} else if there, err := ex.Exists(ctx, admin, name); err == nil && there {
-			return name, prepare()
+	there := func() bool {
+		ex, ok := a.(exister)
+		if !ok {
+			return true
 		}
+		there, err := ex.Exists(ctx, admin, name)
+		return err == nil && there
+	}
+	if _, err := os.Stat(marker); err == nil && there() {
+		// The marker's time is the template's last use: the templates of
+		// a service used least lately are the ones superseded.
+		now := time.Now()
+		_ = os.Chtimes(marker, now, now)
+		return name, prepare()
 	}
 	// Absent, or left half-built by a crash: build it (again). A marker of
 	// a template the server lost goes first: one left beside a rebuild a
@@ -684,14 +692,87 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := d.step("golden.prepared"); err != nil {
 		return "", err
 	}
-	b, _ := json.Marshal(map[string]any{"name": name, "adapter": kind, "migrate": svc.Migrate, "seed": svc.Seed, "built": time.Now().UTC(), "project": w.Project, "admin": ref})
+	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n}
+	b, _ := json.Marshal(built)
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
 		return "", err
 	}
 	os.Remove(building)
 	d.log.Info("golden template built", "name", name, "took_ms", time.Since(start).Milliseconds())
+	d.requests.Add(1) // within a request: the daemon's stop waits for it
+	go func() {
+		defer d.requests.Done()
+		d.pruneGoldens(d.lifetime(), built, envList(env))
+	}()
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
 	return name, nil
+}
+
+// keptGoldens is how many templates of one service a home keeps: the one
+// just built and the ones used last before it, so that worktrees of two or
+// three branches whose migrations differ (golden_key) do not rebuild each
+// other's templates in turn.
+const keptGoldens = 3
+
+// supersededAfter is how long a template must have gone unused before it
+// is dropped as superseded: an up copies its template after it let go of
+// the template's lock, and must not find it gone.
+const supersededAfter = 10 * time.Minute
+
+// pruneGoldens drops this home's templates of built's service (same
+// project, adapter and server) beyond the keptGoldens used last, each
+// only if its lock is free and it has not been used for supersededAfter.
+// Templates an older binky built (whose markers name no service) stay
+// until 'git binky golden drop'.
+func (d *Daemon) pruneGoldens(ctx context.Context, built goldenMarker, env []string) {
+	type used struct {
+		m    goldenMarker
+		path string
+		at   time.Time
+	}
+	var same []used
+	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		fi, serr := os.Stat(f)
+		var m goldenMarker
+		if err != nil || serr != nil || json.Unmarshal(b, &m) != nil || m.Name == "" || m.Name == built.Name {
+			continue
+		}
+		if m.Service == built.Service && m.Project == built.Project && m.Adapter == built.Adapter && m.adminRef() == built.adminRef() {
+			same = append(same, used{m, f, fi.ModTime()})
+		}
+	}
+	sort.Slice(same, func(i, j int) bool { return same[i].at.After(same[j].at) })
+	for i, u := range same {
+		if i < keptGoldens-1 || time.Since(u.at) < supersededAfter {
+			continue
+		}
+		unlock, ok := d.tryGoldenLock(ctx, u.m.Name)
+		if !ok {
+			continue
+		}
+		// Used again since it was listed: kept.
+		if fi, err := os.Stat(u.path); err != nil || time.Since(fi.ModTime()) < supersededAfter {
+			unlock()
+			continue
+		}
+		err := d.dropGolden(ctx, u.m, u.path, env)
+		unlock()
+		if err != nil {
+			d.log.Warn("superseded golden template not dropped", "name", u.m.Name, "err", err)
+			continue
+		}
+		d.log.Info("superseded golden template dropped", "name", u.m.Name, "service", built.Service, "newest", built.Name)
+	}
+}
+
+// lifetime is the daemon's context, for work that outlives a request.
+func (d *Daemon) lifetime() context.Context {
+	if d.ctx == nil {
+		return context.Background()
+	}
+	return d.ctx
 }
 
 // dropHalfBuilt drops a template whose build failed. The failure is often

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The first hour with a real app (issue 18), driven the way its user did.
@@ -348,5 +351,96 @@ env = { ADMIN_PASSWORD = "${env.MF_ADMIN_PASSWORD}" }
 	t.Cleanup(func() { f.binky(f.repo, "remove", "quiet", "--force") })
 	if env := readEnvDump(t, filepath.Join(f.gcDir, "quiet.env")); env["ADMIN_PASSWORD"] != "from-the-shell" {
 		t.Errorf("watcher-started world: ADMIN_PASSWORD=%q, want the last up's", env["ADMIN_PASSWORD"])
+	}
+}
+
+// A changed key builds a new template; the old ones do not pile up: once a
+// service has three templates used since, the one used least lately (and
+// not for ten minutes) is dropped with its marker. Another service's
+// template is not its to drop, however old.
+func TestSupersededGoldenTemplatesAreDroppedBeyondTheThreeUsedLast(t *testing.T) {
+	pg, _ := needServers(t)
+	config := func(v int) string {
+		return fmt.Sprintf(`[project]
+name = "supersede"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "psql \"$DATABASE_URL\" -q -c 'CREATE TABLE IF NOT EXISTS t (id int)'"
+seed = "psql \"$DATABASE_URL\" -q -c 'INSERT INTO t VALUES (%d)'"
+clone_from = "golden"
+[services.stats]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "psql \"$DATABASE_URL\" -q -c 'CREATE TABLE IF NOT EXISTS s (id int)'"
+clone_from = "golden"
+`, v)
+	}
+	f := newFixture(t, config(0))
+	golden := filepath.Join(f.home, "golden")
+	// templates are the service of each template this home keeps a
+	// marker of, by name.
+	templates := func() map[string]string {
+		files, _ := filepath.Glob(filepath.Join(golden, "*.json"))
+		out := map[string]string{}
+		for _, p := range files {
+			var m struct{ Name, Service string }
+			if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &m) == nil {
+				out[m.Name] = m.Service
+			}
+		}
+		return out
+	}
+	var db []string // db's templates, in the order they were built
+	var stats string
+	for v := 1; v <= 4; v++ {
+		name := fmt.Sprintf("v%d", v)
+		f.commitOnBranch(name, "binky.toml", config(v))
+		before := templates()
+		f.mustBinky(f.repo, "up", name)
+		t.Cleanup(func() { f.binky(f.repo, "remove", name, "--force") })
+		for n, svc := range templates() {
+			if _, ok := before[n]; !ok && svc == "db" {
+				db = append(db, n)
+			} else if svc == "stats" {
+				stats = n
+			}
+		}
+		if v < 4 {
+			// Every template so far last used an hour earlier than it was.
+			files, _ := filepath.Glob(filepath.Join(golden, "*.json"))
+			for _, p := range files {
+				if fi, err := os.Stat(p); err == nil {
+					os.Chtimes(p, fi.ModTime().Add(-time.Hour), fi.ModTime().Add(-time.Hour))
+				}
+			}
+		}
+	}
+	if len(db) != 4 || stats == "" {
+		t.Fatalf("db's templates built: %v, stats': %q; want 4 and 1", db, stats)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+			t.Logf("daemon.log:\n%s", b)
+		}
+	})
+	f.eventually("the oldest of db's templates dropped", func() bool {
+		_, kept := templates()[db[0]]
+		return len(databases(t, pg, db[0])) == 0 && !kept
+	})
+	if out := f.mustBinky(f.repo, "golden"); strings.Contains(out, db[0]) {
+		t.Errorf("golden still lists %s:\n%s", db[0], out)
+	}
+	for _, n := range append([]string{stats}, db[1:]...) {
+		if _, kept := templates()[n]; len(databases(t, pg, n)) != 1 || !kept {
+			t.Errorf("template %s was dropped; templates now %v", n, templates())
+		}
+	}
+	// A world made again from the dropped key builds it again.
+	f.mustBinky(f.repo, "remove", "v1", "--force")
+	f.mustBinky(f.repo, "up", "v1")
+	if _, kept := templates()[db[0]]; !kept || len(databases(t, pg, db[0])) != 1 {
+		t.Errorf("the dropped template was not built again for its key: %v", templates())
 	}
 }
