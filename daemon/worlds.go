@@ -384,7 +384,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if r.group != nil {
 		// Running, but not all that is asked for: start again with the
 		// wider set, on the same ports.
-		names = union(r.names, names)
+		// Not a service the file no longer has: it stops with the rest,
+		// and leaves the record (a deleted service).
+		names = slices.DeleteFunc(union(r.names, names), func(n string) bool { return w.Config.Services[n] == nil })
 		if err := d.stopLocked(ctx, r); err != nil {
 			return api.World{}, err
 		}

@@ -680,6 +680,37 @@ func TestAServiceRemovedFromTheConfigLeavesTheWorld(t *testing.T) {
 	}
 }
 
+// An up of a running world whose file swapped one service for another
+// stops the deleted one and starts the new one. The daemon crashed: it
+// started the union of what ran and what was asked, deleted service
+// included, and found no config for it.
+func TestUpOfARunningWorldWhoseFileSwappedAServiceStartsTheNewOne(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	web := service(f.world("acme"), "web")
+	swapped := strings.SplitN(twoServices, "[services.web]", 2)[0] + `[services.worker]
+cmd = "exec sleep 60"
+`
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(swapped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := f.binky(f.repo, "up"); err != nil {
+		t.Fatalf("up: %v\n%s", err, stderr)
+	}
+	w := f.world("acme")
+	if s := service(w, "worker"); s.State != "running" || s.PID == 0 {
+		t.Errorf("worker = %+v, want running", s)
+	}
+	for _, s := range w.Services {
+		if s.Name == "web" {
+			t.Errorf("the deleted service web is still in the world: %+v", s)
+		}
+	}
+	if pidAlive(web.PID) {
+		t.Errorf("the deleted service web (pid %d) still runs", web.PID)
+	}
+}
+
 // A oneshot's dependents start once it has exited 0, and status says it is
 // done.
 func TestAOneshotRunsBeforeWhatDependsOnIt(t *testing.T) {
