@@ -52,7 +52,7 @@ func NewGroup(specs []Spec, onChange func(Status)) (*Group, error) {
 			return nil, fmt.Errorf("service %q is defined twice", s.Name)
 		}
 		s = s.withDefaults()
-		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1), wake: make(chan struct{}, 1),
+		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1), fellOver: make(chan struct{}), wake: make(chan struct{}, 1),
 			st: Status{Name: s.Name, State: Stopped}}
 	}
 	for _, p := range g.procs {
@@ -318,6 +318,10 @@ type proc struct {
 	ready     chan struct{} // closed the first time the service is ready
 	readyOnce sync.Once
 	failed    chan error // a start failure before the service was ready
+	// fellOver is closed (and made anew, mu held) each time a start of
+	// the service fails: what waits on it as a dependency stops waiting,
+	// since ready will not come of that start.
+	fellOver chan struct{}
 
 	mu       sync.Mutex
 	st       Status
@@ -357,8 +361,13 @@ func (p *proc) markReady() {
 
 func (p *proc) start(ctx context.Context, deps []*proc) error {
 	for _, d := range deps {
+		d.mu.Lock()
+		ready, fell := d.ready, d.fellOver
+		d.mu.Unlock()
 		select {
-		case <-d.ready:
+		case <-ready:
+		case <-fell:
+			return fmt.Errorf("service %s depends on %s, which failed to start: %s", p.spec.Name, d.spec.Name, d.status().Message)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -573,6 +582,10 @@ func (p *proc) exitFailed(msg string, code *int) {
 	p.running = false
 	p.mu.Unlock()
 	p.set(func(s *Status) { s.State, s.ExitCode, s.Message, s.PID = Crashed, code, msg, 0 })
+	p.mu.Lock()
+	close(p.fellOver) // after the message its dependents quote
+	p.fellOver = make(chan struct{})
+	p.mu.Unlock()
 	select {
 	case p.failed <- errors.New(msg):
 	default:

@@ -482,3 +482,37 @@ func TestAServiceWithNothingToProbeIsRunningNotHealthy(t *testing.T) {
 		t.Errorf("starting api again beside its running dependency: %v", err)
 	}
 }
+
+// A service started while the oneshot it depends on is still running stops
+// waiting when that oneshot fails: it waited for good, holding its world's
+// lock, for a readiness that would never come.
+func TestAStartWaitingOnAOneshotThatFailsEndsWithItsFailure(t *testing.T) {
+	dir := t.TempDir()
+	migrate := Spec{Name: "migrate", Cmd: "sleep 0.5; echo broken; exit 3", Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	api := Spec{Name: "api", Cmd: "exec sleep 60", Dir: dir, DependsOn: []string{"migrate"},
+		LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second}
+	g, err := NewGroup([]Spec{migrate, api}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(context.Background())
+	go g.StartService(context.Background(), "migrate")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, _ := g.Status("migrate"); st.State == Starting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("migrate never started")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = g.StartService(ctx, "api")
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "depends on migrate, which failed") {
+		t.Fatalf("start api = %v (waited out its context: %v), want migrate's failure", err, ctx.Err())
+	}
+	if st, _ := g.Status("api"); st.PID != 0 {
+		t.Errorf("api started after its dependency failed: %+v", st)
+	}
+}
