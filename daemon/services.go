@@ -27,17 +27,25 @@ func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error
 	if !slices.Contains(r.names, req.Service) {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s runs no service %q (it runs %v)", w.Name, req.Service, r.names)}
 	}
+	// A start waits for a oneshot as long as it runs: a down or a remove
+	// of the world ends it rather than wait behind it (endStart).
+	sctx, end := context.WithCancelCause(ctx)
+	r.starting.Store(&end)
+	defer func() { r.starting.Store(nil); end(nil) }()
 	switch req.Action {
 	case api.ServiceStop:
 		err = r.group.StopService(ctx, req.Service)
 	case api.ServiceStart:
-		err = r.group.StartService(ctx, req.Service)
+		err = r.group.StartService(sctx, req.Service)
 	case api.ServiceRestart:
-		err = r.group.RestartService(ctx, req.Service)
+		err = r.group.RestartService(sctx, req.Service)
 	default:
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown service action %q: stop, start or restart", req.Action)}
 	}
 	d.routesChanged()
+	if cause := context.Cause(sctx); err != nil && cause != nil && ctx.Err() == nil {
+		err = cause
+	}
 	if err != nil {
 		return api.World{}, fmt.Errorf("%s %s of %s: %w", req.Action, req.Service, w.Name, err)
 	}

@@ -672,26 +672,10 @@ func (d *Daemon) retireReplaced(ctx context.Context, rec *world.Record) bool {
 // admission, provisioning) is ended, again until the lock is had (the up
 // may not have said how to end it yet).
 func (d *Daemon) teardown(ctx context.Context, rec *world.Record, why string) (left []string) {
-	have := make(chan struct{})
-	go func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			d.mu.Lock()
-			r := d.worlds[rec.ID] // looked up, not made: none means no up holds it
-			d.mu.Unlock()
-			if r != nil {
-				r.endUp(nil)
-			}
-			select {
-			case <-have:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	r, err := d.lockRunOf(ctx, rec.ID)
-	close(have)
+	r, err := d.lockRunEnding(ctx, rec.ID, func(r *worldRun) {
+		r.endUp(nil)
+		r.endStart() // a oneshot that never ends must not hold a removed worktree's world
+	})
 	if err != nil {
 		return []string{fmt.Sprintf("world %s was not torn down: %v", rec.Worktree, err)}
 	}

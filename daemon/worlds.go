@@ -635,7 +635,6 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
 			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil
 	}
-	d.run(w.ID).endStart()
 	// A new worktree's up (the hook's, the watcher's) that has not taken
 	// the world's lock yet, waiting for adoption or its repository's lock:
 	// a down now was answered "no world yet", and the up started it after.
@@ -645,7 +644,7 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 		d.downBorn[w.Worktree.AdminDir] = true
 	}
 	d.mu.Unlock()
-	r, err := d.lockRunOf(ctx, w.ID)
+	r, err := d.lockRunEnding(ctx, w.ID, (*worldRun).endStart)
 	if err != nil {
 		return api.World{}, err
 	}
@@ -691,8 +690,38 @@ func (d *Daemon) endQueuedUp(id string) bool {
 // a remove came meanwhile.
 var errEndedByDown = errors.New("a down or remove came while its services started: what had started was stopped")
 
+// lockRunEnding is lockRunOf for what must not wait behind the world's
+// up or service start (a down, a remove, a teardown): until it has the
+// lock, it calls end on the world's run every 50 ms, since what holds the
+// lock may reach its start (a oneshot that never ends) only after a first
+// call.
+func (d *Daemon) lockRunEnding(ctx context.Context, id string, end func(*worldRun)) (*worldRun, error) {
+	have := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			d.mu.Lock()
+			r := d.worlds[id] // looked up, not made: none means no one holds it
+			d.mu.Unlock()
+			if r != nil {
+				end(r)
+			}
+			select {
+			case <-have:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	r, err := d.lockRunOf(ctx, id)
+	close(have)
+	return r, err
+}
+
 // endStart ends the start of services of the up that holds r's lock, if
-// one is starting them.
+// one is starting them, or the start of one service (service start or
+// restart).
 func (r *worldRun) endStart() {
 	if end := r.starting.Load(); end != nil {
 		(*end)(errEndedByDown)
@@ -819,8 +848,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 				"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", w.Worktree.Path)}
 		}
 	}
-	d.run(w.ID).endStart()
-	r, err := d.lockRunOf(ctx, w.ID)
+	r, err := d.lockRunEnding(ctx, w.ID, (*worldRun).endStart)
 	if err != nil {
 		return api.World{}, err
 	}

@@ -910,3 +910,129 @@ health = { tcp = true }
 		t.Errorf("web is %s while another program holds its port", s.State)
 	}
 }
+
+// gatedOneshot is a world whose migration (a oneshot) waits for good while
+// the file $GC_DIR/hang exists, and whose slow service ignores SIGTERM for
+// its stop_timeout.
+const gatedOneshot = `[project]
+name = "acme"
+[services.migrate]
+cmd = "if [ -e ${env.GC_DIR}/hang ]; then exec sleep 1000; fi"
+oneshot = true
+[services.slow]
+cmd = "trap '' TERM; while :; do sleep 0.1; done"
+stop_timeout = "3s"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["migrate"]
+`
+
+// startBinky runs binky in the background; its stderr is returned once it
+// has exited (wait). A failed test kills it.
+func (f *fixture) startBinky(dir string, args ...string) (wait func() (string, error)) {
+	f.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "git-binky"), args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), f.env()...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	done := false
+	f.t.Cleanup(func() {
+		if !done {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return func() (string, error) {
+		err := cmd.Wait()
+		done = true
+		return stderr.String(), err
+	}
+}
+
+// waitOneshotStarting waits until world name's migrate is starting, and
+// returns its pid.
+func (f *fixture) waitOneshotStarting(name string) int {
+	f.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			f.t.Fatal("the oneshot never started")
+		}
+		for _, w := range f.status().Worlds {
+			if s := service(w, "migrate"); w.Worktree == name && s.State == "starting" && s.PID != 0 {
+				return s.PID
+			}
+		}
+	}
+}
+
+// A down that came while the up was still stopping the world's old
+// processes (before it started any) was forgotten by the time the up
+// reached its oneshot, and waited behind it for good.
+func TestADownThatComesBeforeTheUpStartsStillEndsIt(t *testing.T) {
+	f := newFixture(t, gatedOneshot)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "down") })
+	f.mustBinky(f.repo, "service", "stop", "api")
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up") // stops slow first: 3 s
+	time.Sleep(time.Second)
+	start := time.Now()
+	f.mustBinky(f.repo, "down")
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("down took %s behind the up's oneshot", took)
+	}
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came") {
+		t.Errorf("up: %v, stderr:\n%s", err, stderr)
+	}
+	if w := f.world("acme"); w.State != "stopped" {
+		t.Errorf("after down: state %q, message %q", w.State, w.Message)
+	}
+}
+
+// 'service restart' of a oneshot that never ends held the world's lock: a
+// down waited behind it as long as its client did.
+func TestADownEndsAServiceRestartWaitingForAOneshot(t *testing.T) {
+	f := newFixture(t, gatedOneshot)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "down") })
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	restart := f.startBinky(f.repo, "service", "restart", "migrate")
+	pid := f.waitOneshotStarting("acme")
+	start := time.Now()
+	f.mustBinky(f.repo, "down")
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("down took %s behind the restart's oneshot", took)
+	}
+	if stderr, err := restart(); err == nil || !strings.Contains(stderr, "a down or remove came") {
+		t.Errorf("service restart: %v, stderr:\n%s", err, stderr)
+	}
+	if signalPID(pid, 0) == nil {
+		t.Errorf("the oneshot (pid %d) still runs after down", pid)
+	}
+}
+
+// Removing the worktree of a world whose up waits for its oneshot tears
+// the world down: the teardown ended only the up, not its start, and the
+// whole repository's worktrees waited behind the oneshot.
+func TestRemovingAWorktreeEndsItsUpWaitingForAOneshot(t *testing.T) {
+	f := newFixture(t, gatedOneshot)
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up", "feat")
+	pid := f.waitOneshotStarting("feat")
+	f.mustGit(f.repo, "worktree", "remove", "--force", filepath.Join(filepath.Dir(f.repo), "feat"))
+	f.eventually("feat's world torn down", func() bool {
+		_, ok := f.find("feat")
+		return !ok
+	})
+	if _, err := up(); err == nil {
+		t.Error("the up of the removed worktree succeeded")
+	}
+	if signalPID(pid, 0) == nil {
+		t.Errorf("the oneshot (pid %d) still runs after its worktree was removed", pid)
+	}
+}
