@@ -1212,9 +1212,14 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 			}
 		}
 	}
-	if len(alive) == 0 {
+	done := false // a oneshot that finished: part of the running world, with no process
+	for _, s := range rec.Services {
+		done = done || s.State == string(supervisor.Done)
+	}
+	if len(alive) == 0 && (len(dead) > 0 || !done) {
 		// Every process it ran is gone (the machine restarted, a kill):
 		// the world is down, not running, until an up starts it again.
+		// (A world of oneshots alone, all done, has none to lose.)
 		if len(dead) > 0 && (rec.State == world.StateRunning || rec.State == world.StateSuspended) {
 			d.setState(rec.ID, world.StateStopped, diedUnwatched)
 		}

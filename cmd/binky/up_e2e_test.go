@@ -814,6 +814,32 @@ depends_on = ["migrate"]
 	}
 }
 
+// A world of oneshots alone, all done, is the daemon's again after a
+// restart: it was left out (no process was alive), so 'service restart'
+// said it was not running and the next up ran its oneshots again.
+func TestAWorldOfDoneOneshotsIsAdoptedAfterADaemonRestart(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.seed]
+cmd = "echo ran >> ${env.GC_DIR}/seeds"
+oneshot = true
+`)
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "up")
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "seeds")); strings.Count(string(b), "ran") != 1 {
+		t.Errorf("up after a daemon restart ran the oneshot again: it ran %d times", strings.Count(string(b), "ran"))
+	}
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "service", "restart", "seed")
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "seeds")); strings.Count(string(b), "ran") != 2 {
+		t.Errorf("service restart seed: it ran %d times in all, want twice", strings.Count(string(b), "ran"))
+	}
+	if w := f.world("acme"); w.State != "running" || service(w, "seed").State != "done" {
+		t.Errorf("world %q, seed %+v; want running and done", w.State, service(w, "seed"))
+	}
+}
+
 // A oneshot that never ends held its up, and the world's lock, for good:
 // down and remove waited behind it. A down ends the start.
 func TestADownEndsAnUpWaitingForAOneshot(t *testing.T) {
