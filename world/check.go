@@ -167,15 +167,18 @@ func (c *Config) validate() []Diagnostic {
 		default:
 			errAt(append(key, "restart"), "restart = %q: must be \"on-failure\", \"always\" or \"no\"", s.Restart)
 		}
-		if s.Oneshot {
-			switch {
-			case s.Adapter != "":
-				errAt(append(key, "oneshot"), "oneshot: service %q is an adapter slice, not a process; a slice's own migrate = \"...\" runs once when it is made", name)
-			case s.Restart != "no":
+		// Every key a oneshot cannot have is named at once, not one per
+		// fix (an adapter slice is not a process at all: that alone).
+		if s.Oneshot && s.Adapter != "" {
+			errAt(append(key, "oneshot"), "oneshot: service %q is an adapter slice, not a process; a slice's own migrate = \"...\" runs once when it is made", name)
+		} else if s.Oneshot {
+			if s.Restart != "no" {
 				errAt(append(key, "restart"), "restart = %q: a oneshot runs once and is never restarted; drop restart", s.Restart)
-			case s.URL != "":
+			}
+			if s.URL != "" {
 				errAt(append(key, "url"), "url = %q: a oneshot runs to completion, so nothing could reach it by URL; drop url (or oneshot)", s.URL)
-			case s.Health != nil:
+			}
+			if s.Health != nil {
 				errAt(append(key, "health"), "health: a oneshot is ready when it exits 0, not by a probe; drop health (or oneshot)")
 			}
 		}
@@ -421,6 +424,9 @@ func (c *Config) tokenProblem(s *Service, ref string, info AdapterInfo) string {
 			return fmt.Sprintf("${%s} means nothing outside a service; it will be left as written", ref)
 		}
 		if !s.HasPort() && s.Adapter == "" && (rest == "port" || rest == "url" || rest == "direct_url" || strings.HasPrefix(rest, "ports.")) {
+			if s.Oneshot {
+				return fmt.Sprintf("${%s} but service %q asks for no port, so it stays literal and the process will likely fail on it: add ports = [...] (a oneshot takes no url)", ref, s.Name)
+			}
 			return fmt.Sprintf("${%s} but service %q asks for no port, so it stays literal and the process will likely fail on it: add url = \"%s\" or ports = [...]", ref, s.Name, DNSLabel(s.Name))
 		}
 		return c.fieldProblem(s, ref, rest, info)
@@ -452,6 +458,9 @@ func (c *Config) fieldProblem(t *Service, ref, field string, info AdapterInfo) s
 	case field == "host":
 		return ""
 	case field == "port" || field == "url" || field == "direct_url":
+		if !t.HasPort() && t.Oneshot {
+			return fmt.Sprintf("${%s} but service %q asks for no port: add ports = [...] to it (a oneshot takes no url)", ref, t.Name)
+		}
 		if !t.HasPort() {
 			return fmt.Sprintf("${%s} but service %q asks for no port: add url = \"...\" or ports = [...] to it", ref, t.Name)
 		}

@@ -265,3 +265,46 @@ func TestLoadConfigMissing(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A oneshot with several keys it cannot have is told of each at once, not
+// of one per fix; and a oneshot that reads its own port is told to ask for
+// ports, never for the url it may not have.
+func TestAOneshotIsToldOfEveryKeyItCannotHaveAndOfPortsNotURL(t *testing.T) {
+	src := `[services.migrate]
+cmd = "./migrate --port ${self.port}"
+oneshot = true
+restart = "always"
+url = "migrate"
+health = { cmd = "true" }
+[services.seed]
+cmd = "./seed --port ${self.port}"
+oneshot = true
+`
+	_, diags := ParseConfig("binky.toml", []byte(src))
+	for _, want := range []string{"a oneshot runs once", "nothing could reach it by URL", "a oneshot is ready when it exits 0"} {
+		found := false
+		for _, d := range diags {
+			found = found || d.Severity == SeverityError && strings.Contains(d.Message, want)
+		}
+		if !found {
+			t.Errorf("no error containing %q in %v", want, diags)
+		}
+	}
+	_, seedOnly, _ := strings.Cut(src, "[services.seed]")
+	cfg, diags := ParseConfig("binky.toml", []byte("[services.seed]"+seedOnly))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	var warned bool
+	for _, d := range Check(cfg, nil) {
+		if strings.Contains(d.Message, `${self.port} but service "seed" asks for no port`) {
+			warned = true
+			if strings.Contains(d.Message, "url =") || !strings.Contains(d.Message, "ports = [...]") {
+				t.Errorf("a oneshot is told to add a url it may not have: %s", d.Message)
+			}
+		}
+	}
+	if !warned {
+		t.Errorf("no warning of ${self.port} in a oneshot with no port: %v", Check(cfg, nil))
+	}
+}
