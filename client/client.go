@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +72,10 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 				return fmt.Errorf("replace daemon of another version: %w", err)
 			}
 			continue
+		case errors.Is(err, errHungUp) && !resendable(req):
+			// It may have been read and acted on before the daemon died: a
+			// restart sent again runs a migration a second time.
+			return fmt.Errorf("%w; it may have done part or all of %s before it stopped, so it was not sent again: 'git binky status' shows what runs", err, describeOp(req))
 		case errors.Is(err, errHungUp) && attempt < 2 && ctx.Err() == nil:
 			// The daemon died with our request unread (a crash, or a kill
 			// while its last thread was exiting): a new one takes it.
@@ -81,6 +86,34 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 		}
 		return err
 	}
+}
+
+// resendable reports whether req may be sent again to a new daemon when
+// the last one hung up without answering: whether doing it twice is doing
+// it once. A reload or a service restart runs its services (a oneshot's
+// migration) again; a golden drop would drop a template built since.
+func resendable(req api.Request) bool {
+	switch req.Op {
+	case api.OpReload:
+		return false
+	case api.OpService:
+		return req.Action != api.ServiceRestart
+	case api.OpGolden:
+		return req.Action == ""
+	}
+	return true
+}
+
+// describeOp names a request as its command does.
+func describeOp(req api.Request) string {
+	parts := []string{req.Op}
+	if req.Action != "" {
+		parts = append(parts, req.Action)
+	}
+	if req.Service != "" {
+		parts = append(parts, req.Service)
+	}
+	return "'" + strings.Join(parts, " ") + "'"
 }
 
 // errHungUp marks a connection the daemon closed before it answered anything.

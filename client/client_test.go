@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +196,53 @@ func TestAFolderNotNamedInUTF8IsRefusedPlainly(t *testing.T) {
 	err := c.Call(context.Background(), api.Request{Op: api.OpStatus, Dir: "/tmp/dsn-c\xffd"}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "not named in UTF-8") || errors.Is(err, ErrNoDaemon) {
 		t.Fatalf("err = %v, want the folder refused for its name", err)
+	}
+}
+
+// hangingUpDaemon listens on home's socket as a daemon that reads each
+// request and dies before it answers; it returns how many it read.
+func hangingUpDaemon(t *testing.T, home world.Home) func() int {
+	t.Helper()
+	l, err := net.Listen("unix", home.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			bufio.NewReader(conn).ReadString('\n')
+			n.Add(1)
+			conn.Close()
+		}
+	}()
+	return func() int { return int(n.Load()) }
+}
+
+// A daemon that died with a request read may have acted on it: a service
+// restart sent again to the next daemon ran a migration a second time. It
+// is sent once, and the error says it may have run; a status is sent
+// again.
+func TestARequestThatIsNotSafeTwiceIsNotSentAgainAfterAHangUp(t *testing.T) {
+	home := world.Home{Dir: t.TempDir()}
+	read := hangingUpDaemon(t, home)
+	c := New(home, "")
+	c.NoStart = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := c.Call(ctx, api.Request{Op: api.OpService, Action: api.ServiceRestart, Service: "migrate"}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "it may have done part or all of 'service restart migrate'") {
+		t.Errorf("err = %v", err)
+	}
+	if n := read(); n != 1 {
+		t.Errorf("the restart was sent %d times, want once", n)
+	}
+	c.Call(ctx, api.Request{Op: api.OpStatus}, nil, nil)
+	if n := read(); n != 4 {
+		t.Errorf("status was sent %d times, want 3 (a new daemon may take it)", n-1)
 	}
 }
