@@ -55,18 +55,22 @@ type line struct {
 }
 
 type converter struct {
-	src       *source
-	project   string
-	services  []*service
-	byCompose map[string]*service
-	byHost    map[string]*service
-	secrets   map[string]bool   // env names holding credentials
-	refs      map[string]bool   // every ${env.NAME} written
-	secretVal map[string]string // literal credential → the env name it became
-	named     map[string]bool   // env names a note asks for, not a ${env.NAME} (compose secrets)
-	mapped    []string
-	guessed   []string
-	left      []string
+	src *source
+	// bucketJobs are the compose services left out as bucket jobs
+	// (dropBucketJobs), with the bucket each made; dropped says so.
+	bucketJobs map[string]string
+	dropped    []string
+	project    string
+	services   []*service
+	byCompose  map[string]*service
+	byHost     map[string]*service
+	secrets    map[string]bool   // env names holding credentials
+	refs       map[string]bool   // every ${env.NAME} written
+	secretVal  map[string]string // literal credential → the env name it became
+	named      map[string]bool   // env names a note asks for, not a ${env.NAME} (compose secrets)
+	mapped     []string
+	guessed    []string
+	left       []string
 }
 
 func newConverter(s *source) *converter {
@@ -106,12 +110,17 @@ func newConverter(s *source) *converter {
 			}
 		}
 	}
+	c.dropBucketJobs()
 	for _, sv := range c.services {
 		sv.readPorts()
 	}
 	c.discoverPorts()
 	for _, sv := range c.services {
 		for _, d := range slices.Sorted(maps.Keys(sv.cfg.DependsOn)) {
+			if job, ok := c.bucketJobs[d]; ok {
+				c.note(sv, fmt.Sprintf("compose waited for %s, which made the bucket %s; the s3 slice makes each world's bucket before any process starts", d, job))
+				continue
+			}
 			if t := c.byCompose[d]; t != nil {
 				sv.deps = append(sv.deps, d)
 				if t.kind != nil {
@@ -312,6 +321,58 @@ var handled = map[string]bool{"image": true, "build": true, "command": true, "en
 	"expose": true, "environment": true, "env_file": true, "depends_on": true, "healthcheck": true,
 	"profiles": true, "restart": true, "stop_grace_period": true, "stop_signal": true, "secrets": true,
 	"extends": true, "container_name": true, "hostname": true, "links": true}
+
+// mcBucket finds a MinIO client's "mc mb [flags] alias/bucket" and the
+// bucket it names; mcOther finds any mc subcommand but the ones a bucket
+// job runs to reach the server and make its bucket.
+var (
+	mcBucket = regexp.MustCompile(`\bmc\s+mb\s+(?:-\S+\s+)*["']?[^\s/"';]+/([^\s/"';]+)`)
+	mcAny    = regexp.MustCompile(`\bmc\s+([a-z]+)`)
+)
+
+// dropBucketJobs leaves out the compose services that only make a bucket
+// on the S3 server init turns into a slice (a minio/mc container running
+// "mc alias set ...; mc mb local/uploads"): the slice makes each world's
+// bucket, and the job would log into the shared server with the
+// container's root credentials. A job that makes more than one bucket, or
+// runs anything else (a policy, an upload), stays, marked as left to you.
+func (c *converter) dropBucketJobs() {
+	c.bucketJobs = map[string]string{}
+	s3 := false
+	for _, sv := range c.services {
+		s3 = s3 || sv.kind != nil && sv.kind.Name == "s3"
+	}
+	if !s3 {
+		return
+	}
+	kept := c.services[:0]
+	for _, sv := range c.services {
+		text := strings.Join(append(append([]string{}, sv.cfg.Entrypoint...), sv.cfg.Command...), " ")
+		buckets := mcBucket.FindAllStringSubmatch(text, -1)
+		if sv.kind != nil || len(buckets) == 0 {
+			kept = append(kept, sv)
+			continue
+		}
+		others := false
+		for _, m := range mcAny.FindAllStringSubmatch(text, -1) {
+			switch m[1] {
+			case "alias", "config", "mb", "ready", "ls":
+			default:
+				others = true
+			}
+		}
+		if others || len(buckets) > 1 {
+			c.leave(sv, "it makes buckets (or more) on the S3 server with the container's root credentials; each world's s3 slice has one bucket of its own (${<slice>.bucket}) and its own keys: rewrite it to use them, or drop it")
+			kept = append(kept, sv)
+			continue
+		}
+		c.bucketJobs[sv.compose] = buckets[0][1]
+		msg := fmt.Sprintf("%s: left out; it made the bucket %s with mc, and the s3 slice makes each world's own bucket (its name is the slice's bucket field)", sv.compose, buckets[0][1])
+		c.dropped = append(c.dropped, msg)
+		delete(c.byCompose, sv.compose)
+	}
+	c.services = kept
+}
 
 func (c *converter) convertService(sv *service) {
 	if sv.compose != sv.name {
@@ -676,6 +737,10 @@ func (c *converter) render() string {
 	b.WriteString("# Read it through: \"guessed:\" marks what init inferred, \"left to you:\" what it could not do.\n")
 	b.WriteString("# `git binky check` validates it.\n")
 	for _, m := range c.src.carried {
+		fmt.Fprintf(&b, "# %s\n", commentText(m))
+		c.mapped = append(c.mapped, m)
+	}
+	for _, m := range c.dropped {
 		fmt.Fprintf(&b, "# %s\n", commentText(m))
 		c.mapped = append(c.mapped, m)
 	}

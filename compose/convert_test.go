@@ -1152,3 +1152,49 @@ services:
 		t.Errorf("STRIPE_KEY is read but not asked for: %v", res.SetEnv)
 	}
 }
+
+// A compose job that only makes a bucket on MinIO (minio/mc: mc alias set,
+// mc mb) is left out: the s3 slice makes each world's bucket, and the job,
+// kept as a process, logged into the shared server with the container's
+// root credentials. What waited for it no longer does. A job that does
+// more stays, marked as left to the user.
+func TestAComposeBucketJobIsLeftOutForTheS3Slice(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"compose.yaml": `
+services:
+  minio:
+    image: minio/minio
+    command: server /data --console-address ":9001"
+    environment: {MINIO_ROOT_USER: minioadmin, MINIO_ROOT_PASSWORD: minioadmin}
+  createbuckets:
+    image: minio/mc
+    depends_on: [minio]
+    entrypoint: >
+      /bin/sh -c "
+      mc alias set local http://minio:9000 minioadmin minioadmin;
+      mc mb --ignore-existing local/uploads;
+      exit 0;
+      "
+  publish:
+    image: minio/mc
+    depends_on: [minio]
+    entrypoint: /bin/sh -c "mc alias set local http://minio:9000 minioadmin minioadmin && mc mb local/a && mc anonymous set download local/a"
+  api:
+    build: .
+    command: npm start
+    depends_on:
+      createbuckets: {condition: service_completed_successfully}
+      minio: {condition: service_started}
+`})
+	if _, ok := cfg.Services["createbuckets"]; ok {
+		t.Errorf("the bucket job is still a service:\n%s", res.TOML)
+	}
+	if !strings.Contains(res.TOML, "# createbuckets: left out; it made the bucket uploads with mc") {
+		t.Errorf("the file does not say why createbuckets is gone:\n%s", res.TOML)
+	}
+	if api := cfg.Services["api"]; slices.Contains(api.DependsOn, "createbuckets") || !slices.Contains(api.DependsOn, "minio") {
+		t.Errorf("api depends_on = %v, want minio alone", api.DependsOn)
+	}
+	if _, ok := cfg.Services["publish"]; !ok || !strings.Contains(res.TOML, "left to you: it makes buckets (or more)") {
+		t.Errorf("a job that does more than make one bucket was dropped, or not marked:\n%s", res.TOML)
+	}
+}
