@@ -86,12 +86,24 @@ type Owned struct {
 	Kind  string `json:"kind"`
 	Name  string `json:"name"`
 	Owner Owner  `json:"owner"`
+	// Unmarked is an object that may be a slice's whose mark is gone (a
+	// Redis user whose marker key a server killed before it saved lost):
+	// Owner is empty, and only a CredentialChecker can tell whether it is
+	// a home's, by the password that home derives for Slice.
+	Unmarked bool `json:"unmarked,omitempty"`
 }
 
 // Lister is an adapter that can list every object binky marked on a
 // server, databases and the roles or users beside them, for gc.
 type Lister interface {
 	List(ctx context.Context, adminURL string) ([]Owned, error)
+}
+
+// CredentialChecker is a Lister whose unmarked objects are recognised by
+// their credential: HasCredential reports whether slice s's object on the
+// server has s.Password, the one its home derives for it.
+type CredentialChecker interface {
+	HasCredential(ctx context.Context, s Slice) (bool, error)
 }
 
 // SpareSuffix ends the name of a template's spare, its next clone made

@@ -956,9 +956,11 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 			servers[u] = s.Kind
 		}
 	}
-	recs, _ := d.home.Records()
+	recs, recErr := d.home.Records()
+	live := map[string]bool{} // adapter + slice name of every recorded slice
 	for _, r := range recs {
 		for _, sl := range r.Slices {
+			live[sl.Adapter+"\x00"+sl.Name] = true
 			if ref, _ := sl.Config["admin"].(string); ref != "" {
 				if u, err := d.adminFromRef(ctx, ref, req.Env); err == nil {
 					servers[u] = sl.Adapter
@@ -1010,8 +1012,21 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 		slices := map[string]adapters.Owner{}
 		legacy := map[string]adapters.Owner{}
 		halfBuilt := map[string]bool{}
+		unmarked := map[string]bool{}
 		for _, obj := range found {
 			switch {
+			case obj.Unmarked:
+				// Its mark is gone: this home's only if it has the password
+				// this home derives for it, an orphan only if no world of
+				// this home records it (none unread: one might).
+				cc, ok := a.(adapters.CredentialChecker)
+				if !ok || live[servers[u]+"\x00"+obj.Slice] || recErr != nil {
+					continue
+				}
+				if mine, err := cc.HasCredential(ctx, adapters.Slice{Name: obj.Slice, AdminURL: u, Password: adapters.Password(secret, servers[u], obj.Slice)}); err == nil && mine {
+					slices[obj.Slice] = adapters.Owner{Home: homeID}
+					unmarked[obj.Slice] = true
+				}
 			case obj.Owner.World == goldenWorld:
 				if obj.Owner.Home == homeID && !d.goldenMarked(obj.Slice) {
 					halfBuilt[strings.TrimSuffix(obj.Slice, adapters.SpareSuffix)] = true
@@ -1041,6 +1056,9 @@ func (d *Daemon) GC(ctx context.Context, req api.Request) (api.GC, error) {
 		}
 		for name, owner := range slices {
 			o := api.Orphan{Adapter: servers[u], Name: name, World: owner.World, Server: adapters.Redact(u)}
+			if unmarked[name] {
+				o.Note = "its mark was gone (a server stopped before it saved it); this home's by the password it derives for it"
+			}
 			if !out.DryRun {
 				err := a.Teardown(ctx, adapters.Slice{Name: name, World: owner.World, Home: owner.Home, AdminURL: u,
 					Password: adapters.Password(secret, servers[u], name)})

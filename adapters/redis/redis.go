@@ -531,20 +531,42 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 // List returns the slices binky marked on the server. A marker without a
 // seal (an older binky's, or one written by hand) is listed with no home:
 // gc reports it and never drops it.
-func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
+func (r *Redis) List(ctx context.Context, adminURL string) (out []adapters.Owned, err error) {
 	c, err := client(adminURL)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	var out []adapters.Owned
+	marked := map[string]bool{}
 	iter := c.Scan(ctx, 0, markerPrefix+"*", 500).Iterator()
+	defer func() {
+		// Users with no marker, named as slices are: a slice's whose
+		// marker a killed server lost, or anyone's. gc asks HasCredential.
+		if err != nil {
+			return
+		}
+		acl, aerr := hasACL(ctx, c)
+		if aerr != nil || !acl {
+			return
+		}
+		users, uerr := c.Do(ctx, "ACL", "USERS").StringSlice()
+		if uerr != nil {
+			err = fmt.Errorf("redis ACL USERS: %w", uerr)
+			return
+		}
+		for _, u := range users {
+			if !marked[u] && u != "default" && u != reserved && sliceNamed(u) {
+				out = append(out, adapters.Owned{Slice: u, Kind: "user", Name: u, Unmarked: true})
+			}
+		}
+	}()
 	for iter.Next(ctx) {
 		v, err := c.Get(ctx, iter.Val()).Result()
 		if err != nil {
 			continue
 		}
 		name := strings.TrimPrefix(iter.Val(), markerPrefix)
+		marked[name] = true
 		m := readMarker(v, nil)
 		if m.legacy {
 			m.owner.Home = ""
@@ -556,6 +578,32 @@ func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, er
 		}
 	}
 	return out, iter.Err()
+}
+
+// sliceNamed reports whether name could be a slice's: [a-z0-9_], as
+// adapters.SliceName makes them.
+func sliceNamed(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// HasCredential reports whether the ACL user s.Name has s.Password: the
+// slice's user even with its marker gone (gc).
+func (r *Redis) HasCredential(ctx context.Context, s adapters.Slice) (bool, error) {
+	c, err := client(s.AdminURL)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	_, match, err := userPasswordIs(ctx, c, s.Name, s.Password)
+	return match, err
 }
 
 // Capabilities: no server-side clone; lists its slices.

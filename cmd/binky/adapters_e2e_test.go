@@ -7,15 +7,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/postgres"
+	"github.com/git-binky/git-binky/adapters/redis"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -484,5 +487,63 @@ seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE seeded (id int P
 	}
 	if got := databases(t, pg, name); len(got) != 0 {
 		t.Errorf("remove left the world's database: %v", got)
+	}
+}
+
+// A Redis user whose marker key a killed server lost (it had not saved) is
+// still found by gc: it is this home's by the password this home derives
+// for it, and an orphan when no world records it. A user of that shape
+// with another password, and a recorded world's user whose marker is
+// gone too, are left.
+func TestGCDropsARedisUserWhoseMarkerWasLostAndNoOneElses(t *testing.T) {
+	_, rd := needServers(t)
+	f := newFixture(t, `[project]
+name = "rgc"
+[services.cache]
+adapter = "redis"
+admin_url = "${env.BINKY_TEST_REDIS}"
+`)
+	f.mustBinky(f.repo, "up", "live")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "live", "--force") })
+	ctx := context.Background()
+	home := world.Home{Dir: f.home}
+	homeID, err := home.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := home.Secret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := adapters.Slice{Name: "rgc_crashed", World: "00deadbeef00", Home: homeID, AdminURL: rd, Password: adapters.Password(secret, "redis", "rgc_crashed")}
+	if err := redis.New().Provision(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := goredis.ParseURL(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opts)
+	defer c.Close()
+	t.Cleanup(func() { c.Do(ctx, "ACL", "DELUSER", "rgc_crashed", "rgc_foreign") })
+	for _, cmd := range [][]any{
+		{"DEL", "binky:slice:rgc_crashed", "binky:slice:rgc_live"}, // the markers a killed server lost
+		{"ACL", "SETUSER", "rgc_foreign", "on", ">not-binkys-password", "~rgc_foreign:*", "+get"},
+	} {
+		if err := c.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := f.mustBinky(f.repo, "gc", "--dry-run")
+	if !strings.Contains(out, "rgc_crashed") || strings.Contains(out, "rgc_foreign") || strings.Contains(out, "rgc_live") {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	f.mustBinky(f.repo, "gc")
+	users, err := c.Do(ctx, "ACL", "USERS").StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(users, "rgc_crashed") || !slices.Contains(users, "rgc_foreign") || !slices.Contains(users, "rgc_live") {
+		t.Errorf("ACL users after gc: %v; want rgc_crashed gone, rgc_foreign and rgc_live kept", users)
 	}
 }
