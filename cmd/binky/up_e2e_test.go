@@ -814,6 +814,25 @@ depends_on = ["migrate"]
 	}
 }
 
+// A reload with a binky.toml that no longer loads (a typo mid-edit) is
+// refused and the world runs on: it stopped the world, then failed.
+func TestAReloadOfABrokenFileLeavesTheWorldRunning(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "down") })
+	api := service(f.world("acme"), "api")
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(twoServices+"bogus_key = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := f.binky(f.repo, "reload"); err == nil || !strings.Contains(stderr, "bogus_key") {
+		t.Errorf("reload of a broken file: %v\n%s", err, stderr)
+	}
+	w := f.world("acme")
+	if now := service(w, "api"); w.State != "running" || now.PID != api.PID || !pidAlive(api.PID) {
+		t.Errorf("after the refused reload: world %q, api %+v (was pid %d)", w.State, now, api.PID)
+	}
+}
+
 // A world of oneshots alone, all done, is the daemon's again after a
 // restart: it was left out (no process was alive), so 'service restart'
 // said it was not running and the next up ran its oneshots again.
