@@ -14,10 +14,12 @@ import (
 func (d *Daemon) startProxy(ctx context.Context) {
 	d.proxy = proxy.New()
 	d.routesDirty = make(chan struct{}, 1)
+	// A settings file that does not load comes with the last good copy
+	// (or the defaults): the proxy serves on that, as the error promises,
+	// rather than not at all.
 	settings, err := d.home.LoadSettings()
 	if err != nil {
-		d.log.Error("proxy: settings", "err", err)
-		return
+		d.log.Error("proxy: settings", "err", err, "proxy_port", settings.ProxyPort)
 	}
 	ls, err := proxy.Listen(settings.ProxyPort)
 	if err != nil {

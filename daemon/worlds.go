@@ -992,6 +992,9 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		}
 		common = repo.CommonDir
 	}
+	if _, err := d.home.LoadSettings(); err != nil {
+		notes = append(notes, err.Error())
+	}
 	out := api.Status{Schema: 1, Daemon: d.hello(), Worlds: []api.World{}, Servers: d.servers.Status(), Notes: notes}
 	for _, rec := range recs {
 		if common != "" && rec.CommonDir != common {

@@ -104,8 +104,22 @@ func (h Home) lastGood(err error) (Settings, error) {
 	if _, derr := toml.NewDecoder(bytes.NewReader(b)).Decode(&s); derr != nil || s.Validate() != nil {
 		return DefaultSettings(), fmt.Errorf("%w (fix it, or delete it to go back to the defaults)", err)
 	}
-	return s, fmt.Errorf("%w (binky keeps using the last good copy, %s: fix the file, or restore it with 'cp %s %s')",
-		err, h.goodPath(), h.goodPath(), h.SettingsPath())
+	return s, lastGoodError{fmt.Errorf("%w (binky keeps using the last good copy, %s: fix the file, or restore it with 'cp %s %s')",
+		err, h.goodPath(), h.goodPath(), h.SettingsPath())}
+}
+
+// lastGoodError is a settings file that does not load, returned with the
+// last good copy's settings, which binky goes on with.
+type lastGoodError struct{ error }
+
+func (e lastGoodError) Unwrap() error { return e.error }
+
+// UsingLastGood reports whether err (from LoadSettings) came with the last
+// good copy of the settings: the caller goes on with them, and only says
+// the file is broken (status, doctor, the daemon's log).
+func UsingLastGood(err error) bool {
+	var e lastGoodError
+	return errors.As(err, &e)
 }
 
 // isV0 recognises the flat layout settings had before they had a version.

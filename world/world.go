@@ -124,7 +124,7 @@ func FromConfig(home Home, repo *gitx.Repo, wt *gitx.Worktree, cfg *Config) (*Wo
 		fallback = strings.TrimSuffix(filepath.Base(repo.CommonDir), ".git")
 	}
 	settings, err := home.LoadSettings()
-	if err != nil {
+	if err != nil && !UsingLastGood(err) {
 		return nil, err
 	}
 	id := WorldID(repo.CommonDir, wt.AdminDir)
@@ -172,7 +172,7 @@ func (w *World) Ensure(ctx context.Context) (*Record, error) {
 // changes nothing, and nothing is written unless the ports changed.
 func (w *World) Update(ctx context.Context, fn func(*Record) error) (*Record, error) {
 	settings, err := w.Home.LoadSettings()
-	if err != nil {
+	if err != nil && !UsingLastGood(err) {
 		return nil, err
 	}
 	return w.update(ctx, fn, &settings)

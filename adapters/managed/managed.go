@@ -174,7 +174,7 @@ func (m *Servers) port(kind, dir string) (int, error) {
 		return p, nil
 	}
 	settings, err := m.Home.LoadSettings()
-	if err != nil {
+	if err != nil && !world.UsingLastGood(err) {
 		return 0, err
 	}
 	p, err := m.Home.NewAllocator(settings).Server(kind)

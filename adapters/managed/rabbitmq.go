@@ -253,7 +253,7 @@ func rabbitmqPort(m *Servers, dir, role string) (int, error) {
 		}
 	}
 	settings, err := m.Home.LoadSettings()
-	if err != nil {
+	if err != nil && !world.UsingLastGood(err) {
 		return 0, err
 	}
 	p, err := m.Home.NewAllocator(settings).Server("rabbitmq-" + role)

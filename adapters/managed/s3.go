@@ -134,7 +134,7 @@ func (m *Servers) secondPort(kind, dir, name string) (int, error) {
 		}
 	}
 	settings, err := m.Home.LoadSettings()
-	if err != nil {
+	if err != nil && !world.UsingLastGood(err) {
 		return 0, err
 	}
 	n, err := m.Home.NewAllocator(settings).Server(kind + "-" + name)

@@ -273,3 +273,27 @@ func TestHTTPSWithoutCaddySaysWhatToDo(t *testing.T) {
 		t.Errorf("daemon status does not say what is missing:\n%s", out)
 	}
 }
+
+// A settings.toml broken by hand leaves binky on the last good copy, as
+// the error says and status now says: the daemon started no proxy, so every
+// URL was dead while status said it ran, and every up failed.
+func TestABrokenSettingsFileLeavesTheProxyOnTheLastGoodPort(t *testing.T) {
+	f := newFixture(t, twoServices)
+	good, err := os.ReadFile(filepath.Join(f.home, "settings.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.home, "settings.toml.good"), good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.setSettings(string(good) + "bogus = [\n")
+	f.mustBinky(f.repo, "up", "a")
+	t.Cleanup(func() { f.binky(f.repo, "down", "a") })
+	if code, body, err := f.viaProxy("web.a.acme.localhost", "/"); err != nil || code != 200 || !strings.HasPrefix(body, "web of a") {
+		t.Errorf("web through the proxy with a broken settings.toml: %d %q %v", code, body, err)
+	}
+	// Used, and said: status names the broken file.
+	if out := f.mustBinky(f.repo, "status"); !strings.Contains(out, "is not valid TOML") || !strings.Contains(out, "last good copy") {
+		t.Errorf("status does not say the settings file is broken:\n%s", out)
+	}
+}
