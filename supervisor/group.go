@@ -152,7 +152,10 @@ func (g *Group) Adopt(name string, st Status) bool {
 		return false
 	}
 	g.startRotation()
-	st.Name, st.PGID = name, info.PGID
+	// Its old message was the old supervisor's word; this one's probes
+	// give their own (a kept "no health check" stayed beside a probe that
+	// ran).
+	st.Name, st.PGID, st.Message = name, info.PGID, ""
 	switch st.State {
 	case "", Stopped, Crashed:
 		st.State = Starting

@@ -516,3 +516,27 @@ func TestAStartWaitingOnAOneshotThatFailsEndsWithItsFailure(t *testing.T) {
 		t.Errorf("api started after its dependency failed: %+v", st)
 	}
 }
+
+// An adopted service does not keep the old supervisor's message: a kept
+// "running (no health check)" stayed beside a probe that ran.
+func TestAnAdoptedServiceDropsTheOldSupervisorsMessage(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	g1, _ := NewGroup([]Spec{api}, nil)
+	if err := g1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := g1.Statuses()[0]
+	g1.Close()
+	st.Message = "running (no health check)"
+	g2, _ := NewGroup([]Spec{api}, nil)
+	defer g2.Stop(context.Background())
+	if !g2.Adopt("api", st) {
+		t.Fatal("did not adopt the running service")
+	}
+	events, cancel := g2.Subscribe()
+	defer cancel()
+	waitFor(t, events, g2, func(s Status) bool { return s.State == Healthy })
+	if got, _ := g2.Status("api"); got.Message != "" {
+		t.Errorf("adopted api's message = %q, want the old one gone", got.Message)
+	}
+}
