@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -813,7 +814,20 @@ func (p *proc) logTail() string {
 		return ""
 	}
 	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
+		// The last five lines, and the error's own line when a stack
+		// trace pushed it above them (Node's, Java's): "at ..." frames
+		// and a version line say least of why it died.
+		tail := lines[len(lines)-5:]
+		for i := len(lines) - 6; i >= 0; i-- {
+			if l := strings.TrimSpace(lines[i]); errorLine.MatchString(l) && !strings.HasPrefix(l, "at ") {
+				tail = append([]string{lines[i], "..."}, tail...)
+				break
+			}
+		}
+		lines = tail
 	}
 	return "; last output:\n    " + strings.Join(lines, "\n    ")
 }
+
+// errorLine is a line of output that names an error.
+var errorLine = regexp.MustCompile(`(?i)\b(\w*error|\w*exception|panic|fatal|traceback)\b`)

@@ -540,3 +540,28 @@ func TestAnAdoptedServiceDropsTheOldSupervisorsMessage(t *testing.T) {
 		t.Errorf("adopted api's message = %q, want the old one gone", got.Message)
 	}
 }
+
+// A crash's last lines keep the error's own line when a stack trace pushed
+// it above them: a Node app's last five were "at ..." frames and its
+// version, never the MongooseError that said why.
+func TestACrashReportKeepsTheErrorLineAboveItsStackTrace(t *testing.T) {
+	dir := t.TempDir()
+	script := `echo "/app/index.js:10"; echo "MongooseError: The uri parameter to openUri() must be a string"
+for i in 1 2 3 4 5 6 7 8; do echo "    at frame$i (/app/node_modules/mongoose/lib/connection.js:$i:1)"; done
+echo "Node.js v20.11.0"; exit 1`
+	s := Spec{Name: "api", Cmd: script, Dir: dir, LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second,
+		Health: Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), StartPeriod: 20 * time.Second}}
+	g, _ := NewGroup([]Spec{s}, nil)
+	err := g.Start(context.Background())
+	if err == nil {
+		t.Fatal("Start succeeded")
+	}
+	for _, want := range []string{"MongooseError: The uri parameter", "Node.js v20.11.0", "at frame8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%s", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "at frame1 ") {
+		t.Errorf("the whole stack trace was kept:\n%s", err)
+	}
+}
