@@ -107,7 +107,9 @@ func (c *Config) validate() []Diagnostic {
 	if !localDomain(c.Project.Domain) {
 		errAt([]string{"project", "domain"}, "domain = %q: a world's URLs go into its environment (<SERVICE>_URL, which SDKs read as their API's base URL) and must name this machine: use localhost (the default), a name ending in .localhost, or one ending in .test (never resolved on the internet)", c.Project.Domain)
 	}
-	if c.Project.Name != "" && !validLabel(c.Project.Name) {
+	if n := c.Project.Name; len(n) > 63 && validLabel(n[:63]) {
+		errAt([]string{"project", "name"}, "name = %q is %d characters: a project name is one label of every URL, at most 63 (like %q)", n, len(n), DNSLabel(n))
+	} else if c.Project.Name != "" && !validLabel(c.Project.Name) {
 		errAt([]string{"project", "name"}, "name = %q: a project name is part of every URL, so it must be lowercase letters, digits and '-' (like %q)", c.Project.Name, DNSLabel(c.Project.Name))
 	}
 	if len(c.Services) == 0 {
@@ -137,7 +139,11 @@ func (c *Config) validate() []Diagnostic {
 		}
 		if s.URL != "" {
 			if !validLabel(s.URL) {
-				errAt(append(key, "url"), "url = %q: must be one DNS label (lowercase letters, digits, '-'), like %q; it becomes <url>.<worktree>.<project>.<domain>", s.URL, DNSLabel(s.URL))
+				if len(s.URL) > 63 && validLabel(s.URL[:63]) {
+					errAt(append(key, "url"), "url = %q is %d characters: it is one label of <url>.<worktree>.<project>.<domain>, at most 63 (like %q)", s.URL, len(s.URL), DNSLabel(s.URL))
+				} else {
+					errAt(append(key, "url"), "url = %q: must be one DNS label (lowercase letters, digits, '-'), like %q; it becomes <url>.<worktree>.<project>.<domain>", s.URL, DNSLabel(s.URL))
+				}
 			} else if other, dup := urls[s.URL]; dup {
 				errAt(append(key, "url"), "url = %q is already used by service %q: URL names must be unique", s.URL, other)
 			} else {

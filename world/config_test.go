@@ -127,6 +127,18 @@ func TestParseConfigErrors(t *testing.T) {
 			want:     `restart = "sometimes"`,
 		},
 		{
+			name:     "a project name too long for a URL label",
+			src:      "[project]\nname = \"" + strings.Repeat("p", 80) + "\"\n[services.api]\ncmd = \"x\"\n",
+			wantLine: 2,
+			want:     "is 80 characters: a project name is one label of every URL, at most 63",
+		},
+		{
+			name:     "a url too long for a label",
+			src:      "[services.api]\ncmd = \"x\"\nurl = \"" + strings.Repeat("a", 70) + "\"\n",
+			wantLine: 3,
+			want:     "is 70 characters: it is one label",
+		},
+		{
 			name:     "a oneshot restarted",
 			src:      "[services.migrate]\ncmd = \"x\"\noneshot = true\nrestart = \"on-failure\"\n",
 			wantLine: 4,
