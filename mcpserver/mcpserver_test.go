@@ -182,6 +182,10 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		{"env", `{"name":"` + strings.Repeat("x", 500) + `","reveal":"` + strings.Repeat("y", 500) + `"}`, `argument "reveal" must be a boolean, got the string "yyyyyyyy`},
 		{"restart", `{"service":""}`, `argument "service" must not be empty`},
 		{"curl", `{"service":"api","headers":["a: b",7]}`, `argument "headers[1]" must be a string, got the number 7`},
+		// A relative dir was joined to the server's folder, and acted on
+		// the server's own worktree.
+		{"up", `{"dir":"relative/path"}`, `dir = "relative/path" is not an absolute path`},
+		{"env", `{"dir":"/no/such/folder"}`, `dir = "/no/such/folder" is not a folder on this machine`},
 		{"env", `["repo"]`, "JSON object"},
 		{"env", `"repo"`, "JSON object"},
 	} {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -92,8 +94,27 @@ func (v *validator) middleware(next server.ToolHandlerFunc) server.ToolHandlerFu
 		if msg := v.check(req); msg != "" {
 			return mcp.NewToolResultError(msg), nil
 		}
+		if msg := checkDir(req.GetString(argDir, "")); msg != "" {
+			return mcp.NewToolResultError(msg), nil
+		}
 		return next(ctx, req)
 	}
+}
+
+// checkDir returns what is wrong with a tool's dir, or "": it must be an
+// absolute path to a folder. A relative one was joined to the server's own
+// folder, and a call meant for another worktree acted on the server's.
+func checkDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Sprintf("invalid arguments: dir = %q is not an absolute path: give the full path of a folder in the repository (or omit dir for the server's own folder)", dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Sprintf("invalid arguments: dir = %q is not a folder on this machine", dir)
+	}
+	return ""
 }
 
 // check returns what is wrong with req's arguments, or "".
