@@ -42,7 +42,9 @@ func (d *Daemon) startProxy(ctx context.Context) {
 			}
 		}
 	}()
-	d.routesChanged()
+	// The first table before the daemon answers anyone: a curl right
+	// after the hello that started it found no route (404).
+	d.refreshRoutes()
 }
 
 // routesChanged asks for the route table to be rebuilt; bursts of changes

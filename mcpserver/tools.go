@@ -312,6 +312,9 @@ func (s *Server) curl(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if err != nil {
 		return result(nil, err)
 	}
+	if _, err := s.Client.Start(ctx); err != nil { // the proxy is the daemon's
+		return result(nil, err)
+	}
 	resp, err := proxy.Do(ctx, proxy.CurlRequest{ProxyPort: w.ProxyPort, Host: host, Path: req.GetString("path", "/"),
 		Method: req.GetString("method", ""), Data: req.GetString("body", ""), Headers: req.GetStringSlice("headers", nil)})
 	if err != nil {

@@ -297,3 +297,16 @@ func TestABrokenSettingsFileLeavesTheProxyOnTheLastGoodPort(t *testing.T) {
 		t.Errorf("status does not say the settings file is broken:\n%s", out)
 	}
 }
+
+// curl starts the daemon, whose proxy it goes through, as every command
+// that needs the daemon does: it said "connection refused (is the daemon
+// running?)".
+func TestCurlStartsTheDaemonItGoesThrough(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up", "a")
+	t.Cleanup(func() { f.binky(f.repo, "down", "a") })
+	f.mustBinky(f.repo, "daemon", "stop")
+	if out := f.mustBinky(f.repo, "curl", "a", "api", "/x"); !strings.Contains(out, "api of a") {
+		t.Errorf("curl after the daemon stopped:\n%s", out)
+	}
+}

@@ -62,6 +62,15 @@ func newCurlCmd(app *App) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			// The proxy is the daemon's: started if it is not, as every
+			// command that needs it is.
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if _, err := c.Start(cmd.Context()); err != nil {
+				return err
+			}
 			argv := []string{"-proxy-port", strconv.Itoa(w.ProxyPort), "-host", host, "-path", opts.Path}
 			if opts.Method != "" {
 				argv = append(argv, "-X", opts.Method)
