@@ -127,8 +127,14 @@ func (g *Group) Start(ctx context.Context) error {
 	}
 	var first error
 	for range g.procs {
-		if err := <-errs; err != nil && first == nil {
+		err := <-errs
+		// The failure itself, not a dependent's word of it (which comes
+		// as soon, and would cut the failure's own report off).
+		dep := errors.As(err, new(depFailed))
+		if err != nil && (first == nil || errors.As(first, new(depFailed)) && !dep) {
 			first = err
+		}
+		if err != nil && !dep {
 			cancel()
 		}
 	}
@@ -371,7 +377,7 @@ func (p *proc) start(ctx context.Context, deps []*proc) error {
 		select {
 		case <-ready:
 		case <-fell:
-			return fmt.Errorf("service %s depends on %s, which failed to start: %s", p.spec.Name, d.spec.Name, d.status().Message)
+			return depFailed{fmt.Errorf("service %s depends on %s, which failed to start: %s", p.spec.Name, d.spec.Name, d.status().Message)}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -578,6 +584,11 @@ func describeExit(code *int) string {
 	}
 	return fmt.Sprintf("exited with code %d", *code)
 }
+
+// depFailed is a start that ended because a dependency's failed.
+type depFailed struct{ error }
+
+func (e depFailed) Unwrap() error { return e.error }
 
 // exitFailed records a service that could not start or died before it was
 // ready, and reports it to the Start waiting for it.

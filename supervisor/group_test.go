@@ -565,3 +565,19 @@ echo "Node.js v20.11.0"; exit 1`
 		t.Errorf("the whole stack trace was kept:\n%s", err)
 	}
 }
+
+// An up whose service fails says why that service failed, not that its
+// dependent's dependency did.
+func TestAFailedStartReportsTheFailureNotADependentsWordOfIt(t *testing.T) {
+	dir := t.TempDir()
+	api := Spec{Name: "api", Cmd: "echo cannot bind; exit 4", Dir: dir, LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second,
+		Health: Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), StartPeriod: 20 * time.Second}}
+	web := Spec{Name: "web", Cmd: "exec sleep 60", Dir: dir, DependsOn: []string{"api"}, LogPath: filepath.Join(dir, "web.log"), StopTimeout: time.Second}
+	for range 5 {
+		g, _ := NewGroup([]Spec{api, web}, nil)
+		err := g.Start(context.Background())
+		if err == nil || !strings.HasPrefix(err.Error(), "service api exited with code 4") {
+			t.Fatalf("Start = %v, want api's own failure", err)
+		}
+	}
+}
