@@ -96,6 +96,30 @@ func (a *Allocator) replaceStaleClaim(path, mine string) bool {
 	return true
 }
 
+// unclaim removes this home's claim on port once its lease is given back:
+// a stale claim blocks nobody, but every released port left one behind.
+// Under the claims lock, so that a claim another home has just put in its
+// place (replaceStaleClaim) is never the one removed.
+func (a *Allocator) unclaim(port int) {
+	if a.Claims == "" {
+		return
+	}
+	path := filepath.Join(a.Claims, strconv.Itoa(port))
+	if target, err := os.Readlink(path); err != nil || target != a.claimTarget(port) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	unlock, err := Lock(ctx, filepath.Join(a.Claims, ".lock"))
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if target, err := os.Readlink(path); err == nil && target == a.claimTarget(port) && !claimValid(target) {
+		os.Remove(path)
+	}
+}
+
 // ensureClaimed claims a port the world already holds when no claim names
 // it (a lease made before claims existed, or a claim file removed). It
 // reports false when another home holds a valid claim on the port.

@@ -223,3 +223,34 @@ func TestAPortAnotherHomeClaimedWhileOursWasMissingMoves(t *testing.T) {
 		t.Error("the moved world kept its lease on the old port")
 	}
 }
+
+// A released port's claim goes with its lease: each one stayed behind, and
+// thousands piled up in the claims folder; another home's claim on the
+// port, made since, is not touched.
+func TestAReleasedPortsClaimIsRemoved(t *testing.T) {
+	claims, a, b := twoHomes(t, 24120, 24121)
+	ctx := context.Background()
+	ra := saveWorld(t, a.Home, "w")
+	if _, err := a.Ensure(ctx, ra, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	port := ra.Ports["api"]
+	claim := filepath.Join(claims, strconv.Itoa(port))
+	if _, err := os.Readlink(claim); err != nil {
+		t.Fatalf("no claim for the leased port: %v", err)
+	}
+	a.Release(ra)
+	if _, err := os.Lstat(claim); !os.IsNotExist(err) {
+		t.Errorf("the released port's claim is still there: %v", err)
+	}
+	// Home b's claim on the port is b's, whatever a releases.
+	rb := saveWorld(t, b.Home, "w")
+	if _, err := b.Ensure(ctx, rb, []string{"api"}); err != nil {
+		t.Fatal(err)
+	}
+	ra.Ports = map[string]int{"api": rb.Ports["api"]}
+	a.Release(ra)
+	if target, err := os.Readlink(filepath.Join(claims, strconv.Itoa(rb.Ports["api"]))); err != nil || target != b.claimTarget(rb.Ports["api"]) {
+		t.Errorf("home a's release took home b's claim: %q, %v", target, err)
+	}
+}

@@ -313,6 +313,7 @@ func (a *Allocator) Server(kind string) (int, error) {
 func (a *Allocator) release(port int, world, key string) {
 	if a.owned(port, world, key) {
 		os.Remove(a.leasePath(port))
+		a.unclaim(port)
 	}
 }
 
