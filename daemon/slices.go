@@ -214,6 +214,9 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed, sl.Ran = existing.Made, existing.Template, existing.TookMS, existing.Completed, existing.Ran
+			if msg := staleSlice(w, n, existing, ref, homeID); msg != "" {
+				emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: msg})
+			}
 		} else {
 			if existing != nil && !existing.Ready {
 				// Never reused: a slice not complete may be an empty
@@ -594,19 +597,10 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
-	files, err := w.GoldenKeyHash(n)
+	name, err := goldenName(w, n, ref, homeID)
 	if err != nil {
 		return "", err
 	}
-	// The home is in the name: a template is marked as its home's, and
-	// two homes sharing a server must not take (or drop) each other's.
-	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID + files))
-	key := hex.EncodeToString(sum[:5])
-	proj := adapters.SliceName(w.Project, "", "", 0)
-	if len(proj) > 30 {
-		proj = proj[:30]
-	}
-	name := "binky_golden_" + strings.Trim(proj, "_") + "_" + key
 	if err := os.MkdirAll(d.home.GoldenDir(), 0o700); err != nil {
 		return "", err
 	}
@@ -773,6 +767,61 @@ func (d *Daemon) lifetime() context.Context {
 		return context.Background()
 	}
 	return d.ctx
+}
+
+// goldenName is the name of service n's golden template: a hash of the
+// project, the kind, the migrate and seed commands, the server, the home
+// and the files golden_key names.
+func goldenName(w *world.World, n, ref, homeID string) (string, error) {
+	svc := w.Config.Services[n]
+	kind := adapters.Canonical(svc.Adapter)
+	files, err := w.GoldenKeyHash(n)
+	if err != nil {
+		return "", err
+	}
+	// The home is in the name: a template is marked as its home's, and
+	// two homes sharing a server must not take (or drop) each other's.
+	sum := sha256.Sum256([]byte(w.Project + "\x00" + kind + "\x00" + svc.Migrate + "\x00" + svc.Seed + "\x00" + ref + "\x00" + homeID + files))
+	key := hex.EncodeToString(sum[:5])
+	proj := adapters.SliceName(w.Project, "", "", 0)
+	if len(proj) > 30 {
+		proj = proj[:30]
+	}
+	return "binky_golden_" + strings.Trim(proj, "_") + "_" + key, nil
+}
+
+// staleSlice says, for a slice an up reuses, when it is a clone of another
+// template than this branch's migrate, seed and golden_key make: its data
+// may lack the branch's migrations. "" when it is not.
+func staleSlice(w *world.World, n string, sl *world.SliceRecord, ref, homeID string) string {
+	if sl.Made != world.MadeCloned || sl.Template == "" || w.Config.Services[n].CloneFrom != "golden" {
+		return ""
+	}
+	if want, err := goldenName(w, n, ref, homeID); err == nil && want != sl.Template {
+		return fmt.Sprintf("%s was cloned from %s, but this branch's migrate, seed or golden_key files make %s: its data may lack this branch's migrations. Run them against %s_URL ('git binky env'), or 'git binky remove' and 'up' to clone the new template",
+			sl.Name, sl.Template, want, world.EnvName(n))
+	}
+	return ""
+}
+
+// noteStaleSlices tells emit's client of every ready slice of rec that
+// staleSlice finds behind this branch: an up of a running world provisions
+// nothing, and said nothing of it.
+func (d *Daemon) noteStaleSlices(w *world.World, rec *world.Record, emit func(api.Event)) {
+	homeID, err := d.home.ID()
+	if err != nil {
+		return
+	}
+	for i := range rec.Slices {
+		sl := &rec.Slices[i]
+		ref, _ := sl.Config["admin"].(string)
+		if _, ok := w.Config.Services[sl.Service]; !ok || !sl.Ready {
+			continue
+		}
+		if msg := staleSlice(w, sl.Service, sl, ref, homeID); msg != "" {
+			emit(api.Event{World: w.Name, Service: sl.Service, State: api.EventNotice, Message: msg})
+		}
+	}
 }
 
 // dropHalfBuilt drops a template whose build failed. The failure is often

@@ -374,6 +374,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		} else {
 			emit(api.Event{World: w.Name, Message: "already up"})
 		}
+		if err == nil {
+			d.noteStaleSlices(w, rec, emit)
+		}
 		if err == nil && rec.State == world.StateUntrusted {
 			// The user approved the current file; what runs is still the
 			// config approved before, until a reload.

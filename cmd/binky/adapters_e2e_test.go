@@ -547,3 +547,50 @@ admin_url = "${env.BINKY_TEST_REDIS}"
 		t.Errorf("ACL users after gc: %v; want rgc_crashed gone, rgc_foreign and rgc_live kept", users)
 	}
 }
+
+// An up that reuses a slice says when the slice is behind the branch: a
+// clone of another template than this branch's migrations make. It said
+// nothing, and the app failed on a missing table.
+func TestAnUpSaysWhenAReusedSliceIsBehindTheBranch(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, `[project]
+name = "behind"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "psql \"$DATABASE_URL\" -q -f migrations/1.sql"
+clone_from = "golden"
+golden_key = ["migrations/*.sql"]
+[services.stats]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+`)
+	os.MkdirAll(filepath.Join(f.repo, "migrations"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "migrations", "1.sql"), []byte("CREATE TABLE IF NOT EXISTS t (id int);\n"), 0o644)
+	f.mustGit(f.repo, "add", "-A")
+	f.mustGit(f.repo, "commit", "-qm", "migrations")
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "--force") })
+	if _, stderr, _ := f.binky(f.repo, "up"); strings.Contains(stderr, "cloned from") {
+		t.Errorf("a slice in step with its branch is said to be behind:\n%s", stderr)
+	}
+	// The branch's migrations move on.
+	os.WriteFile(filepath.Join(f.repo, "migrations", "1.sql"), []byte("CREATE TABLE IF NOT EXISTS t (id int);\nCREATE TABLE IF NOT EXISTS audit (id int);\n"), 0o644)
+	for _, step := range [][]string{{"up"}, {"down"}, {"up"}} {
+		_, stderr, err := f.binky(f.repo, step...)
+		if step[0] == "down" {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", step, err, stderr)
+		}
+		for _, want := range []string{"behind_acme_db was cloned from binky_golden_behind_", "Run them against DB_URL"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v does not say %q:\n%s", step, want, stderr)
+			}
+		}
+		if strings.Contains(stderr, "behind_acme_stats") {
+			t.Errorf("%v says stats (no template) is behind:\n%s", step, stderr)
+		}
+	}
+}
