@@ -516,7 +516,12 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if err := d.home.SaveCallerEnv(w.ID, env); err != nil {
 		d.log.Warn("the world's environment was not kept: a daemon adopting its services would restart them with its own", "world", w.Name, "err", err)
 	}
-	admitted = true
+	// Its place is kept while a process of it runs: a world of slices
+	// alone (or of oneshots, done) runs nothing, and eight of them held
+	// every place while the next up waited.
+	for _, s := range specs {
+		admitted = admitted || !s.Oneshot
+	}
 	d.setState(w.ID, world.StateRunning, "")
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
@@ -1266,7 +1271,9 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 		r.env = caller
 	}
 	r.mu.Unlock()
-	d.admission.Admit(rec.ID)
+	if len(alive) > 0 { // a world of done oneshots runs nothing: no place
+		d.admission.Admit(rec.ID)
+	}
 	switch {
 	case untrusted != "":
 		d.setState(rec.ID, world.StateUntrusted, untrusted)

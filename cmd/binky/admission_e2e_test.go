@@ -259,3 +259,32 @@ func TestAQueuedUpOfARemovedWorktreeLeavesTheQueue(t *testing.T) {
 		t.Errorf("status still lists q: %+v", w)
 	}
 }
+
+// A world that runs no process (slices alone, or oneshots that are done)
+// holds no place: eight of them kept every place and the next up waited.
+func TestAWorldThatRunsNoProcessHoldsNoPlace(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.seed]
+cmd = "true"
+oneshot = true
+`)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	for _, n := range []string{"a", "b"} {
+		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	f.mustBinky(f.repo, "up", "a")
+	done := make(chan error, 1)
+	go func() { _, _, err := f.binky(f.repo, "up", "b"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("up b: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("up b waited for a place that a, running nothing, held")
+	}
+	if w := f.world("b"); w.State != "running" {
+		t.Errorf("b: %q %q", w.State, w.Message)
+	}
+}
