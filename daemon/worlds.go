@@ -1227,7 +1227,10 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 	for _, s := range rec.Services {
 		done = done || s.State == string(supervisor.Done)
 	}
-	if len(alive) == 0 && (len(dead) > 0 || !done) {
+	// Only a running world's done oneshots are part of it: a failed or
+	// stopped world's stay "done" in its record too.
+	live := rec.State == world.StateRunning || rec.State == world.StateSuspended || rec.State == world.StateUntrusted
+	if len(alive) == 0 && (len(dead) > 0 || !done || !live) {
 		// Every process it ran is gone (the machine restarted, a kill):
 		// the world is down, not running, until an up starts it again.
 		// (A world of oneshots alone, all done, has none to lose.)

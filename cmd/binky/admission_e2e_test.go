@@ -288,3 +288,47 @@ oneshot = true
 		t.Errorf("b: %q %q", w.State, w.Message)
 	}
 }
+
+// A failed world whose oneshot finished is not adopted by the next daemon
+// as if it ran: it took the only place for good (every other up waited),
+// as a group of its oneshot alone.
+func TestAFailedWorldWithADoneOneshotTakesNoPlaceAfterARestart(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.migrate]
+cmd = "true"
+oneshot = true
+[services.api]
+cmd = "test ${worktree.name} = b && exec testsvc || exit 3"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["migrate"]
+`)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	for _, n := range []string{"a", "b"} {
+		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	if _, _, err := f.binky(f.repo, "up", "a"); err == nil {
+		t.Fatal("up a succeeded; its api exits 3")
+	}
+	f.mustBinky(f.repo, "daemon", "stop")
+	done := make(chan error, 1)
+	go func() { _, _, err := f.binky(f.repo, "up", "b"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("up b: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("up b waited for the place the failed world a took at adoption")
+	}
+	t.Cleanup(func() { f.binky(f.repo, "down", "b") })
+	if w := f.world("a"); w.State != "failed" {
+		t.Errorf("a after the restart: %q %q", w.State, w.Message)
+	}
+	// Nor is it half adopted, its oneshot alone: restart said it ran no api.
+	a := filepath.Join(filepath.Dir(f.repo), "a")
+	if _, stderr, _ := f.binky(a, "service", "restart", "api"); !strings.Contains(stderr, "is not running") {
+		t.Errorf("service restart api in the failed world:\n%s", stderr)
+	}
+}
