@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net"
 	"strings"
 
 	"github.com/git-binky/git-binky/proxy"
@@ -14,14 +15,21 @@ import (
 func (d *Daemon) startProxy(ctx context.Context) {
 	d.proxy = proxy.New()
 	d.routesDirty = make(chan struct{}, 1)
-	// A settings file that does not load comes with the last good copy
-	// (or the defaults): the proxy serves on that, as the error promises,
-	// rather than not at all.
+	// A settings file that does not load comes with the last good copy:
+	// the proxy serves on that, as the error promises, rather than not at
+	// all.
 	settings, err := d.home.LoadSettings()
 	if err != nil {
 		d.log.Error("proxy: settings", "err", err, "proxy_port", settings.ProxyPort)
 	}
-	ls, err := proxy.Listen(settings.ProxyPort)
+	var ls []net.Listener
+	if err != nil && !world.UsingLastGood(err) {
+		// No good copy to go on with: the defaults' port may be another
+		// home's, so none is taken; doctor and status say why.
+		d.proxyErr = err
+	} else {
+		ls, err = proxy.Listen(settings.ProxyPort)
+	}
 	if err != nil {
 		d.proxyErr = err
 		d.log.Error("proxy not started", "err", err)
