@@ -323,12 +323,44 @@ var handled = map[string]bool{"image": true, "build": true, "command": true, "en
 	"extends": true, "container_name": true, "hostname": true, "links": true}
 
 // mcBucket finds a MinIO client's "mc mb [flags] alias/bucket" and the
-// bucket it names; mcOther finds any mc subcommand but the ones a bucket
-// job runs to reach the server and make its bucket.
-var (
-	mcBucket = regexp.MustCompile(`\bmc\s+mb\s+(?:-\S+\s+)*["']?[^\s/"';]+/([^\s/"';]+)`)
-	mcAny    = regexp.MustCompile(`\bmc\s+([a-z]+)`)
-)
+// bucket it names.
+var mcBucket = regexp.MustCompile(`\bmc\s+mb\s+(?:-\S+\s+)*["']?[^\s/"';]+/([^\s/"';]+)`)
+
+// shellSeparators split a script into its commands.
+var shellSeparators = regexp.MustCompile(`;|&&|\|\||\n|\|`)
+
+// onlyBucketWork reports whether a job's script does nothing but reach an
+// S3 server with mc and make buckets there: each command of it is an mc
+// alias, config, mb, ready or ls, or shell scaffolding (a shell, exit,
+// sleep, echo, a wait loop). An upload, a policy, anything else: false.
+func onlyBucketWork(script string) bool {
+	for _, cmd := range shellSeparators.Split(script, -1) {
+		f := strings.Fields(cmd)
+		for i := range f {
+			f[i] = strings.Trim(f[i], `"'()`)
+		}
+		for len(f) > 0 && f[0] == "" {
+			f = f[1:]
+		}
+		for len(f) > 0 && (f[0] == "/bin/sh" || f[0] == "sh" || f[0] == "/bin/bash" || f[0] == "bash" || f[0] == "-c" || f[0] == "-ec" || f[0] == "-e" ||
+			f[0] == "until" || f[0] == "while" || f[0] == "do" || f[0] == "then" || f[0] == "!") {
+			f = f[1:]
+		}
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "mc", "/usr/bin/mc":
+			if len(f) < 2 || !slices.Contains([]string{"alias", "config", "mb", "ready", "ls"}, f[1]) {
+				return false
+			}
+		case "exit", "sleep", "echo", "true", "done", "fi", "set", "":
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // dropBucketJobs leaves out the compose services that only make a bucket
 // on the S3 server init turns into a slice (a minio/mc container running
@@ -353,14 +385,7 @@ func (c *converter) dropBucketJobs() {
 			kept = append(kept, sv)
 			continue
 		}
-		others := false
-		for _, m := range mcAny.FindAllStringSubmatch(text, -1) {
-			switch m[1] {
-			case "alias", "config", "mb", "ready", "ls":
-			default:
-				others = true
-			}
-		}
+		others := !onlyBucketWork(text)
 		if others || len(buckets) > 1 {
 			c.leave(sv, "it makes buckets (or more) on the S3 server with the container's root credentials; each world's s3 slice has one bucket of its own (${<slice>.bucket}) and its own keys: rewrite it to use them, or drop it")
 			kept = append(kept, sv)

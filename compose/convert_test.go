@@ -1170,7 +1170,7 @@ services:
     depends_on: [minio]
     entrypoint: >
       /bin/sh -c "
-      mc alias set local http://minio:9000 minioadmin minioadmin;
+      until (mc alias set local http://minio:9000 minioadmin minioadmin) do echo waiting; sleep 1; done;
       mc mb --ignore-existing local/uploads;
       exit 0;
       "
@@ -1178,6 +1178,10 @@ services:
     image: minio/mc
     depends_on: [minio]
     entrypoint: /bin/sh -c "mc alias set local http://minio:9000 minioadmin minioadmin && mc mb local/a && mc anonymous set download local/a"
+  fixtures:
+    image: minio/mc
+    depends_on: [minio]
+    entrypoint: /bin/sh -c "until mc alias set local http://minio:9000 minioadmin minioadmin; do sleep 1; done; mc mb --ignore-existing local/b; aws --endpoint-url http://minio:9000 s3 sync /fixtures s3://b"
   api:
     build: .
     command: npm start
@@ -1194,7 +1198,12 @@ services:
 	if api := cfg.Services["api"]; slices.Contains(api.DependsOn, "createbuckets") || !slices.Contains(api.DependsOn, "minio") {
 		t.Errorf("api depends_on = %v, want minio alone", api.DependsOn)
 	}
-	if _, ok := cfg.Services["publish"]; !ok || !strings.Contains(res.TOML, "left to you: it makes buckets (or more)") {
-		t.Errorf("a job that does more than make one bucket was dropped, or not marked:\n%s", res.TOML)
+	for _, n := range []string{"publish", "fixtures"} {
+		if _, ok := cfg.Services[n]; !ok {
+			t.Errorf("%s, a job that does more than make one bucket, was dropped:\n%s", n, res.TOML)
+		}
+	}
+	if strings.Count(res.TOML, "left to you: it makes buckets (or more)") != 2 {
+		t.Errorf("the jobs that do more are not marked:\n%s", res.TOML)
 	}
 }
