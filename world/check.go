@@ -40,8 +40,13 @@ func validServiceName(s string) bool {
 }
 
 // validLabel: one DNS label, lowercase, 1-63 bytes, no leading/trailing '-'.
-func validLabel(s string) bool {
-	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+func validLabel(s string) bool { return len(s) <= 63 && labelChars(s) }
+
+// labelChars reports whether s is made as a DNS label is (lowercase
+// letters, digits, '-', not starting or ending with '-'), whatever its
+// length.
+func labelChars(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -107,7 +112,7 @@ func (c *Config) validate() []Diagnostic {
 	if !localDomain(c.Project.Domain) {
 		errAt([]string{"project", "domain"}, "domain = %q: a world's URLs go into its environment (<SERVICE>_URL, which SDKs read as their API's base URL) and must name this machine: use localhost (the default), a name ending in .localhost, or one ending in .test (never resolved on the internet)", c.Project.Domain)
 	}
-	if n := c.Project.Name; len(n) > 63 && validLabel(n[:63]) {
+	if n := c.Project.Name; len(n) > 63 && labelChars(n) {
 		errAt([]string{"project", "name"}, "name = %q is %d characters: a project name is one label of every URL, at most 63 (like %q)", n, len(n), DNSLabel(n))
 	} else if c.Project.Name != "" && !validLabel(c.Project.Name) {
 		errAt([]string{"project", "name"}, "name = %q: a project name is part of every URL, so it must be lowercase letters, digits and '-' (like %q)", c.Project.Name, DNSLabel(c.Project.Name))
@@ -139,7 +144,7 @@ func (c *Config) validate() []Diagnostic {
 		}
 		if s.URL != "" {
 			if !validLabel(s.URL) {
-				if len(s.URL) > 63 && validLabel(s.URL[:63]) {
+				if len(s.URL) > 63 && labelChars(s.URL) {
 					errAt(append(key, "url"), "url = %q is %d characters: it is one label of <url>.<worktree>.<project>.<domain>, at most 63 (like %q)", s.URL, len(s.URL), DNSLabel(s.URL))
 				} else {
 					errAt(append(key, "url"), "url = %q: must be one DNS label (lowercase letters, digits, '-'), like %q; it becomes <url>.<worktree>.<project>.<domain>", s.URL, DNSLabel(s.URL))

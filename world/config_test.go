@@ -133,6 +133,12 @@ func TestParseConfigErrors(t *testing.T) {
 			want:     "is 80 characters: a project name is one label of every URL, at most 63",
 		},
 		{
+			name:     "a project name too long, with a '-' where a cut at 63 would end",
+			src:      "[project]\nname = \"" + strings.Repeat("p", 62) + "-" + strings.Repeat("q", 10) + "\"\n[services.api]\ncmd = \"x\"\n",
+			wantLine: 2,
+			want:     "is 73 characters: a project name is one label of every URL, at most 63",
+		},
+		{
 			name:     "a url too long for a label",
 			src:      "[services.api]\ncmd = \"x\"\nurl = \"" + strings.Repeat("a", 70) + "\"\n",
 			wantLine: 3,
