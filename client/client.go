@@ -90,14 +90,15 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 
 // resendable reports whether req may be sent again to a new daemon when
 // the last one hung up without answering: whether doing it twice is doing
-// it once. A reload or a service restart runs its services (a oneshot's
-// migration) again; a golden drop would drop a template built since.
+// it once. A reload, or a service start or restart, runs its services (a
+// oneshot's migration) again; a golden drop would drop a template built since.
 func resendable(req api.Request) bool {
 	switch req.Op {
 	case api.OpReload:
 		return false
 	case api.OpService:
-		return req.Action != api.ServiceRestart
+		// A start runs a done oneshot again; a stop is a stop.
+		return req.Action == api.ServiceStop
 	case api.OpGolden:
 		return req.Action == ""
 	}

@@ -241,8 +241,13 @@ func TestARequestThatIsNotSafeTwiceIsNotSentAgainAfterAHangUp(t *testing.T) {
 	if n := read(); n != 1 {
 		t.Errorf("the restart was sent %d times, want once", n)
 	}
+	// A start runs a done oneshot again too.
+	c.Call(ctx, api.Request{Op: api.OpService, Action: api.ServiceStart, Service: "migrate"}, nil, nil)
+	if n := read(); n != 2 {
+		t.Errorf("the start was sent %d times, want once", n-1)
+	}
 	c.Call(ctx, api.Request{Op: api.OpStatus}, nil, nil)
-	if n := read(); n != 4 {
-		t.Errorf("status was sent %d times, want 3 (a new daemon may take it)", n-1)
+	if n := read(); n != 5 {
+		t.Errorf("status was sent %d times, want 3 (a new daemon may take it)", n-2)
 	}
 }

@@ -693,11 +693,10 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	os.Remove(building)
 	d.log.Info("golden template built", "name", name, "took_ms", time.Since(start).Milliseconds())
-	d.requests.Add(1) // within a request: the daemon's stop waits for it
-	go func() {
-		defer d.requests.Done()
-		d.pruneGoldens(d.lifetime(), built, envList(env))
-	}()
+	// On this up's path, once per key change: a drop or two, where a
+	// goroutine would outlive the request (a hook's up is none the
+	// daemon's stop waits for).
+	d.pruneGoldens(ctx, built, envList(env))
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
 	return name, nil
 }
@@ -759,14 +758,6 @@ func (d *Daemon) pruneGoldens(ctx context.Context, built goldenMarker, env []str
 		}
 		d.log.Info("superseded golden template dropped", "name", u.m.Name, "service", built.Service, "newest", built.Name)
 	}
-}
-
-// lifetime is the daemon's context, for work that outlives a request.
-func (d *Daemon) lifetime() context.Context {
-	if d.ctx == nil {
-		return context.Background()
-	}
-	return d.ctx
 }
 
 // goldenName is the name of service n's golden template: a hash of the
