@@ -123,7 +123,7 @@ func (g *Group) Start(ctx context.Context) error {
 		for _, d := range p.spec.DependsOn {
 			deps = append(deps, g.procs[d])
 		}
-		go func() { errs <- p.start(ctx, deps) }()
+		go func() { errs <- p.start(ctx, deps, nil) }()
 	}
 	var first error
 	for range g.procs {
@@ -369,11 +369,17 @@ func (p *proc) markReady() {
 	p.readyOnce.Do(func() { close(p.ready) })
 }
 
-func (p *proc) start(ctx context.Context, deps []*proc) error {
-	for _, d := range deps {
+// start starts the service once deps are ready. fells, when given, are
+// the channels each dependency's failure closes, read when the caller
+// judged its state; else they are read here.
+func (p *proc) start(ctx context.Context, deps []*proc, fells []chan struct{}) error {
+	for i, d := range deps {
 		d.mu.Lock()
 		ready, fell := d.ready, d.fellOver
 		d.mu.Unlock()
+		if fells != nil {
+			fell = fells[i]
+		}
 		select {
 		case <-ready:
 		case <-fell:

@@ -26,12 +26,19 @@ func (g *Group) StartService(ctx context.Context, name string) error {
 		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.order)
 	}
 	var deps []*proc
+	var fells []chan struct{}
 	for _, d := range p.spec.DependsOn {
 		dp := g.procs[d]
-		if st := dp.status().State; st != Healthy && st != Running && st != Starting && st != Done {
+		// The state and the channel its failure closes, read together: a
+		// failure between the two would leave this start waiting on the
+		// next failure's channel.
+		dp.mu.Lock()
+		st, fell := dp.st.State, dp.fellOver
+		dp.mu.Unlock()
+		if st != Healthy && st != Running && st != Starting && st != Done {
 			return fmt.Errorf("service %s depends on %s, which is %s: start it first", name, d, st)
 		}
-		deps = append(deps, dp)
+		deps, fells = append(deps, dp), append(fells, fell)
 	}
 	g.startRotation()
 	p.mu.Lock()
@@ -48,7 +55,7 @@ func (g *Group) StartService(ctx context.Context, name string) error {
 		p.ready, p.readyOnce, p.isReady = make(chan struct{}), sync.Once{}, false
 	}
 	p.mu.Unlock()
-	return p.start(ctx, deps)
+	return p.start(ctx, deps, fells)
 }
 
 // RestartService stops one service and starts it again, on the same port.
