@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -213,7 +214,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			if err := a.Provision(ctx, s); err != nil {
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
-			sl.Made, sl.Template, sl.TookMS, sl.Completed, sl.Ran = existing.Made, existing.Template, existing.TookMS, existing.Completed, existing.Ran
+			sl.Made, sl.Template, sl.TookMS, sl.Completed, sl.Ran, sl.RanKnown = existing.Made, existing.Template, existing.TookMS, existing.Completed, existing.Ran, existing.RanKnown
 			if msg := staleSlice(w, n, existing, ref, homeID); msg != "" {
 				emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: msg})
 			}
@@ -230,6 +231,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()
 			if made == world.MadeProvisioned {
+				sl.RanKnown = true
 				for _, step := range []struct{ name, cmd string }{{"migrate", svc.Migrate}, {"seed", svc.Seed}} {
 					if step.cmd != "" {
 						sl.Ran = append(sl.Ran, step.name)
@@ -781,10 +783,15 @@ func goldenName(w *world.World, n, ref, homeID string) (string, error) {
 	return "binky_golden_" + strings.Trim(proj, "_") + "_" + key, nil
 }
 
-// staleSlice says, for a slice an up reuses, when it is a clone of another
-// template than this branch's migrate, seed and golden_key make: its data
-// may lack the branch's migrations. "" when it is not.
+// staleSlice says, for a slice an up reuses, when its data may lack the
+// branch's migrations: a clone of another template than this branch's
+// migrate, seed and golden_key make, or a slice made before its service
+// had a migrate. "" when neither.
 func staleSlice(w *world.World, n string, sl *world.SliceRecord, ref, homeID string) string {
+	if svc := w.Config.Services[n]; sl.Made == world.MadeProvisioned && sl.RanKnown && svc.Migrate != "" && !slices.Contains(sl.Ran, "migrate") {
+		return fmt.Sprintf("%s was made before service %s had a migrate, which has not run on it: run it against %s_URL ('git binky env'), or 'git binky remove' and 'up' to make the slice again",
+			sl.Name, n, world.EnvName(n))
+	}
 	if sl.Made != world.MadeCloned || sl.Template == "" || w.Config.Services[n].CloneFrom != "golden" {
 		return ""
 	}

@@ -80,8 +80,10 @@ type SliceRecord struct {
 	Made     string `json:"made,omitempty"`
 	Template string `json:"template,omitempty"`
 	// Ran are the steps that ran on a provisioned slice: "migrate",
-	// "seed", neither when the config gives none.
+	// "seed", neither when the config gives none. RanKnown says Ran is
+	// whole (an older binky recorded no steps at all).
 	Ran       []string  `json:"ran,omitempty"`
+	RanKnown  bool      `json:"ran_known,omitempty"`
 	TookMS    int64     `json:"took_ms,omitempty"`
 	Completed time.Time `json:"completed,omitzero"`
 }
