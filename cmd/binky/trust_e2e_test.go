@@ -301,6 +301,12 @@ func TestAHalfBuiltGoldenTemplateIsNeverLeftBehind(t *testing.T) {
 			return len(leftOf(t, pg, rd, "binky_golden_"+project)) > 0
 		})
 		f.mustGit(f.repo, "worktree", "remove", "--force", "../g1")
+		t.Cleanup(func() { // it failed once in CI, and nothing said why
+			if t.Failed() {
+				b, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+				t.Logf("left: %v\ndaemon.log:\n%s", leftOf(t, pg, rd, "binky_golden_"+project), b)
+			}
+		})
 		f.eventually("the half-built template dropped", func() bool {
 			return len(leftOf(t, pg, rd, "binky_golden_"+project)) == 0
 		})
