@@ -55,22 +55,22 @@ type line struct {
 }
 
 type converter struct {
-	src *source
+	src       *source
+	project   string
+	services  []*service
+	byCompose map[string]*service
+	byHost    map[string]*service
+	secrets   map[string]bool   // env names holding credentials
+	refs      map[string]bool   // every ${env.NAME} written
+	secretVal map[string]string // literal credential → the env name it became
+	named     map[string]bool   // env names a note asks for, not a ${env.NAME} (compose secrets)
+	mapped    []string
+	guessed   []string
+	left      []string
 	// bucketJobs are the compose services left out as bucket jobs
 	// (dropBucketJobs), with the bucket each made; dropped says so.
 	bucketJobs map[string]string
 	dropped    []string
-	project    string
-	services   []*service
-	byCompose  map[string]*service
-	byHost     map[string]*service
-	secrets    map[string]bool   // env names holding credentials
-	refs       map[string]bool   // every ${env.NAME} written
-	secretVal  map[string]string // literal credential → the env name it became
-	named      map[string]bool   // env names a note asks for, not a ${env.NAME} (compose secrets)
-	mapped     []string
-	guessed    []string
-	left       []string
 }
 
 func newConverter(s *source) *converter {
@@ -329,6 +329,11 @@ var mcBucket = regexp.MustCompile(`\bmc\s+mb\s+(?:-\S+\s+)*["']?[^\s/"';]+/([^\s
 // shellSeparators split a script into its commands.
 var shellSeparators = regexp.MustCompile(`;|&&|\|\||\n|\|`)
 
+// shellWords lead a command without being it: a shell and its flags, a
+// loop's or a test's keywords.
+var shellWords = map[string]bool{"": true, "/bin/sh": true, "sh": true, "/bin/bash": true, "bash": true, "-c": true, "-ec": true, "-e": true,
+	"until": true, "while": true, "do": true, "then": true, "!": true}
+
 // onlyBucketWork reports whether a job's script does nothing but reach an
 // S3 server with mc and make buckets there: each command of it is an mc
 // alias, config, mb, ready or ls, or shell scaffolding (a shell, exit,
@@ -339,11 +344,7 @@ func onlyBucketWork(script string) bool {
 		for i := range f {
 			f[i] = strings.Trim(f[i], `"'()`)
 		}
-		for len(f) > 0 && f[0] == "" {
-			f = f[1:]
-		}
-		for len(f) > 0 && (f[0] == "/bin/sh" || f[0] == "sh" || f[0] == "/bin/bash" || f[0] == "bash" || f[0] == "-c" || f[0] == "-ec" || f[0] == "-e" ||
-			f[0] == "until" || f[0] == "while" || f[0] == "do" || f[0] == "then" || f[0] == "!") {
+		for len(f) > 0 && shellWords[f[0]] {
 			f = f[1:]
 		}
 		if len(f) == 0 {
@@ -385,8 +386,7 @@ func (c *converter) dropBucketJobs() {
 			kept = append(kept, sv)
 			continue
 		}
-		others := !onlyBucketWork(text)
-		if others || len(buckets) > 1 {
+		if !onlyBucketWork(text) || len(buckets) > 1 {
 			c.leave(sv, "it makes buckets (or more) on the S3 server with the container's root credentials; each world's s3 slice has one bucket of its own (${<slice>.bucket}) and its own keys: rewrite it to use them, or drop it")
 			kept = append(kept, sv)
 			continue

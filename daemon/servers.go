@@ -127,6 +127,32 @@ type goldenMarker struct {
 	Service string `json:"service,omitempty"`
 }
 
+// markerFile is a golden template's marker as read from its file, whose
+// time is the template's last use.
+type markerFile struct {
+	goldenMarker
+	path string
+	used time.Time
+}
+
+// goldenMarkers reads this home's template markers, in file name order;
+// one that cannot be read is left out.
+func (d *Daemon) goldenMarkers() []markerFile {
+	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*.json"))
+	sort.Strings(files)
+	var out []markerFile
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		fi, serr := os.Stat(f)
+		var m goldenMarker
+		if err != nil || serr != nil || json.Unmarshal(b, &m) != nil || m.Name == "" {
+			continue
+		}
+		out = append(out, markerFile{m, f, fi.ModTime()})
+	}
+	return out
+}
+
 // dropGolden tears down the template m (only if it is marked as this
 // home's golden template), its spare with it, then removes its marker at
 // path, so the next up of its key builds it again. Call it holding the
@@ -176,22 +202,13 @@ func (m goldenMarker) adminRef() string {
 // this home's golden template) and removes its marker, so the next up
 // builds it again.
 func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, error) {
-	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*.json"))
-	sort.Strings(files)
 	out := []api.Golden{}
 	var found *goldenMarker
 	var foundPath string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var m goldenMarker
-		if json.Unmarshal(b, &m) != nil || m.Name == "" {
-			continue
-		}
+	for _, mf := range d.goldenMarkers() {
+		m := mf.goldenMarker
 		if req.Action == "drop" && m.Name == req.Name {
-			found, foundPath = &m, f
+			found, foundPath = &m, mf.path
 		}
 		out = append(out, api.Golden{Name: m.Name, Adapter: m.Adapter, Project: m.Project, Migrate: m.Migrate, Seed: m.Seed, Built: m.Built})
 	}

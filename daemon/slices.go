@@ -720,30 +720,19 @@ const supersededAfter = 10 * time.Minute
 // Templates an older binky built (whose markers name no service) stay
 // until 'git binky golden drop'.
 func (d *Daemon) pruneGoldens(ctx context.Context, built goldenMarker, env []string) {
-	type used struct {
-		m    goldenMarker
-		path string
-		at   time.Time
-	}
-	var same []used
-	files, _ := filepath.Glob(filepath.Join(d.home.GoldenDir(), "*.json"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		fi, serr := os.Stat(f)
-		var m goldenMarker
-		if err != nil || serr != nil || json.Unmarshal(b, &m) != nil || m.Name == "" || m.Name == built.Name {
-			continue
-		}
-		if m.Service == built.Service && m.Project == built.Project && m.Adapter == built.Adapter && m.adminRef() == built.adminRef() {
-			same = append(same, used{m, f, fi.ModTime()})
+	var same []markerFile
+	for _, mf := range d.goldenMarkers() {
+		m := mf.goldenMarker
+		if m.Name != built.Name && m.Service == built.Service && m.Project == built.Project && m.Adapter == built.Adapter && m.adminRef() == built.adminRef() {
+			same = append(same, mf)
 		}
 	}
-	sort.Slice(same, func(i, j int) bool { return same[i].at.After(same[j].at) })
+	sort.Slice(same, func(i, j int) bool { return same[i].used.After(same[j].used) })
 	for i, u := range same {
-		if i < keptGoldens-1 || time.Since(u.at) < supersededAfter {
+		if i < keptGoldens-1 || time.Since(u.used) < supersededAfter {
 			continue
 		}
-		unlock, ok := d.tryGoldenLock(ctx, u.m.Name)
+		unlock, ok := d.tryGoldenLock(ctx, u.Name)
 		if !ok {
 			continue
 		}
@@ -752,13 +741,13 @@ func (d *Daemon) pruneGoldens(ctx context.Context, built goldenMarker, env []str
 			unlock()
 			continue
 		}
-		err := d.dropGolden(ctx, u.m, u.path, env)
+		err := d.dropGolden(ctx, u.goldenMarker, u.path, env)
 		unlock()
 		if err != nil {
-			d.log.Warn("superseded golden template not dropped", "name", u.m.Name, "err", err)
+			d.log.Warn("superseded golden template not dropped", "name", u.Name, "err", err)
 			continue
 		}
-		d.log.Info("superseded golden template dropped", "name", u.m.Name, "service", built.Service, "newest", built.Name)
+		d.log.Info("superseded golden template dropped", "name", u.Name, "service", built.Service, "newest", built.Name)
 	}
 }
 

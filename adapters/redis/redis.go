@@ -531,35 +531,15 @@ func (r *Redis) Teardown(ctx context.Context, s adapters.Slice) error {
 // List returns the slices binky marked on the server. A marker without a
 // seal (an older binky's, or one written by hand) is listed with no home:
 // gc reports it and never drops it.
-func (r *Redis) List(ctx context.Context, adminURL string) (out []adapters.Owned, err error) {
+func (r *Redis) List(ctx context.Context, adminURL string) ([]adapters.Owned, error) {
 	c, err := client(adminURL)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	var out []adapters.Owned
 	marked := map[string]bool{}
 	iter := c.Scan(ctx, 0, markerPrefix+"*", 500).Iterator()
-	defer func() {
-		// Users with no marker, named as slices are: a slice's whose
-		// marker a killed server lost, or anyone's. gc asks HasCredential.
-		if err != nil {
-			return
-		}
-		acl, aerr := hasACL(ctx, c)
-		if aerr != nil || !acl {
-			return
-		}
-		users, uerr := c.Do(ctx, "ACL", "USERS").StringSlice()
-		if uerr != nil {
-			err = fmt.Errorf("redis ACL USERS: %w", uerr)
-			return
-		}
-		for _, u := range users {
-			if !marked[u] && u != "default" && u != reserved && sliceNamed(u) {
-				out = append(out, adapters.Owned{Slice: u, Kind: "user", Name: u, Unmarked: true})
-			}
-		}
-	}()
 	for iter.Next(ctx) {
 		v, err := c.Get(ctx, iter.Val()).Result()
 		if err != nil {
@@ -577,7 +557,24 @@ func (r *Redis) List(ctx context.Context, adminURL string) (out []adapters.Owned
 			out = append(out, adapters.Owned{Slice: name, Kind: "user", Name: name, Owner: m.owner})
 		}
 	}
-	return out, iter.Err()
+	if err := iter.Err(); err != nil {
+		return out, err
+	}
+	// Users with no marker, named as slices are: a slice's whose marker a
+	// killed server lost, or anyone's. gc asks HasCredential.
+	if acl, err := hasACL(ctx, c); err != nil || !acl {
+		return out, nil
+	}
+	users, err := c.Do(ctx, "ACL", "USERS").StringSlice()
+	if err != nil {
+		return out, fmt.Errorf("redis ACL USERS: %w", err)
+	}
+	for _, u := range users {
+		if !marked[u] && u != "default" && u != reserved && sliceNamed(u) {
+			out = append(out, adapters.Owned{Slice: u, Kind: "user", Name: u, Unmarked: true})
+		}
+	}
+	return out, nil
 }
 
 // sliceNamed reports whether name could be a slice's: [a-z0-9_], as

@@ -260,6 +260,22 @@ func TestAQueuedUpOfARemovedWorktreeLeavesTheQueue(t *testing.T) {
 	}
 }
 
+// upWithoutWaiting ups world name, and fails the test if it is still
+// waiting after 20 s, for what (a place in admission someone holds).
+func (f *fixture) upWithoutWaiting(name, what string) {
+	f.t.Helper()
+	done := make(chan error, 1)
+	go func() { _, _, err := f.binky(f.repo, "up", name); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.t.Fatalf("up %s: %v", name, err)
+		}
+	case <-time.After(20 * time.Second):
+		f.t.Fatalf("up %s waited for %s", name, what)
+	}
+}
+
 // A world that runs no process (slices alone, or oneshots that are done)
 // holds no place: eight of them kept every place and the next up waited.
 func TestAWorldThatRunsNoProcessHoldsNoPlace(t *testing.T) {
@@ -274,16 +290,7 @@ oneshot = true
 		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
 	}
 	f.mustBinky(f.repo, "up", "a")
-	done := make(chan error, 1)
-	go func() { _, _, err := f.binky(f.repo, "up", "b"); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("up b: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("up b waited for a place that a, running nothing, held")
-	}
+	f.upWithoutWaiting("b", "a place that a, running nothing, held")
 	if w := f.world("b"); w.State != "running" {
 		t.Errorf("b: %q %q", w.State, w.Message)
 	}
@@ -312,16 +319,7 @@ depends_on = ["migrate"]
 		t.Fatal("up a succeeded; its api exits 3")
 	}
 	f.mustBinky(f.repo, "daemon", "stop")
-	done := make(chan error, 1)
-	go func() { _, _, err := f.binky(f.repo, "up", "b"); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("up b: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("up b waited for the place the failed world a took at adoption")
-	}
+	f.upWithoutWaiting("b", "the place the failed world a took at adoption")
 	t.Cleanup(func() { f.binky(f.repo, "down", "b") })
 	if w := f.world("a"); w.State != "failed" {
 		t.Errorf("a after the restart: %q %q", w.State, w.Message)
