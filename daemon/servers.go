@@ -125,6 +125,12 @@ type goldenMarker struct {
 	// Service is the service whose template it is; absent in markers of
 	// an older binky, whose templates are never dropped as superseded.
 	Service string `json:"service,omitempty"`
+	// Commit is the HEAD of the worktree whose migrate and seed built it,
+	// and Clean says that worktree had no changes and no untracked files
+	// then: a clone into a clean worktree at the same commit has no
+	// migration the template lacks. Absent in an older binky's markers.
+	Commit string `json:"commit,omitempty"`
+	Clean  bool   `json:"clean,omitempty"`
 }
 
 // markerFile is a golden template's marker as read from its file, whose

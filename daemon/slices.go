@@ -19,6 +19,7 @@ import (
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/logfile"
 	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
@@ -425,7 +426,8 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		}
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
-			tmpl, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
+			origin, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
+			tmpl := origin.Name
 			// A template's ErrTaken is not about the slice's name: no salt.
 			nameTaken := false
 			if err == nil {
@@ -436,7 +438,7 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
 				} else if err = cloner.Clone(ctx, tmpl, s); err == nil {
 					copied := time.Since(start)
-					if err := d.migrateClone(ctx, w, rec, n, a, s, callerEnv, emit); err != nil {
+					if err := d.migrateClone(ctx, w, rec, n, a, s, origin, callerEnv, emit); err != nil {
 						return s, "", "", err
 					}
 					if err = d.step("slice.cloned"); err != nil {
@@ -591,30 +593,42 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 	return nil
 }
 
+// templateOrigin is a golden template and the worktree its data came
+// from, for migrateClone to tell whether a clone's migrate could apply
+// anything.
+type templateOrigin struct {
+	Name string
+	// BuiltHere: this call built it, in this world's worktree.
+	BuiltHere bool
+	// Commit and Clean are the builder's, as its marker keeps them.
+	Commit string
+	Clean  bool
+}
+
 // golden returns the golden template for the service, building it once:
 // provision, migrate, seed. It is named from a hash of the migrate and seed
 // commands, so changing either builds a new one; a file lock makes
 // parallel ups (in any process) build it once and wait for it.
 func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, admin, ref, homeID string,
-	secret []byte, callerEnv []string, emit func(api.Event)) (string, error) {
+	secret []byte, callerEnv []string, emit func(api.Event)) (templateOrigin, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
 	name, err := goldenName(w, n, ref, homeID)
 	if err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	if err := os.MkdirAll(d.home.GoldenDir(), 0o700); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	marker := filepath.Join(d.home.GoldenDir(), name+".json")
 	unlock, err := world.Lock(ctx, filepath.Join(d.home.GoldenDir(), name+".lock"))
 	if err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	defer unlock()
 	env, err := w.ProcessEnv(rec, callerEnv, "")
 	if err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: options(w, n, env)}
 	type exister interface {
@@ -638,18 +652,20 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		there, err := ex.Exists(ctx, admin, name)
 		return err == nil && there
 	}
-	if _, err := os.Stat(marker); err == nil && there() {
+	if b, err := os.ReadFile(marker); err == nil && there() {
 		// The marker's time is the template's last use: the templates of
 		// a service used least lately are the ones superseded.
 		now := time.Now()
 		_ = os.Chtimes(marker, now, now)
-		return name, prepare()
+		var m goldenMarker
+		_ = json.Unmarshal(b, &m) // unreadable: nothing known of its builder
+		return templateOrigin{Name: name, Commit: m.Commit, Clean: m.Clean}, prepare()
 	}
 	// Absent, or left half-built by a crash: build it (again). A marker of
 	// a template the server lost goes first: one left beside a rebuild a
 	// crash cut off would pass the half-built template for complete.
 	if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
-		return "", err
+		return templateOrigin{}, err
 	}
 	_ = a.Teardown(ctx, gs)
 	// Which server the build is on, for gc, should it not finish and no
@@ -657,41 +673,49 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	building := filepath.Join(d.home.GoldenDir(), name+buildingSuffix)
 	bm, _ := json.Marshal(goldenMarker{Name: name, Adapter: kind, Project: w.Project, Admin: ref})
 	if err := world.WriteFileAtomic(building, bm, 0o600); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("building golden template %s (migrate + seed once; later worlds copy it)", name)})
 	start := time.Now()
+	// What the migrate and seed read: this worktree's commit, and whether
+	// its files are that commit's (asked beside the provision).
+	commit, clean := w.Worktree.Head, make(chan bool, 1)
+	go func() {
+		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
+		clean <- commit != "" && err == nil && !dirty
+	}()
 	if err := a.Provision(ctx, gs); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
-		return "", fmt.Errorf("golden template %s: %w", name, err)
+		return templateOrigin{}, fmt.Errorf("golden template %s: %w", name, err)
 	}
 	if err := d.step("golden.provisioned"); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	addr, err := a.Resolve(ctx, gs)
 	if err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	if err := d.migrate(ctx, w, rec, n, addr, "golden", callerEnv, emit); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
-		return "", fmt.Errorf("golden template %s: %w", name, err)
+		return templateOrigin{}, fmt.Errorf("golden template %s: %w", name, err)
 	}
 	if err := d.step("golden.migrated"); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	if err := prepare(); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
-		return "", err
+		return templateOrigin{}, err
 	}
 	// A crash from here on leaves a template with no marker file: the next
 	// up builds it again, dropping this one first.
 	if err := d.step("golden.prepared"); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
-	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n}
+	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n,
+		Commit: commit, Clean: <-clean}
 	b, _ := json.Marshal(built)
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
-		return "", err
+		return templateOrigin{}, err
 	}
 	os.Remove(building)
 	d.log.Info("golden template built", "name", name, "took_ms", time.Since(start).Milliseconds())
@@ -700,7 +724,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	// daemon's stop waits for).
 	d.pruneGoldens(ctx, built, envList(env))
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
-	return name, nil
+	return templateOrigin{Name: name, BuiltHere: true, Commit: built.Commit, Clean: built.Clean}, nil
 }
 
 // keptGoldens is how many templates of one service a home keeps: the one

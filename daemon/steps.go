@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
@@ -104,10 +105,22 @@ func conventionalEnv(adapter string, addr adapters.Address) map[string]string {
 // just cloned from the golden template: the template was built at the
 // migrations of whichever branch built it first, and this branch may add
 // some. Migration tools make that a no-op when nothing is pending.
+//
+// It does not run where it could apply nothing: on a clone of a template
+// this up built in this worktree a moment ago, or when this worktree is
+// clean at the commit the template's clean worktree was at, so every file
+// the migrate reads is the one it read then. Each run costs a process
+// and a connection (~65 ms here), and seconds for a framework's
+// migrate (Rails, Django), on every new worktree of the same commit.
 func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	callerEnv []string, emit func(api.Event)) error {
+	origin templateOrigin, callerEnv []string, emit func(api.Event)) error {
 	svc := w.Config.Services[n]
 	if svc.Migrate == "" {
+		return nil
+	}
+	if why := migrateNeedless(ctx, w, origin); why != "" {
+		emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate not run on the clone: " + why})
+		d.log.Info("clone migrate skipped", "world", w.Name, "service", n, "template", origin.Name, "why", why)
 		return nil
 	}
 	addr, err := a.Resolve(ctx, s)
@@ -136,6 +149,21 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 		return fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
 	}
 	return nil
+}
+
+// migrateNeedless says why a migrate on a clone of origin into w's
+// worktree would apply nothing, or "" when it may apply something.
+func migrateNeedless(ctx context.Context, w *world.World, origin templateOrigin) string {
+	if origin.BuiltHere {
+		return "this up built its template in this worktree"
+	}
+	if !origin.Clean || origin.Commit == "" || origin.Commit != w.Worktree.Head {
+		return ""
+	}
+	if dirty, err := gitx.Dirty(ctx, w.Worktree.Path); err != nil || dirty {
+		return ""
+	}
+	return fmt.Sprintf("this worktree is at %.12s with no changes, as the worktree that built its template was", origin.Commit)
 }
 
 // hookEnv is the environment a world the hook (or `trust`) starts runs

@@ -156,7 +156,7 @@ var createTableRE = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // rerunProblem warns of a migrate command that cannot run twice: binky
-// runs migrate on every clone of the golden template (for the branch's own
+// runs migrate on clones of the golden template (for the branch's own
 // migrations), so it must be a no-op when nothing is pending, as migration
 // tools are.
 func (s *Service) rerunProblem() string {
@@ -165,7 +165,7 @@ func (s *Service) rerunProblem() string {
 	}
 	for _, m := range createTableRE().FindAllStringSubmatch(s.Migrate, -1) {
 		if !strings.Contains(strings.ToLower(m[0]), "if not exists") {
-			return fmt.Sprintf("migrate runs again on every clone of the golden template (for this branch's migrations), and CREATE %s without IF NOT EXISTS fails the second time: write CREATE %s IF NOT EXISTS, or use a migration tool", strings.ToUpper(m[1]), strings.ToUpper(m[1]))
+			return fmt.Sprintf("migrate runs again on clones of the golden template (for this branch's migrations), and CREATE %s without IF NOT EXISTS fails the second time: write CREATE %s IF NOT EXISTS, or use a migration tool", strings.ToUpper(m[1]), strings.ToUpper(m[1]))
 		}
 	}
 	return ""

@@ -251,7 +251,7 @@ func TestCheckWarnsOfAMigrateThatCannotRunTwice(t *testing.T) {
 		if cfg == nil {
 			continue
 		}
-		got := strings.Contains(messages(Check(cfg, nil)), "migrate runs again on every clone")
+		got := strings.Contains(messages(Check(cfg, nil)), "migrate runs again on clones")
 		if got != tc.warn {
 			t.Errorf("%q (clone_from %q): warned %v, want %v", tc.migrate, tc.clone, got, tc.warn)
 		}
