@@ -63,7 +63,11 @@ type Daemon struct {
 	admission *Admission
 	servers   *managed.Servers
 
-	proxy       *proxy.Proxy
+	proxy *proxy.Proxy
+	// proxyErr and httpsErr say why the proxy or https is not serving;
+	// a proxy that could not listen tries again in the background, so
+	// listenMu guards both.
+	listenMu    sync.Mutex
 	proxyErr    error
 	httpsErr    error
 	routesDirty chan struct{}
@@ -392,7 +396,10 @@ func (d *Daemon) hello() api.Hello {
 	n := len(d.worlds)
 	d.mu.Unlock()
 	h := api.Hello{Version: d.version, PID: os.Getpid(), Started: d.started, Home: d.home.Dir, Worlds: n}
-	for _, err := range []error{d.proxyErr, d.httpsErr} {
+	d.listenMu.Lock()
+	errs := []error{d.proxyErr, d.httpsErr}
+	d.listenMu.Unlock()
+	for _, err := range errs {
 		if err != nil {
 			h.Problems = append(h.Problems, err.Error())
 		}

@@ -41,24 +41,31 @@ func CaddyDir(h world.Home) string { return filepath.Join(h.Dir, "caddy") }
 // startHTTPS runs Caddy in front of the proxy when settings ask for https.
 // It is the daemon's child, not a world's service: it lives and dies with
 // the daemon (Pdeathsig), and its CA stays in $BINKY_HOME/caddy.
+func (d *Daemon) setHTTPSErr(err error) {
+	d.listenMu.Lock()
+	d.httpsErr = err
+	d.listenMu.Unlock()
+}
+
 func (d *Daemon) startHTTPS(ctx context.Context, s world.Settings) {
 	if !s.HTTPS {
 		return
 	}
 	bin, err := exec.LookPath("caddy")
 	if err != nil {
-		d.httpsErr = fmt.Errorf("https = true in %s, but caddy is not on PATH: install Caddy (Debian: apt-get install caddy) or set https = false", d.home.SettingsPath())
-		d.log.Error("https not started", "err", d.httpsErr)
+		err = fmt.Errorf("https = true in %s, but caddy is not on PATH: install Caddy (Debian: apt-get install caddy) or set https = false", d.home.SettingsPath())
+		d.setHTTPSErr(err)
+		d.log.Error("https not started", "err", err)
 		return
 	}
 	dir := CaddyDir(d.home)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		d.httpsErr = err
+		d.setHTTPSErr(err)
 		return
 	}
 	cfg := filepath.Join(dir, "Caddyfile")
 	if err := world.WriteFileAtomic(cfg, []byte(caddyfile(s)), 0o600); err != nil {
-		d.httpsErr = err
+		d.setHTTPSErr(err)
 		return
 	}
 	go func() {

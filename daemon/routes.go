@@ -4,41 +4,36 @@ import (
 	"context"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
 )
 
-// startProxy serves the URL proxy on loopback. A port that cannot be had is
-// logged and reported by doctor; the daemon still does everything else.
+// startProxy serves the URL proxy on loopback. A port that cannot be had
+// (another program holds it; settings.toml is broken and has no good copy)
+// is logged and reported by doctor, and tried again every proxyRetry: the
+// proxy comes back once the port is free or the file fixed, with no
+// daemon restart. The daemon does everything else meanwhile.
 func (d *Daemon) startProxy(ctx context.Context) {
 	d.proxy = proxy.New()
 	d.routesDirty = make(chan struct{}, 1)
-	// A settings file that does not load comes with the last good copy:
-	// the proxy serves on that, as the error promises, rather than not at
-	// all.
-	settings, err := d.home.LoadSettings()
-	if err != nil {
-		d.log.Error("proxy: settings", "err", err, "proxy_port", settings.ProxyPort)
-	}
-	var ls []net.Listener
-	if err != nil && !world.UsingLastGood(err) {
-		// No good copy to go on with: the defaults' port may be another
-		// home's, so none is taken; doctor and status say why.
-		d.proxyErr = err
-	} else {
-		ls, err = proxy.Listen(settings.ProxyPort)
-	}
-	if err != nil {
-		d.proxyErr = err
-		d.log.Error("proxy not started", "err", err)
-		_ = d.home.SetProxyDown(err.Error())
-	} else {
-		_ = d.home.SetProxyDown("")
-		go proxy.Serve(ctx, d.proxy, ls)
-		d.log.Info("proxy listening", "port", settings.ProxyPort)
-		d.startHTTPS(ctx, settings)
+	if !d.listenProxy(ctx, true) {
+		go func() {
+			t := time.NewTicker(proxyRetry)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if d.listenProxy(ctx, false) {
+						return
+					}
+				}
+			}
+		}()
 	}
 	go func() {
 		for {
@@ -53,6 +48,44 @@ func (d *Daemon) startProxy(ctx context.Context) {
 	// The first table before the daemon answers anyone: a curl right
 	// after the hello that started it found no route (404).
 	d.refreshRoutes()
+}
+
+// proxyRetry is how often a proxy that could not listen tries again.
+var proxyRetry = 2 * time.Second
+
+// listenProxy starts serving the proxy on the settings' port, and reports
+// whether it does. first says this is the daemon's start: a failure is
+// logged then, and again only when its reason changes.
+func (d *Daemon) listenProxy(ctx context.Context, first bool) bool {
+	// A settings file that does not load comes with the last good copy:
+	// the proxy serves on that, as the error promises, rather than not at
+	// all.
+	settings, err := d.home.LoadSettings()
+	if err != nil && first {
+		d.log.Error("proxy: settings", "err", err, "proxy_port", settings.ProxyPort)
+	}
+	var ls []net.Listener
+	if err == nil || world.UsingLastGood(err) {
+		ls, err = proxy.Listen(settings.ProxyPort)
+	}
+	// else no good copy to go on with: the defaults' port may be another
+	// home's, so none is taken; doctor and status say why.
+	d.listenMu.Lock()
+	was := d.proxyErr
+	d.proxyErr = err
+	d.listenMu.Unlock()
+	if err != nil {
+		if first || was == nil || was.Error() != err.Error() {
+			d.log.Error("proxy not started", "err", err, "retry_every", proxyRetry.String())
+			_ = d.home.SetProxyDown(err.Error())
+		}
+		return false
+	}
+	_ = d.home.SetProxyDown("")
+	go proxy.Serve(ctx, d.proxy, ls)
+	d.log.Info("proxy listening", "port", settings.ProxyPort)
+	d.startHTTPS(ctx, settings)
+	return true
 }
 
 // routesChanged asks for the route table to be rebuilt; bursts of changes

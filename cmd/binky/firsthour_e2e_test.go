@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -285,6 +286,50 @@ func TestAProxyPortHeldByAnotherProgramIsSaidByUpEnvStatusAndDoctor(t *testing.T
 	}
 	if len(proxyLines) != 1 || !strings.Contains(proxyLines[0], "problem") {
 		t.Errorf("doctor's proxy lines, want one problem:\n%s", strings.Join(proxyLines, "\n"))
+	}
+
+	// The other program lets go of the port: the proxy takes it within
+	// seconds, with no daemon restart, and URLs go through it again.
+	l.Close()
+	f.eventually("the proxy to listen once its port is free", func() bool {
+		_, stderr, _ := f.binky(f.repo, "status")
+		return !strings.Contains(stderr, "the URL proxy is down")
+	})
+	if out, stderr, _ := f.binky(f.repo, "env", "busy"); strings.Contains(stderr, "proxy is down") || !strings.Contains(out, ":"+strconv.Itoa(f.proxyPort)) {
+		t.Errorf("env once the proxy is back:\n%s%s", out, stderr)
+	}
+	if code, _, err := f.viaProxy("api.busy.acme.localhost", "/"); err != nil || code != 200 {
+		t.Errorf("a request through the proxy once it is back: %d, %v", code, err)
+	}
+}
+
+// A settings.toml broken by hand, with no good copy to go on with, kept
+// the proxy down until the daemon restarted, though the file was fixed.
+func TestTheProxyComesBackOnceABrokenSettingsFileIsFixed(t *testing.T) {
+	f := newFixture(t, oneService)
+	path := filepath.Join(f.home, "settings.toml")
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append([]byte("proxy_port = \"not a number\"\n"), good[bytes.IndexByte(good, '\n')+1:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, _ := f.binky(f.repo, "status")
+	if !strings.Contains(stderr, "the URL proxy is down") {
+		t.Fatalf("status with a broken settings.toml and no good copy says nothing of the proxy:\n%s", stderr)
+	}
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the proxy to listen once settings.toml is fixed", func() bool {
+		_, stderr, _ := f.binky(f.repo, "status")
+		return !strings.Contains(stderr, "the URL proxy is down")
+	})
+	f.mustBinky(f.repo, "up", "fixed")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "fixed", "--force") })
+	if code, _, err := f.viaProxy("api.fixed.acme.localhost", "/"); err != nil || code != 200 {
+		t.Errorf("a request through the proxy once settings.toml is fixed: %d, %v", code, err)
 	}
 }
 
