@@ -137,8 +137,8 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 		unchecked: map[string]*unchecked{}, awaitingHook: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, downBorn: map[string]bool{}, hookBorn: map[string]int{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second, hookAfter: hookGrace}
 	d.servers = managed.New(home)
 	d.admission = NewAdmission(newOSMachine(), realClock{}, d.settings, home.Dir, log)
-	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, world.StateSuspended) }
-	d.admission.resume = func(id string) error { return d.signalWorld(id, procgroup.SigCont, world.StateRunning) }
+	d.admission.suspend = func(id string) error { return d.signalWorld(id, procgroup.SigStop, true) }
+	d.admission.resume = func(id string) error { return d.signalWorld(id, procgroup.SigCont, false) }
 	d.admission.suspendable = func(id string) bool {
 		d.mu.Lock()
 		r := d.worlds[id]
@@ -417,8 +417,10 @@ func (d *Daemon) settings() world.Settings {
 	return s
 }
 
-// signalWorld suspends or resumes a world's process groups and records it.
-func (d *Daemon) signalWorld(id string, sig syscall.Signal, state world.State) error {
+// signalWorld suspends or resumes a world's process groups and records it:
+// a suspended world keeps the state it had, which its resume gives back
+// (an untrusted one must not come back as running, its reason lost).
+func (d *Daemon) signalWorld(id string, sig syscall.Signal, suspend bool) error {
 	d.mu.Lock()
 	r := d.worlds[id]
 	d.mu.Unlock()
@@ -430,6 +432,34 @@ func (d *Daemon) signalWorld(id string, sig syscall.Signal, state world.State) e
 		return nil
 	}
 	err := g.Signal(sig)
-	d.setState(id, state, "")
+	if homeFate(d.gone.Load()) == homeDeleted {
+		return err // saving would make the deleted home again
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.home.UpdateRecord(ctx, id, func(rec *world.Record) error {
+		suspendRecord(rec, suspend)
+		return nil
+	})
+	d.routesChanged()
 	return err
+}
+
+// suspendRecord marks rec suspended (keeping its state and reason) or
+// resumed (giving them back). A world whose state changed while it was
+// suspended (made untrusted, stopped) keeps the new one.
+func suspendRecord(rec *world.Record, suspend bool) {
+	switch {
+	case suspend && rec.State != world.StateSuspended:
+		rec.SuspendedFrom, rec.SuspendedReason = rec.State, rec.Reason
+		rec.State, rec.Reason = world.StateSuspended, ""
+	case !suspend && rec.State == world.StateSuspended:
+		rec.State, rec.Reason = world.StateRunning, ""
+		if rec.SuspendedFrom == world.StateUntrusted {
+			rec.State, rec.Reason = world.StateUntrusted, rec.SuspendedReason
+		}
+		fallthrough
+	case !suspend:
+		rec.SuspendedFrom, rec.SuspendedReason = "", ""
+	}
 }

@@ -45,7 +45,7 @@ func TestAWorldsGroupIsReadWhileAnUpReplacesIt(t *testing.T) {
 		defer wg.Done()
 		for i := 0; i < 200; i++ {
 			_ = d.describeRecord(rec, r)
-			_ = d.signalWorld("w1", 0, world.StateRunning)
+			_ = d.signalWorld("w1", 0, false)
 		}
 	}()
 	wg.Wait()

@@ -49,6 +49,11 @@ type Record struct {
 	Services map[string]*ServiceState `json:"services,omitempty"`
 	// State is the world's lifecycle state (see State: new, running, ...).
 	State State `json:"state"`
+	// SuspendedFrom and SuspendedReason are the state and reason a world
+	// suspended for memory had, given back when it resumes: an untrusted
+	// world stays untrusted (its services still run an approved config).
+	SuspendedFrom   State  `json:"suspended_from,omitempty"`
+	SuspendedReason string `json:"suspended_reason,omitempty"`
 	// Ownership, labels, approval and the reason for State: see trust.go.
 	Standing
 	Created time.Time `json:"created"`

@@ -46,10 +46,10 @@ var transitions = map[State][]State{
 	StateProvisioned: {StateStarting, StateStopped, StateUntrusted, StateRemoved},
 	StateStarting:    {StateRunning, StateStopped, StateFailed, StateUntrusted, StateRemoved},
 	StateRunning:     {StateStarting, StateStopped, StateSuspended, StateFailed, StateUntrusted, StateRemoved},
-	StateSuspended:   {StateRunning, StateStarting, StateStopped, StateFailed, StateRemoved},
+	StateSuspended:   {StateRunning, StateStarting, StateStopped, StateFailed, StateUntrusted, StateRemoved},
 	StateStopped:     {StateStarting, StateProvisioned, StateUntrusted, StateRemoved},
 	StateFailed:      {StateStarting, StateStopped, StateUntrusted, StateRemoved},
-	StateUntrusted:   {StateProvisioned, StateStarting, StateRunning, StateStopped, StateFailed, StateRemoved},
+	StateUntrusted:   {StateProvisioned, StateStarting, StateRunning, StateSuspended, StateStopped, StateFailed, StateRemoved},
 }
 
 // CanBecome reports whether a world in state s may go to next.
