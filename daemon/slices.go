@@ -693,7 +693,8 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	addr, err := a.Resolve(ctx, gs)
 	if err != nil {
-		return templateOrigin{}, err
+		d.dropHalfBuilt(ctx, a, gs)
+		return templateOrigin{}, fmt.Errorf("golden template %s: %w", name, err)
 	}
 	if err := d.migrate(ctx, w, rec, n, addr, "golden", callerEnv, emit); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
