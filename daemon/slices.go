@@ -19,7 +19,6 @@ import (
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
-	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/logfile"
 	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
@@ -598,8 +597,6 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 // anything.
 type templateOrigin struct {
 	Name string
-	// BuiltHere: this call built it, in this world's worktree.
-	BuiltHere bool
 	// Commit and Clean are the builder's, as its marker keeps them.
 	Commit string
 	Clean  bool
@@ -677,13 +674,16 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("building golden template %s (migrate + seed once; later worlds copy it)", name)})
 	start := time.Now()
-	// What the migrate and seed read: this worktree's commit, and whether
-	// its files are that commit's (asked beside the provision).
-	commit, clean := w.Worktree.Head, make(chan bool, 1)
-	go func() {
-		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
-		clean <- commit != "" && err == nil && !dirty
-	}()
+	// What the migrate and seed read, for clone_migrate = "changed": the
+	// worktree's commit and whether its files are that commit's, asked
+	// beside the provision and again once the seed is done. A worktree
+	// that changed in between (a checkout during a slow migrate) is not
+	// one a later clone can be said to match.
+	var before chan worktreeState
+	if svc.CloneMigrate == world.CloneMigrateChanged {
+		before = make(chan worktreeState, 1)
+		go func() { before <- snapshot(ctx, w.Worktree.Path) }()
+	}
 	if err := a.Provision(ctx, gs); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
 		return templateOrigin{}, fmt.Errorf("golden template %s: %w", name, err)
@@ -712,8 +712,12 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err := d.step("golden.prepared"); err != nil {
 		return templateOrigin{}, err
 	}
-	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n,
-		Commit: commit, Clean: <-clean}
+	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n}
+	if before != nil {
+		if b, after := <-before, snapshot(ctx, w.Worktree.Path); b.clean && b == after {
+			built.Commit, built.Clean = b.head, true
+		}
+	}
 	b, _ := json.Marshal(built)
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
 		return templateOrigin{}, err
@@ -725,7 +729,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	// daemon's stop waits for).
 	d.pruneGoldens(ctx, built, envList(env))
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
-	return templateOrigin{Name: name, BuiltHere: true, Commit: built.Commit, Clean: built.Clean}, nil
+	return templateOrigin{Name: name, Commit: built.Commit, Clean: built.Clean}, nil
 }
 
 // keptGoldens is how many templates of one service a home keeps: the one

@@ -106,19 +106,17 @@ func conventionalEnv(adapter string, addr adapters.Address) map[string]string {
 // migrations of whichever branch built it first, and this branch may add
 // some. Migration tools make that a no-op when nothing is pending.
 //
-// It does not run where it could apply nothing: on a clone of a template
-// this up built in this worktree a moment ago, or when this worktree is
-// clean at the commit the template's clean worktree was at, so every file
-// the migrate reads is the one it read then. Each run costs a process
-// and a connection (~65 ms here), and seconds for a framework's
-// migrate (Rails, Django), on every new worktree of the same commit.
+// With clone_migrate = "changed" it does not run where the worktree holds
+// exactly the files the template was built from (migrateNeedless): each
+// run costs a process and a connection (~65 ms here), and seconds for a
+// framework's migrate (Rails, Django), on every new worktree of a commit.
 func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
 	origin templateOrigin, callerEnv []string, emit func(api.Event)) error {
 	svc := w.Config.Services[n]
 	if svc.Migrate == "" {
 		return nil
 	}
-	if why := migrateNeedless(ctx, w, origin); why != "" {
+	if why := migrateNeedless(ctx, w, n, origin); why != "" {
 		emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate not run on the clone: " + why})
 		d.log.Info("clone migrate skipped", "world", w.Name, "service", n, "template", origin.Name, "why", why)
 		return nil
@@ -152,18 +150,32 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 }
 
 // migrateNeedless says why a migrate on a clone of origin into w's
-// worktree would apply nothing, or "" when it may apply something.
-func migrateNeedless(ctx context.Context, w *world.World, origin templateOrigin) string {
-	if origin.BuiltHere {
-		return "this up built its template in this worktree"
-	}
-	if !origin.Clean || origin.Commit == "" || origin.Commit != w.Worktree.Head {
+// worktree would apply nothing, or "" when it may apply something: only
+// with clone_migrate = "changed", and only when the worktree is, now, clean
+// at the commit of the clean worktree that built the template.
+func migrateNeedless(ctx context.Context, w *world.World, n string, origin templateOrigin) string {
+	if svc := w.Config.Services[n]; svc == nil || svc.CloneMigrate != world.CloneMigrateChanged {
 		return ""
 	}
-	if dirty, err := gitx.Dirty(ctx, w.Worktree.Path); err != nil || dirty {
+	if !origin.Clean || origin.Commit == "" {
 		return ""
 	}
-	return fmt.Sprintf("this worktree is at %.12s with no changes, as the worktree that built its template was", origin.Commit)
+	if now := snapshot(ctx, w.Worktree.Path); !now.clean || now.head != origin.Commit {
+		return ""
+	}
+	return fmt.Sprintf("clone_migrate = \"changed\", and this worktree is at %.12s with no changes, as the worktree that built %s was", origin.Commit, origin.Name)
+}
+
+// worktreeState is a worktree's commit and whether its files are that
+// commit's; a status that fails reads as not clean.
+type worktreeState struct {
+	head  string
+	clean bool
+}
+
+func snapshot(ctx context.Context, path string) worktreeState {
+	head, clean, err := gitx.Snapshot(ctx, path)
+	return worktreeState{head: head, clean: err == nil && clean && head != ""}
 }
 
 // hookEnv is the environment a world the hook (or `trust`) starts runs

@@ -551,12 +551,35 @@ func cleanGitEnv(env []string) []string {
 // Dirty reports whether the worktree at path has uncommitted changes or
 // untracked files. It asks git itself: go-git's status is slow on large trees
 // and does not honour every ignore rule git does.
+//
+// Like every status binky runs, it takes no optional lock: a status that
+// refreshes the index writes it under index.lock, and a git command the
+// user runs meanwhile would fail on that lock.
 func Dirty(ctx context.Context, path string) (bool, error) {
-	out, err := Git(ctx, path, "status", "--porcelain", "--untracked-files=normal")
+	_, clean, err := Snapshot(ctx, path)
+	return !clean, err
+}
+
+// Snapshot reads, in one git status, the commit HEAD is at ("" in an
+// empty repository) and whether the worktree at path matches it: no
+// changes, staged or not, and no untracked files that are not ignored.
+func Snapshot(ctx context.Context, path string) (head string, clean bool, err error) {
+	out, err := Git(ctx, path, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "--untracked-files=normal")
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
-	return out != "", nil
+	clean = true
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "# branch.oid "):
+			if oid := strings.TrimPrefix(l, "# branch.oid "); oid != "(initial)" {
+				head = oid
+			}
+		case l != "" && !strings.HasPrefix(l, "#"):
+			clean = false
+		}
+	}
+	return head, clean, nil
 }
 
 // HooksDir returns the folder git really runs hooks from, honouring

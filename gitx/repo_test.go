@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/gitx/gittest"
@@ -224,5 +225,47 @@ func TestAWorktreeAnotherUserOwnsIsRefusedAsGitRefusesIt(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", global)
 	if _, wt, err := gitx.Discover(repo); err != nil || wt == nil {
 		t.Errorf("Discover of a repository safe.directory lets in: %v", err)
+	}
+}
+
+// Snapshot reads HEAD and cleanliness in one status, without the index
+// lock a refreshing status takes: a user's git command at the same moment
+// failed on it.
+func TestSnapshotReadsHeadAndCleanlinessWithoutTakingTheIndexLock(t *testing.T) {
+	tmp := t.TempDir()
+	ctx := context.Background()
+	empty := filepath.Join(tmp, "empty")
+	gittest.Git(t, tmp, "init", "-q", empty)
+	if head, clean, err := gitx.Snapshot(ctx, empty); err != nil || head != "" || !clean {
+		t.Errorf("empty repository: head %q clean %v err %v", head, clean, err)
+	}
+	repo := gittest.NewRepo(t, tmp, "app", map[string]string{"a.txt": "a\n", ".gitignore": "ignored/\n"})
+	_, wt, err := gitx.Discover(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, clean, err := gitx.Snapshot(ctx, repo); err != nil || head != wt.Head || !clean {
+		t.Errorf("clean worktree: head %q (want %q) clean %v err %v", head, wt.Head, clean, err)
+	}
+	gittest.WriteFiles(t, repo, map[string]string{"ignored/x": "x"})
+	if _, clean, _ := gitx.Snapshot(ctx, repo); !clean {
+		t.Error("an ignored file made the worktree unclean")
+	}
+	// A file whose stat no longer matches the index (same content): a
+	// plain status would rewrite the index under index.lock.
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(repo, "a.txt"), past, past)
+	index := filepath.Join(repo, ".git", "index")
+	before, _ := os.Stat(index)
+	if _, clean, _ := gitx.Snapshot(ctx, repo); !clean {
+		t.Error("a touched, unchanged file made the worktree unclean")
+	}
+	if after, _ := os.Stat(index); !after.ModTime().Equal(before.ModTime()) {
+		t.Error("Snapshot rewrote the index (it takes index.lock to do so)")
+	}
+	gittest.WriteFiles(t, repo, map[string]string{"a.txt": "b\n"})
+	gittest.Git(t, repo, "add", "a.txt")
+	if _, clean, _ := gitx.Snapshot(ctx, repo); clean {
+		t.Error("a staged change left the worktree clean")
 	}
 }

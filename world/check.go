@@ -155,6 +155,11 @@ func (c *Config) validate() []Diagnostic {
 				urls[s.URL] = name
 			}
 		}
+		switch s.CloneMigrate {
+		case "", CloneMigrateAlways, CloneMigrateChanged:
+		default:
+			errAt(append(key, "clone_migrate"), "clone_migrate = %q: use %q (the default: migrate runs on every clone) or %q (only where the worktree may differ from the template's)", s.CloneMigrate, CloneMigrateAlways, CloneMigrateChanged)
+		}
 		if len(s.GoldenKey) > 0 && s.Adapter == "" {
 			errAt(append(key, "golden_key"), "golden_key is for an adapter slice with clone_from = \"golden\": service %q runs a process", name)
 		}
@@ -338,6 +343,9 @@ func check(c *Config, info AdapterInfo, shell bool) []Diagnostic {
 		}
 		if len(s.GoldenKey) > 0 && s.CloneFrom != "golden" {
 			warn(append(key, "golden_key"), "golden_key is only read with clone_from = \"golden\": add it, or drop golden_key")
+		}
+		if s.CloneMigrate != "" && (s.CloneFrom != "golden" || s.Migrate == "") {
+			warn(append(key, "clone_migrate"), "clone_migrate is only read with clone_from = \"golden\" and a migrate: add them, or drop clone_migrate")
 		}
 		if msg := s.rerunProblem(); msg != "" {
 			warn(append(key, "migrate"), "%s", msg)

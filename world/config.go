@@ -83,12 +83,26 @@ type Service struct {
 	// depth) hashed into the golden template's key with migrate and seed,
 	// so editing a migration builds a new template.
 	GoldenKey []string `toml:"golden_key"`
+	// CloneMigrate says when migrate runs on a clone of the golden
+	// template: "always" (the default, ""), or "changed": only where the
+	// worktree may hold migrations the template lacks (see CloneMigrateChanged).
+	CloneMigrate string `toml:"clone_migrate"`
 	// PortEnv false leaves PORT out of the service's environment, for an
 	// app that would listen on *:PORT rather than on its own address.
 	PortEnv *bool `toml:"port_env"`
 
 	Name string `toml:"-"`
 }
+
+// The values of clone_migrate. With CloneMigrateChanged a clone skips
+// migrate when its worktree is clean at the commit of the clean worktree
+// that built the template: for a migrate whose whole work the copy
+// carries (tables, rows), and whose inputs are the worktree's tracked
+// files.
+const (
+	CloneMigrateAlways  = "always"
+	CloneMigrateChanged = "changed"
+)
 
 // Health is a service's readiness probe.
 type Health struct {
@@ -456,7 +470,7 @@ func (c *Config) unknownKey(k toml.Key) Diagnostic {
 var (
 	topKeys     = []string{"agents", "groups", "project", "services"}
 	projectKeys = []string{"auto", "domain", "env_file", "name", "reload_on_checkout", "worktree_dir"}
-	serviceKeys = []string{"adapter", "admin_url", "clone_from", "cmd", "cwd", "depends_on", "env", "env_file", "golden_key", "health", "migrate", "oneshot", "options", "port_env", "ports", "restart", "seed", "stop_timeout", "url"}
+	serviceKeys = []string{"adapter", "admin_url", "clone_from", "clone_migrate", "cmd", "cwd", "depends_on", "env", "env_file", "golden_key", "health", "migrate", "oneshot", "options", "port_env", "ports", "restart", "seed", "stop_timeout", "url"}
 	healthKeys  = []string{"cmd", "http", "interval", "retries", "start_period", "tcp", "timeout"}
 	agentsKeys  = []string{"verify"}
 )

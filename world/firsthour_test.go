@@ -277,3 +277,40 @@ url = "api"
 		t.Fatalf("UnsetEnv = %v", err)
 	}
 }
+
+// clone_migrate takes "always" or "changed" (an error names both, at the
+// key), and check warns of one no clone reads.
+func TestCloneMigrateIsCheckedAndWarnedOfWhereNoCloneReadsIt(t *testing.T) {
+	_, diags := ParseConfig("binky.toml", []byte(`[services.db]
+adapter = "postgres"
+migrate = "make migrate"
+clone_from = "golden"
+clone_migrate = "sometimes"
+`))
+	if errs := messages(diags); !hasErrors(diags) || !strings.Contains(errs, `clone_migrate = "sometimes": use "always"`) || !strings.Contains(errs, `or "changed"`) {
+		t.Errorf("errors:\n%s", errs)
+	}
+	cfg, diags := ParseConfig("binky.toml", []byte(`[services.db]
+adapter = "postgres"
+migrate = "make migrate"
+clone_migrate = "changed"
+[services.cache]
+adapter = "postgres"
+migrate = "make migrate"
+clone_from = "golden"
+clone_migrate = "changed"
+`))
+	if hasErrors(diags) {
+		t.Fatal(diags)
+	}
+	got := Check(cfg, nil)
+	var lines []int
+	for _, d := range got {
+		if strings.Contains(d.Message, "clone_migrate is only read") {
+			lines = append(lines, d.Line)
+		}
+	}
+	if len(lines) != 1 || lines[0] != 4 {
+		t.Errorf("clone_migrate warnings at lines %v, want one at db's (line 4: it has no clone_from):\n%s", lines, messages(got))
+	}
+}

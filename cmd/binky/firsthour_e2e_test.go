@@ -65,16 +65,15 @@ env = { DATABASE_URL = "${db.url}" }
 
 	f.mustBinky(f.repo, "up", "main-a")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "main-a", "--force") })
-	// The template's build saw the names tools read, for its database;
-	// the clone of the template its own up built had nothing to apply.
+	// The template's build and the clone's migrate each saw the names
+	// tools read, for their own database.
 	built, _ := filepath.Glob(filepath.Join(f.gcDir, "migrate.binky_golden_*.env"))
 	if len(built) != 1 {
 		t.Fatalf("migrate ran on %d golden templates, want 1", len(built))
 	}
-	seesToolNames(t, built[0])
 	mainA := f.envOf("main-a")
-	if _, err := os.Stat(filepath.Join(f.gcDir, "migrate."+mainA["DB_NAME"]+".env")); err == nil {
-		t.Error("migrate ran again on the clone of the template main-a's up had just built")
+	for _, p := range []string{built[0], filepath.Join(f.gcDir, "migrate."+mainA["DB_NAME"]+".env")} {
+		seesToolNames(t, p)
 	}
 
 	// branch commits files on a new branch, then adds its worktree (the
@@ -131,6 +130,60 @@ env = { DATABASE_URL = "${db.url}" }
 	seesToolNames(t, filepath.Join(f.gcDir, "migrate."+late["DB_NAME"]+".env"))
 	if nk := f.envOf("nokey"); tableExists(t, nk["DB_URL"], "late") {
 		t.Error("the template nokey was cloned from has migration 003: the test proves nothing")
+	}
+}
+
+// clone_migrate = "changed": a world whose worktree is clean at the commit
+// of the template's clean builder skips the migrate on its clone (the
+// first world included); one on a branch that adds a migration runs it,
+// and gets the migration.
+func TestCloneMigrateChangedRunsTheMigrateOnlyWhereTheWorktreeDiffers(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, `[project]
+name = "feeds"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "echo $PGDATABASE >> $GC_DIR/migrated && for m in migrations/*.sql; do psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -f $m || exit 1; done"
+seed = "psql \"$DATABASE_URL\" -q -c 'INSERT INTO feeds VALUES (1)'"
+clone_from = "golden"
+clone_migrate = "changed"
+`)
+	os.MkdirAll(filepath.Join(f.repo, "migrations"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "migrations/001.sql"), []byte("CREATE TABLE IF NOT EXISTS feeds (id int);\n"), 0o644)
+	f.mustGit(f.repo, "add", "-A")
+	f.mustGit(f.repo, "commit", "-qm", "migration 001")
+	ran := func() []string {
+		b, _ := os.ReadFile(filepath.Join(f.gcDir, "migrated"))
+		return strings.Fields(string(b))
+	}
+
+	out := f.mustBinky(f.repo, "up", "one")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "one", "--force") })
+	f.mustBinky(f.repo, "up", "two")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "two", "--force") })
+	if got := ran(); len(got) != 1 || !strings.HasPrefix(got[0], "binky_golden_") {
+		t.Fatalf("migrate ran on %q, want the template only: both worlds are at its builder's commit, clean\nup said:\n%s", got, out)
+	}
+	if n := count(t, f.envOf("two")["DB_URL"], "SELECT count(*) FROM feeds"); n != 1 {
+		t.Errorf("two's clone has %d rows in feeds, want the seed's 1", n)
+	}
+
+	f.mustGit(f.repo, "checkout", "-q", "-b", "feat")
+	os.WriteFile(filepath.Join(f.repo, "migrations/002.sql"), []byte("CREATE TABLE IF NOT EXISTS entries (id int);\n"), 0o644)
+	f.mustGit(f.repo, "add", "-A")
+	f.mustGit(f.repo, "commit", "-qm", "migration 002")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+	wt := filepath.Join(filepath.Dir(f.repo), "feat")
+	f.mustGit(f.repo, "worktree", "add", "-q", wt, "feat")
+	f.mustBinky(wt, "up")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "feat", "--force") })
+	feat := f.envOf("feat")
+	if got := ran(); len(got) != 2 || got[1] != feat["DB_NAME"] {
+		t.Fatalf("migrate ran on %q, want the template and then feat's clone (%s)", got, feat["DB_NAME"])
+	}
+	if !tableExists(t, feat["DB_URL"], "entries") {
+		t.Error("feat's clone lacks migration 002")
 	}
 }
 
