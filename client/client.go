@@ -397,6 +397,9 @@ func (c *Client) Service(ctx context.Context, dir, name, service, action string)
 type Trusted struct {
 	File string `json:"file"`
 	Hash string `json:"sha256"`
+	// Auto is what the file's [project] auto has the daemon do now, in
+	// the background: "up", "provision" or "off".
+	Auto string `json:"auto"`
 }
 
 // Trust approves the binky.toml at path (or the one of the worktree around
@@ -416,5 +419,9 @@ func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
 		return Trusted{}, err
 	}
 	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file), Env: os.Environ()}, nil, nil)
-	return Trusted{File: file, Hash: world.TrustHash(src)}, nil
+	t := Trusted{File: file, Hash: world.TrustHash(src), Auto: "up"}
+	if cfg, _ := world.ParseConfig(file, src); cfg != nil && cfg.Project.Auto != "" {
+		t.Auto = cfg.Project.Auto
+	}
+	return t, nil
 }

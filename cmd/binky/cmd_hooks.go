@@ -97,6 +97,16 @@ does what [project] auto says for that worktree.`,
 				return err
 			}
 			fmt.Fprintln(app.Out, app.Style().ok(fmt.Sprintf("trusted %s (sha256 %s)", world.Inert(t.File), t.Hash[:12])))
+			// What happens next happens in the daemon: say so, and where
+			// a failure will show (the start is not watched from here).
+			switch t.Auto {
+			case "off":
+				fmt.Fprintln(app.Out, `  [project] auto = "off": nothing started ('git binky up' starts its world)`)
+			case "provision":
+				fmt.Fprintln(app.Out, `  [project] auto = "provision": its slices are being made in the background ('git binky status' shows them; 'git binky up' starts the world)`)
+			default:
+				fmt.Fprintln(app.Out, `  its world is starting in the background, as [project] auto = "up" says: 'git binky status' shows how it goes, and why if it fails ('git binky up' instead waits and says)`)
+			}
 			return nil
 		},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,10 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	}
 	w, err := call(cmd.Context(), app.Dir, opts.Name, opts.Group, onEvent)
 	if err != nil {
+		if opts.JSON {
+			// A script reading stdout gets an object either way.
+			_ = app.WriteJSON(jsonFailure(err))
+		}
 		return err
 	}
 	warnProxyDown(app)
@@ -92,4 +97,20 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	printServices(app.Out, out, w, "  ")
 	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%d services)", verb, w.Worktree, len(w.Services))))
 	return nil
+}
+
+// failureJSON is what a --json command prints on stdout when it fails:
+// the error's code (as the exit status says it) and its message.
+type failureJSON struct {
+	Schema int       `json:"schema"`
+	Error  api.Error `json:"error"`
+}
+
+func jsonFailure(err error) failureJSON {
+	f := failureJSON{Schema: 1, Error: api.Error{Code: "error", Message: err.Error()}}
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code != "" {
+		f.Error.Code = ae.Code
+	}
+	return f
 }

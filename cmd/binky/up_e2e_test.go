@@ -456,6 +456,15 @@ func TestServiceThatExitsAtOnceShowsCrashedWithItsCode(t *testing.T) {
 	if s.State != "crashed" || s.ExitCode == nil || *s.ExitCode != 3 {
 		t.Errorf("status: %+v", s)
 	}
+	// With --json a script reading stdout gets an object, not nothing.
+	out, _, err := f.binky(f.repo, "up", "--json")
+	var doc struct {
+		Schema int `json:"schema"`
+		Error  struct{ Code, Message string }
+	}
+	if err == nil || json.Unmarshal([]byte(out), &doc) != nil || doc.Schema != 1 || !strings.Contains(doc.Error.Message, "exited with code 3") || doc.Error.Code == "" {
+		t.Errorf("up --json of a failing world: %v, stdout %q", err, out)
+	}
 }
 
 func TestUpRefusesAPortTakenFromOutside(t *testing.T) {

@@ -404,7 +404,10 @@ func (f *fixture) addWaitsForTrustThenStarts(branch string) {
 	if len(w.Ports) != 0 {
 		f.t.Errorf("an unapproved world holds ports %v", w.Ports)
 	}
-	f.mustBinky(filepath.Join(f.tmp, branch), "trust")
+	// trust says the start goes on in the background, and where to look.
+	if out := f.mustBinky(filepath.Join(f.tmp, branch), "trust"); !strings.Contains(out, "its world is starting in the background") || !strings.Contains(out, "git binky status") {
+		f.t.Errorf("trust does not say what it started:\n%s", out)
+	}
 	f.waitHealthy(branch)
 }
 
