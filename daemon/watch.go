@@ -556,7 +556,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	w.PinEnvFiles()
 	if !d.home.TrustedWorld(w) {
 		_, _ = w.Note(ctx, func(r *world.Record) error {
-			r.State, r.Reason = world.StateUntrusted, untrustedReason(w)
+			r.State, r.Reason = world.StateUntrusted, untrustedReason(d.home, w)
 			return nil
 		})
 		d.log.Info("not starting a world whose binky.toml is not trusted", "worktree", wt.Path)
@@ -646,8 +646,10 @@ func (d *Daemon) downBeforeBornUp(ctx context.Context) bool {
 // ended.
 func pendingUpPath(adminDir string) string { return filepath.Join(adminDir, "binky", "pending-up") }
 
-func untrustedReason(w *world.World) string {
-	return fmt.Sprintf("%s (or an env_file it names) is not approved on this machine: 'git binky up' in the worktree approves it and starts the world", w.Config.Path)
+func untrustedReason(h world.Home, w *world.World) string {
+	// Which file, and how: a new worktree without the uncommitted .env
+	// its approval saw is told to copy it in, not that binky.toml changed.
+	return fmt.Sprintf("%s is not approved on this machine: %s. 'git binky up' in the worktree approves what is there and starts the world", w.Config.Path, h.Untrusted(w.Config.Source, w.Config.Path))
 }
 
 // retireReplaced tears down rec's world when its admin folder now belongs

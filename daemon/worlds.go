@@ -343,7 +343,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	// process of this up gets, however long it waits for its turn.
 	w.PinEnvFiles()
 	if !d.home.TrustedWorld(w) {
-		msg := untrustedReason(w)
+		msg := untrustedReason(d.home, w)
 		d.setState(w.ID, world.StateUntrusted, msg)
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}

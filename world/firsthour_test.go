@@ -1,6 +1,7 @@
 package world
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,5 +313,14 @@ clone_migrate = "changed"
 	}
 	if len(lines) != 1 || lines[0] != 4 {
 		t.Errorf("clone_migrate warnings at lines %v, want one at db's (line 4: it has no clone_from):\n%s", lines, messages(got))
+	}
+}
+
+// An env file a new worktree lacks (git does not carry an ignored .env)
+// was reported as a bare "no such file": say where it comes from.
+func TestAMissingEnvFileSaysToCopyItIn(t *testing.T) {
+	_, err := ReadEnvFile(filepath.Join(t.TempDir(), ".env"))
+	if err == nil || !strings.Contains(err.Error(), "copy it from a worktree that has it") || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadEnvFile of a missing file: %v", err)
 	}
 }

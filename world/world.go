@@ -511,9 +511,18 @@ const MaxEnvFileSize = 1 << 20
 func ReadEnvFile(path string) (map[string]string, error) {
 	b, err := readRegular(path, MaxEnvFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("env_file: %w", err)
+		return nil, envFileError(err)
 	}
 	return parseEnvFile(path, b)
+}
+
+// envFileError says what to do about an env file that cannot be read,
+// most often one git never carried into a new worktree.
+func envFileError(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("env_file: %w (git does not carry an ignored file into a new worktree: copy it from a worktree that has it, or create it)", err)
+	}
+	return fmt.Errorf("env_file: %w", err)
 }
 
 // PinEnvFiles reads the env files w's config names, once: the trust check
@@ -529,7 +538,7 @@ func (w *World) PinEnvFiles() {
 		var pf pinnedFile
 		switch {
 		case err != nil:
-			pf.digest, pf.err = unreadableDigest(err), fmt.Errorf("env_file: %w", err)
+			pf.digest, pf.err = unreadableDigest(err), envFileError(err)
 		default:
 			pf.digest = contentDigest(b)
 			pf.values, pf.err = parseEnvFile(path, b)
