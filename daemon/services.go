@@ -25,7 +25,15 @@ func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s is not running: start it with: git binky up %s", w.Name, world.ShellArg(w.Name))}
 	}
 	if !slices.Contains(r.names, req.Service) {
-		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s runs no service %q (it runs %v)", w.Name, req.Service, r.names)}
+		msg := fmt.Sprintf("%s runs no service %q (it runs %v)", w.Name, req.Service, r.names)
+		switch svc := w.Config.Services[req.Service]; {
+		case svc != nil && svc.Adapter != "":
+			// A slice is data on a shared server: it has no process here.
+			msg = fmt.Sprintf("%s: service %q is a %s slice (data on a shared server, no process of this world's): there is nothing to %s ('git binky servers' lists the shared servers; 'servers stop' and 'servers start' act on them)", w.Name, req.Service, svc.Adapter, req.Action)
+		case svc != nil:
+			msg += fmt.Sprintf("; %q is in binky.toml but not in the group this world was started with: 'git binky up %s --group <its group>' starts it", req.Service, world.ShellArg(w.Name))
+		}
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}
 	// A start waits for a oneshot as long as it runs: a down or a remove
 	// of the world ends it rather than wait behind it (endStart).

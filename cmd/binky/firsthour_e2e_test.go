@@ -553,3 +553,22 @@ clone_from = "golden"
 		t.Errorf("the dropped template was not built again for its key: %v", templates())
 	}
 }
+
+// 'service restart cache' on a Redis slice said only that the world runs
+// no such service: say it is a slice, with no process to restart.
+func TestServiceActionsOnASliceSayItIsOne(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, oneService+`[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+`)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "acme", "--force") })
+	_, stderr, err := f.binky(f.repo, "service", "restart", "db")
+	if err == nil || !strings.Contains(stderr, `service "db" is a postgres slice`) || !strings.Contains(stderr, "nothing to restart") {
+		t.Errorf("service restart of a slice: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := f.binky(f.repo, "service", "restart", "nope"); err == nil || !strings.Contains(stderr, `runs no service "nope"`) {
+		t.Errorf("service restart of no service: %v\n%s", err, stderr)
+	}
+}
