@@ -438,24 +438,49 @@ func (d *Daemon) signalWorld(id string, sig syscall.Signal, suspend bool) error 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.home.UpdateRecord(ctx, id, func(rec *world.Record) error {
-		suspendRecord(rec, suspend)
+		// An untrusted world approved while it was suspended (an up, a
+		// checkout back to an approved file) resumes as running.
+		approved := !suspend && rec.SuspendedFrom == world.StateUntrusted && d.worktreeTrusted(rec)
+		suspendRecord(rec, suspend, approved)
 		return nil
 	})
 	d.routesChanged()
 	return err
 }
 
+// worktreeTrusted reports whether the binky.toml (and env files) now in
+// rec's worktree are approved on this machine.
+func (d *Daemon) worktreeTrusted(rec *world.Record) bool {
+	repo, err := gitx.Open(rec.CommonDir)
+	if err != nil {
+		return false
+	}
+	wt, err := findByAdmin(repo, rec.AdminDir)
+	if err != nil {
+		return false
+	}
+	w, err := world.FromWorktree(d.home, repo, wt)
+	if err != nil {
+		return false
+	}
+	w.PinEnvFiles()
+	return d.home.TrustedWorld(w)
+}
+
 // suspendRecord marks rec suspended (keeping its state and reason) or
-// resumed (giving them back). A world whose state changed while it was
-// suspended (made untrusted, stopped) keeps the new one.
-func suspendRecord(rec *world.Record, suspend bool) {
+// resumed (giving them back, but running once approved says the
+// worktree's config is approved now). Only a running or untrusted world
+// is marked suspended: one a down or reload stopped meanwhile keeps its
+// state, and so does a world whose state changed while it was suspended
+// (made untrusted, stopped).
+func suspendRecord(rec *world.Record, suspend, approved bool) {
 	switch {
-	case suspend && rec.State != world.StateSuspended:
+	case suspend && (rec.State == world.StateRunning || rec.State == world.StateUntrusted):
 		rec.SuspendedFrom, rec.SuspendedReason = rec.State, rec.Reason
 		rec.State, rec.Reason = world.StateSuspended, ""
 	case !suspend && rec.State == world.StateSuspended:
 		rec.State, rec.Reason = world.StateRunning, ""
-		if rec.SuspendedFrom == world.StateUntrusted {
+		if rec.SuspendedFrom == world.StateUntrusted && !approved {
 			rec.State, rec.Reason = world.StateUntrusted, rec.SuspendedReason
 		}
 		fallthrough

@@ -625,6 +625,9 @@ func (d *Daemon) setState(id string, state world.State, msg string) {
 			d.log.Warn("world state transition not in world's table", "world", id, "from", r.State, "to", state)
 		}
 		r.State, r.Reason = state, msg
+		if state != world.StateSuspended {
+			r.SuspendedFrom, r.SuspendedReason = "", ""
+		}
 		return nil
 	})
 	if msg != "" {

@@ -330,3 +330,56 @@ depends_on = ["migrate"]
 		t.Errorf("service restart api in the failed world:\n%s", stderr)
 	}
 }
+
+// An untrusted world (its binky.toml edited, not approved; its services
+// run the approved one) came back from a memory suspension as running,
+// the reason to approve it lost; one approved while suspended must come
+// back running.
+func TestASuspendedUntrustedWorldResumesUntrustedUnlessApprovedMeanwhile(t *testing.T) {
+	f := newFixture(t, oneService)
+	meminfo := filepath.Join(f.tmp, "meminfo")
+	setMem := func(availKB int) {
+		os.WriteFile(meminfo, []byte("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   "+itoa(availKB)+" kB\n"), 0o644)
+	}
+	setMem(20000000)
+	f.extraEnv = []string{"BINKY_MEMINFO=" + meminfo}
+	// A branch whose binky.toml nobody approved, checked out in b: the
+	// checkout's reason, which no later look at the file repairs.
+	f.mustGit(f.repo, "checkout", "-q", "-b", "b2")
+	src, _ := os.ReadFile(filepath.Join(f.repo, "binky.toml"))
+	os.WriteFile(filepath.Join(f.repo, "binky.toml"), append(src, "# changed on b2, not approved\n"...), 0o644)
+	f.mustGit(f.repo, "commit", "-qam", "b2")
+	f.mustGit(f.repo, "checkout", "-q", "main")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
+	b := filepath.Join(filepath.Dir(f.repo), "b")
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(b, "up") // the newest world: the one suspended
+	f.mustBinky(f.repo, "install")
+	f.mustGit(b, "checkout", "-q", "b2")
+	state := func(want string) func() bool {
+		return func() bool { w, _ := f.find("b"); return string(w.State) == want }
+	}
+	f.eventually("b untrusted", state("untrusted"))
+	w, _ := f.find("b")
+	reason := w.Message
+
+	setMem(1000000)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+			t.Logf("daemon.log:\n%s", b)
+		}
+	})
+	f.eventually("b suspended", state("suspended"))
+	setMem(20000000)
+	f.eventually("b resumed, untrusted still", state("untrusted"))
+	if w, _ := f.find("b"); w.Message != reason {
+		t.Errorf("resumed with the reason %q, want the one it had: %q", w.Message, reason)
+	}
+
+	setMem(1000000)
+	f.eventually("b suspended again", state("suspended"))
+	f.mustBinky(b, "up") // approves the edited file
+	setMem(20000000)
+	f.eventually("b resumed, running: approved meanwhile", state("running"))
+}
