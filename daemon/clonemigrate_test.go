@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/gitx/gittest"
@@ -37,19 +38,18 @@ func TestACloneSkipsItsMigrateOnlyWhenAskedAndItsFilesAreTheTemplatesBuilders(t 
 	built := templateOrigin{Name: "binky_golden_app_1", Commit: head, Clean: true}
 	changed := world.CloneMigrateChanged
 
-	if why := migrateNeedless(ctx, at(repo, changed), "db", built); !strings.Contains(why, head[:12]) {
-		t.Errorf("a clean worktree at the builder's commit: %q, want the migrate skipped", why)
+	if skip, why := migrateNeedless(ctx, at(repo, changed), "db", built); !skip || !strings.Contains(why, head[:12]) {
+		t.Errorf("a clean worktree at the builder's commit: %v %q, want the migrate skipped", skip, why)
 	}
 	for _, mode := range []string{"", world.CloneMigrateAlways} {
-		if why := migrateNeedless(ctx, at(repo, mode), "db", built); why != "" {
-			t.Errorf("clone_migrate = %q: %q, want the migrate run on every clone", mode, why)
+		if skip, why := migrateNeedless(ctx, at(repo, mode), "db", built); skip || why != "" {
+			t.Errorf("clone_migrate = %q: %v %q, want the migrate run on every clone, nothing said", mode, skip, why)
 		}
 	}
-	if why := migrateNeedless(ctx, at(repo, changed), "db", templateOrigin{Name: "t", Commit: head}); why != "" {
-		t.Errorf("the template's builder had changes (%q): the migrate must run", why)
-	}
-	if why := migrateNeedless(ctx, at(repo, changed), "db", templateOrigin{Name: "t"}); why != "" {
-		t.Errorf("an older binky's template, builder unknown (%q): the migrate must run", why)
+	// The builder's commit is kept only when it was clean: none means
+	// changes, or an older binky; up says what would build it again.
+	if skip, why := migrateNeedless(ctx, at(repo, changed), "db", templateOrigin{Name: "t"}); skip || !strings.Contains(why, "golden drop t") {
+		t.Errorf("a template whose builder is unknown: %v %q, want the migrate run and the way to rebuild it", skip, why)
 	}
 
 	// An untracked migration, an edited one: each may be what the migrate
@@ -65,7 +65,7 @@ func TestACloneSkipsItsMigrateOnlyWhenAskedAndItsFilesAreTheTemplatesBuilders(t 
 			func() { gittest.Git(t, repo, "checkout", "--", "migrations/001.sql") }},
 	} {
 		change.do()
-		if why := migrateNeedless(ctx, at(repo, changed), "db", built); why != "" {
+		if skip, why := migrateNeedless(ctx, at(repo, changed), "db", built); skip {
 			t.Errorf("%s in the worktree: %q, want the migrate run", change.what, why)
 		}
 		change.undo()
@@ -77,8 +77,34 @@ func TestACloneSkipsItsMigrateOnlyWhenAskedAndItsFilesAreTheTemplatesBuilders(t 
 	write(t, repo, "migrations/003.sql", "CREATE TABLE IF NOT EXISTS d (id int);\n")
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "commit", "-qm", "003")
-	if why := migrateNeedless(ctx, opened, "db", built); why != "" {
-		t.Errorf("a worktree that moved to another commit after its world was opened: %q, want the migrate run", why)
+	if skip, why := migrateNeedless(ctx, opened, "db", built); skip || !strings.Contains(why, "the template was built at") {
+		t.Errorf("a worktree that moved to another commit after its world was opened: %v %q, want the migrate run", skip, why)
+	}
+}
+
+// The builder is read before its migrate and after its seed: a checkout
+// to another branch and back in between leaves commit and files as they
+// were, but writes the index anew, and the two readings differ.
+func TestABuildersCheckoutAndBackBetweenItsReadingsIsSeen(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), "app", map[string]string{"a.sql": "a\n"})
+	gittest.Git(t, repo, "branch", "other")
+	_, wt, err := gitx.Discover(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(ctx, wt)
+	if !before.clean || before.head == "" {
+		t.Fatalf("a clean worktree read as %+v", before)
+	}
+	if again := snapshot(ctx, wt); again != before {
+		t.Fatalf("two readings of an unchanged worktree differ: %+v, %+v", before, again)
+	}
+	time.Sleep(10 * time.Millisecond)
+	gittest.Git(t, repo, "checkout", "-q", "other")
+	gittest.Git(t, repo, "checkout", "-q", "main")
+	if after := snapshot(ctx, wt); after == before {
+		t.Error("a checkout and back between the readings went unseen")
 	}
 }
 func write(t *testing.T, dir, rel, body string) {

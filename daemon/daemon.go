@@ -70,6 +70,7 @@ type Daemon struct {
 	listenMu    sync.Mutex
 	proxyErr    error
 	httpsErr    error
+	downNoted   *string // what proxy.down says, once written: nil before
 	routesDirty chan struct{}
 
 	ctx      context.Context // the daemon's lifetime, for background work

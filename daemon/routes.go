@@ -54,9 +54,13 @@ func (d *Daemon) startProxy(ctx context.Context) {
 var proxyRetry = 2 * time.Second
 
 // listenProxy starts serving the proxy on the settings' port, and reports
-// whether it does. first says this is the daemon's start: a failure is
-// logged then, and again only when its reason changes.
+// whether the caller is done with it: it serves, or the daemon is
+// stopping. first says this is the daemon's start: a failure is logged
+// then, and again only when its reason changes.
 func (d *Daemon) listenProxy(ctx context.Context, first bool) bool {
+	if ctx.Err() != nil || homeFate(d.gone.Load()) == homeDeleted {
+		return true // stopping, or its home is gone: nothing to serve or to note
+	}
 	// A settings file that does not load comes with the last good copy:
 	// the proxy serves on that, as the error promises, rather than not at
 	// all.
@@ -70,6 +74,12 @@ func (d *Daemon) listenProxy(ctx context.Context, first bool) bool {
 	}
 	// else no good copy to go on with: the defaults' port may be another
 	// home's, so none is taken; doctor and status say why.
+	if err == nil && ctx.Err() != nil {
+		for _, l := range ls {
+			l.Close()
+		}
+		return true
+	}
 	d.listenMu.Lock()
 	was := d.proxyErr
 	d.proxyErr = err
@@ -77,15 +87,31 @@ func (d *Daemon) listenProxy(ctx context.Context, first bool) bool {
 	if err != nil {
 		if first || was == nil || was.Error() != err.Error() {
 			d.log.Error("proxy not started", "err", err, "retry_every", proxyRetry.String())
-			_ = d.home.SetProxyDown(err.Error())
 		}
+		d.noteProxyDown(err.Error())
 		return false
 	}
-	_ = d.home.SetProxyDown("")
+	d.noteProxyDown("")
 	go proxy.Serve(ctx, d.proxy, ls)
 	d.log.Info("proxy listening", "port", settings.ProxyPort)
 	d.startHTTPS(ctx, settings)
 	return true
+}
+
+// noteProxyDown writes why the proxy is down (proxy.down, which env and
+// every world's URLs read), or removes it, when that is not what the file
+// says already: a write that failed is tried again at the next retry.
+func (d *Daemon) noteProxyDown(why string) {
+	d.listenMu.Lock()
+	defer d.listenMu.Unlock()
+	if d.downNoted != nil && *d.downNoted == why {
+		return
+	}
+	if err := d.home.SetProxyDown(why); err != nil {
+		d.log.Error("proxy: note its state", "err", err)
+		return
+	}
+	d.downNoted = &why
 }
 
 // routesChanged asks for the route table to be rebuilt; bursts of changes

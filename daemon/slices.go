@@ -674,16 +674,14 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("building golden template %s (migrate + seed once; later worlds copy it)", name)})
 	start := time.Now()
-	// What the migrate and seed read, for clone_migrate = "changed": the
-	// worktree's commit and whether its files are that commit's, asked
-	// beside the provision and again once the seed is done. A worktree
-	// that changed in between (a checkout during a slow migrate) is not
-	// one a later clone can be said to match.
-	var before chan worktreeState
-	if svc.CloneMigrate == world.CloneMigrateChanged {
-		before = make(chan worktreeState, 1)
-		go func() { before <- snapshot(ctx, w.Worktree.Path) }()
-	}
+	// What the migrate and seed read, for clone_migrate = "changed" (now
+	// or once it is set): the worktree's commit and whether its files are
+	// that commit's, asked beside the provision and again once the seed
+	// is done. A worktree that changed in between (a checkout during a
+	// slow migrate, and back: its index is written again) is not one a
+	// later clone can be said to match.
+	before := make(chan worktreeState, 1)
+	go func() { before <- snapshot(ctx, w.Worktree) }()
 	if err := a.Provision(ctx, gs); err != nil {
 		d.dropHalfBuilt(ctx, a, gs)
 		return templateOrigin{}, fmt.Errorf("golden template %s: %w", name, err)
@@ -713,10 +711,8 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		return templateOrigin{}, err
 	}
 	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n}
-	if before != nil {
-		if b, after := <-before, snapshot(ctx, w.Worktree.Path); b.clean && b == after {
-			built.Commit, built.Clean = b.head, true
-		}
+	if b, after := <-before, snapshot(ctx, w.Worktree); b.clean && b == after {
+		built.Commit, built.Clean = b.head, true
 	}
 	b, _ := json.Marshal(built)
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {

@@ -116,10 +116,12 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 	if svc.Migrate == "" {
 		return nil
 	}
-	if why := migrateNeedless(ctx, w, n, origin); why != "" {
-		emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate not run on the clone: " + why})
+	if skip, why := migrateNeedless(ctx, w, n, origin); skip {
+		emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate on the clone " + why})
 		d.log.Info("clone migrate skipped", "world", w.Name, "service", n, "template", origin.Name, "why", why)
 		return nil
+	} else if why != "" {
+		emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: "migrate on the clone " + why})
 	}
 	addr, err := a.Resolve(ctx, s)
 	if err != nil {
@@ -149,33 +151,44 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 	return nil
 }
 
-// migrateNeedless says why a migrate on a clone of origin into w's
-// worktree would apply nothing, or "" when it may apply something: only
-// with clone_migrate = "changed", and only when the worktree is, now, clean
-// at the commit of the clean worktree that built the template.
-func migrateNeedless(ctx context.Context, w *world.World, n string, origin templateOrigin) string {
+// migrateNeedless says, for a service with clone_migrate = "changed",
+// whether a migrate on a clone of origin into w's worktree can be skipped
+// (the worktree is, now, clean at the commit of the clean worktree that
+// built the template) and why, either way; with the default ("always")
+// it is never skipped and nothing is said.
+func migrateNeedless(ctx context.Context, w *world.World, n string, origin templateOrigin) (skip bool, why string) {
 	if svc := w.Config.Services[n]; svc == nil || svc.CloneMigrate != world.CloneMigrateChanged {
-		return ""
+		return false, ""
 	}
-	if !origin.Clean || origin.Commit == "" {
-		return ""
+	switch now := snapshot(ctx, w.Worktree); {
+	case origin.Commit == "" || !origin.Clean:
+		return false, fmt.Sprintf("run: nothing is known of the worktree that built %s (an older binky's, or one with changes): 'git binky golden drop %s' has the next up build it again", origin.Name, origin.Name)
+	case !now.clean:
+		return false, "run: this worktree has changes or untracked files"
+	case now.head != origin.Commit:
+		return false, fmt.Sprintf("run: this worktree is at %.12s, the template was built at %.12s", now.head, origin.Commit)
 	}
-	if now := snapshot(ctx, w.Worktree.Path); !now.clean || now.head != origin.Commit {
-		return ""
-	}
-	return fmt.Sprintf("clone_migrate = \"changed\", and this worktree is at %.12s with no changes, as the worktree that built %s was", origin.Commit, origin.Name)
+	return true, fmt.Sprintf("not run: this worktree is at %.12s with no changes, as the worktree that built %s was (clone_migrate = \"changed\")", origin.Commit, origin.Name)
 }
 
-// worktreeState is a worktree's commit and whether its files are that
-// commit's; a status that fails reads as not clean.
+// worktreeState is a worktree's commit, whether its files are that
+// commit's (a status that fails reads as not clean), and its index file's
+// identity, which any checkout writes anew.
 type worktreeState struct {
 	head  string
 	clean bool
+	index indexStamp
 }
 
-func snapshot(ctx context.Context, path string) worktreeState {
-	head, clean, err := gitx.Snapshot(ctx, path)
-	return worktreeState{head: head, clean: err == nil && clean && head != ""}
+type indexStamp struct{ size, mtime int64 }
+
+func snapshot(ctx context.Context, wt *gitx.Worktree) worktreeState {
+	head, clean, err := gitx.Snapshot(ctx, wt.Path)
+	st := worktreeState{head: head, clean: err == nil && clean && head != ""}
+	if fi, err := os.Stat(filepath.Join(wt.AdminDir, "index")); err == nil {
+		st.index = indexStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	}
+	return st
 }
 
 // hookEnv is the environment a world the hook (or `trust`) starts runs

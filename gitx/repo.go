@@ -564,7 +564,9 @@ func Dirty(ctx context.Context, path string) (bool, error) {
 // empty repository) and whether the worktree at path matches it: no
 // changes, staged or not, and no untracked files that are not ignored.
 func Snapshot(ctx context.Context, path string) (head string, clean bool, err error) {
-	out, err := Git(ctx, path, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "--untracked-files=normal")
+	// --no-ahead-behind: --branch would otherwise count the commits
+	// between HEAD and its upstream, a walk of history.
+	out, err := Git(ctx, path, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "--untracked-files=normal")
 	if err != nil {
 		return "", false, err
 	}
