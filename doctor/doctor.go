@@ -39,6 +39,28 @@ type Finding struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
+// minGit is the oldest git binky works with.
+const minGit = "2.31"
+
+// gitOlder reports whether `git --version` output v names a release
+// older than major.minor; a version it cannot read is not called older.
+func gitOlder(v string, major, minor int) bool {
+	f := strings.Fields(v)
+	if len(f) < 3 {
+		return false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma < major || ma == major && mi < minor
+}
+
 // rootDataDir is world.RootDataDir, where the tests put a folder of their
 // own.
 var rootDataDir = world.RootDataDir
@@ -51,7 +73,9 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 
 	if v, err := gitx.Git(ctx, dir, "--version"); err != nil {
-		add("git", Problem, err.Error(), "install git 2.25 or newer")
+		add("git", Problem, err.Error(), "install git "+minGit+" or newer")
+	} else if gitOlder(v, 2, 31) {
+		add("git", Problem, v+": binky needs "+minGit+" or newer (rev-parse --path-format, which hooks and worktrees use)", "install git "+minGit+" or newer")
 	} else {
 		add("git", OK, v, "")
 	}

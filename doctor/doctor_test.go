@@ -277,3 +277,22 @@ func TestOnlyTheServersAProjectNeedsAreWarnedOf(t *testing.T) {
 		t.Error("a project with an s3 service is not warned that binky cannot run its server")
 	}
 }
+
+// doctor called any git fine, and said 2.25 would do: binky needs 2.31.
+func TestDoctorCallsAGitOlderThan231AProblem(t *testing.T) {
+	for v, older := range map[string]bool{
+		"git version 2.39.2":                 false,
+		"git version 2.31.0":                 false,
+		"git version 2.30.9":                 true,
+		"git version 2.25.1":                 true,
+		"git version 1.9.5":                  true,
+		"git version 3.0.0":                  false,
+		"git version 2.45.1.windows.1":       false,
+		"git version 2.37.1 (Apple Git-137)": false,
+		"not a version":                      false,
+	} {
+		if got := gitOlder(v, 2, 31); got != older {
+			t.Errorf("gitOlder(%q) = %v, want %v", v, got, older)
+		}
+	}
+}
