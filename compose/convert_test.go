@@ -260,6 +260,7 @@ services:
     environment:
       PORT: 8000
       ADMIN_LISTEN: 0.0.0.0:9090
+      HOST: 0.0.0.0
     ports:
       - "8000:8000"
       - "9090:9090"
@@ -287,8 +288,15 @@ services:
 	if web.Cmd != "node server.js --port ${self.port} --admin 127.0.0.1:${self.ports.p9090}" { // loopback, not every interface
 		t.Errorf("cmd = %q", web.Cmd)
 	}
-	if web.Env["ADMIN_LISTEN"] != "0.0.0.0:${self.ports.p9090}" {
-		t.Errorf("ADMIN_LISTEN = %q", web.Env["ADMIN_LISTEN"])
+	// Its env, as its command: loopback (init wrote HOST: 0.0.0.0 as it
+	// was, and check then warned of the file init had just written).
+	if web.Env["ADMIN_LISTEN"] != "127.0.0.1:${self.ports.p9090}" || web.Env["HOST"] != "127.0.0.1" {
+		t.Errorf("ADMIN_LISTEN = %q, HOST = %q: want loopback", web.Env["ADMIN_LISTEN"], web.Env["HOST"])
+	}
+	for _, d := range world.Check(cfg, adapters.TableInfo) {
+		if strings.Contains(d.Message, "0.0.0.0") {
+			t.Errorf("check warns of the file init wrote: %s", d)
+		}
 	}
 	if !strings.Contains(res.TOML, "UDP 53: a port number for the process, not an HTTP URL") {
 		t.Errorf("the UDP port is not noted:\n%s", res.TOML)

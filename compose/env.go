@@ -313,8 +313,16 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 	}
 	if m := listenAddr.FindStringSubmatch(v); m != nil {
 		if tok, ok := sv.portToken("self", m[2]); ok {
+			if everyInterface(m[1]) {
+				return "127.0.0.1:" + tok, "this service's own port, on loopback (" + m[1] + " would listen on every interface)"
+			}
 			return m[1] + ":" + tok, "this service's own port"
 		}
+	}
+	if sv.kind == nil && everyInterface(v) {
+		// HOST=0.0.0.0: the address its own process listens on, as in its
+		// command (loopbackCmd); binky's proxy and probes dial 127.0.0.1.
+		return "127.0.0.1", "loopback: " + v + " would listen on every interface"
 	}
 	if _, f, ok := splitField(key, []string{"port"}); ok && f == "port" {
 		if tok, ok := sv.portToken("self", v); ok {
@@ -505,6 +513,9 @@ func namesSlice(key string, t *service) bool {
 	}
 	return false
 }
+
+// everyInterface reports whether addr is an every-interface address.
+func everyInterface(addr string) bool { return addr == "0.0.0.0" || addr == "::" || addr == "[::]" }
 
 // listenAddr is an address a process listens on: 0.0.0.0:9000, :8080.
 var listenAddr = regexp.MustCompile(`^(0\.0\.0\.0|127\.0\.0\.1|localhost|\[::\]|::|):(\d{1,5})$`)
