@@ -34,8 +34,9 @@ type Result struct {
 	Checks []Check `json:"checks"`
 }
 
-// ErrNoChecks is returned for a project with no [agents] verify.
-var ErrNoChecks = errors.New("binky.toml has no [agents] verify checks: add verify = [\"make test\"] under [agents]")
+// ErrNoChecks is returned, with the file's path, for a project with no
+// [agents] verify.
+var ErrNoChecks = errors.New("no [agents] verify checks")
 
 const keep = 16 << 10
 
@@ -45,7 +46,7 @@ const keep = 16 << 10
 func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, out io.Writer) (Result, error) {
 	res := Result{World: w.Name, Passed: true}
 	if len(w.Config.Agents.Verify) == 0 {
-		return res, ErrNoChecks
+		return res, fmt.Errorf("%s has %w: add verify = [\"make test\"] under [agents]", w.Config.Path, ErrNoChecks)
 	}
 	env, err := w.ProcessEnv(rec, base, "")
 	if err != nil {

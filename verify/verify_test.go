@@ -55,7 +55,8 @@ func TestEveryCheckRunsWithTheWorldsEnv(t *testing.T) {
 func TestAProjectWithNoChecksSaysHowToAddOne(t *testing.T) {
 	home, repo := repoWith(t, "")
 	_, err := RunWorld(context.Background(), home, repo, "", nil, nil)
-	if !errors.Is(err, ErrNoChecks) || !strings.Contains(err.Error(), "[agents]") {
+	// Which file: 'verify <worktree>' names another worktree's.
+	if !errors.Is(err, ErrNoChecks) || !strings.Contains(err.Error(), "[agents]") || !strings.Contains(err.Error(), filepath.Join(repo, "binky.toml")) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/client"
@@ -65,6 +66,9 @@ func hint(err error) string {
 		case api.CodeConfig:
 			return "run 'git binky check' to see every problem in the file"
 		case api.CodeNotFound:
+			if strings.Contains(ae.Message, gitx.ErrNotRepository.Error()) {
+				return "" // the message says where to run it
+			}
 			return "'git worktree list' shows the worktrees; 'git binky status' the worlds"
 		}
 	}
