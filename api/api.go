@@ -75,10 +75,22 @@ type Server struct {
 	Port    int    `json:"port,omitempty"`
 	Running bool   `json:"running"`
 	Dir     string `json:"dir"`
+	// Data is where its data lives when that is not under Dir: as root,
+	// under /var/lib/git-binky, which the server's own user can enter.
+	Data    string `json:"data,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Worlds are the running worlds with a slice on it (OpServers), which
 	// lose their connections while it is stopped.
 	Worlds []string `json:"worlds,omitempty"`
+}
+
+// Where says where the server's files are, for a person: its folder, and
+// its data's when that is elsewhere.
+func (s Server) Where() string {
+	if s.Data == "" {
+		return s.Dir
+	}
+	return s.Dir + ", data in " + s.Data
 }
 
 // Golden is a golden template, as OpGolden lists (or dropped) it.

@@ -124,9 +124,9 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		if st, serr := probe.Status(ctx, dir, false); serr == nil {
 			for _, srv := range st.Servers {
 				if srv.Running {
-					add("server", OK, fmt.Sprintf("shared %s on 127.0.0.1:%d (%s)", srv.Kind, srv.Port, srv.Dir), "")
+					add("server", OK, fmt.Sprintf("shared %s on 127.0.0.1:%d (%s)", srv.Kind, srv.Port, srv.Where()), "")
 				} else {
-					add("server", Warning, fmt.Sprintf("shared %s is stopped (%s)", srv.Kind, srv.Dir), "none needed: it starts again when a world needs it")
+					add("server", Warning, fmt.Sprintf("shared %s is stopped (%s)", srv.Kind, srv.Where()), "none needed: it starts again when a world needs it")
 				}
 			}
 		}

@@ -124,6 +124,9 @@ func (m *Servers) Status() []api.Server {
 			continue
 		}
 		s := api.Server{Kind: kind, Dir: d}
+		if target, err := os.Readlink(filepath.Join(d, "data")); err == nil && filepath.IsAbs(target) {
+			s.Data = target
+		}
 		s.Port, _ = readPort(d)
 		s.Running = s.Port != 0 && m.serves(kind, s.Port)
 		switch {

@@ -238,3 +238,20 @@ func sharedRedis(t *testing.T, home world.Home) string {
 	})
 	return admin
 }
+
+// As root a server's data lives under /var/lib/git-binky, linked from its
+// folder: status, servers and doctor named only the folder.
+func TestStatusSaysWhereADataFolderLinkedElsewhereIs(t *testing.T) {
+	home := world.Home{Dir: t.TempDir()}
+	dir := filepath.Join(home.ServersDir(), "postgres")
+	os.MkdirAll(dir, 0o700)
+	elsewhere := filepath.Join(t.TempDir(), "postgres", "data")
+	os.MkdirAll(elsewhere, 0o700)
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "data")); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	s := New(home).Status()
+	if len(s) != 1 || s[0].Data != elsewhere || !strings.Contains(s[0].Where(), "data in "+elsewhere) {
+		t.Errorf("status %+v, want its data folder %s named", s, elsewhere)
+	}
+}

@@ -60,7 +60,7 @@ Worlds running on a server you stop lose their connections.
 				if s.Running {
 					state = fmt.Sprintf("running on 127.0.0.1:%d", s.Port)
 				}
-				fmt.Fprintf(app.Out, "%-10s  %s  %s\n", s.Kind, state, s.Dir)
+				fmt.Fprintf(app.Out, "%-10s  %s  %s\n", s.Kind, state, s.Where())
 				if len(s.Worlds) == 0 {
 					continue
 				}

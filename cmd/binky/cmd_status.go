@@ -99,7 +99,7 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		if !srv.Running {
 			state = "stopped"
 		}
-		fmt.Fprintf(out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", srv.Kind, srv.Port, state, srv.Dir)
+		fmt.Fprintf(out, "shared %s server: 127.0.0.1:%d [%s] (%s)\n", srv.Kind, srv.Port, state, srv.Where())
 	}
 }
 
