@@ -86,6 +86,9 @@ health = { http = "/healthz" }
 		waitPort(webPort)
 		return time.Since(start), nil
 	}
+	// Nothing a section starts outlives it, a failed one included: the
+	// daemon's stop leaves services running for the next daemon to adopt.
+	defer run(repo, gb, "down")
 	const reps = 7
 	var ownT, upT []time.Duration
 	for i := 0; i < reps; i++ {
@@ -120,6 +123,11 @@ health = { http = "/healthz" }
 			return err
 		}
 	}
+	defer func() {
+		for _, name := range names {
+			run(repo, gb, "down", name)
+		}
+	}()
 	upAll := func(parallel bool) (time.Duration, error) {
 		start := time.Now()
 		var wg sync.WaitGroup
