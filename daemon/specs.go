@@ -148,7 +148,7 @@ func portsFree(rec *world.Record, s *world.Service) func() error {
 	}
 	return func() error {
 		for _, p := range ports {
-			if !world.Bindable(p) {
+			if !world.FreeToStart(p) {
 				return fmt.Errorf("its port %d is in use by another program: stop it (see 'ss -ltnp sport = :%d'), then start the service again", p, p)
 			}
 		}

@@ -567,7 +567,7 @@ func checkPortsFree(rec *world.Record, names []string, cfg *world.Config) error 
 	for _, n := range names {
 		for _, key := range cfg.Services[n].PortKeys() {
 			p := rec.Ports[key]
-			if p != 0 && !world.Bindable(p) {
+			if p != 0 && !world.FreeToStart(p) {
 				return &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf(
 					"port %d of %s (service %s) is in use by another program: stop it (see 'ss -ltnp sport = :%d'), then up again", p, rec.Worktree, key, p)}
 			}

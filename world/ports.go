@@ -69,6 +69,24 @@ func Bindable(port int) bool {
 	return !addrInUse(err)
 }
 
+// FreeToStart reports whether a service may start on port: Bindable,
+// asked again over ~150 ms before it says no. Eight ups at once saw a
+// world's own port, which nothing listened on, refuse a bind for an
+// instant (its old connections in TIME_WAIT, a moment after its down),
+// and the whole up failed as if another program held the port. A program
+// that does hold it holds it throughout.
+func FreeToStart(port int) bool {
+	for i := 1; ; i++ {
+		if Bindable(port) {
+			return true
+		}
+		if i == 5 {
+			return false
+		}
+		time.Sleep(time.Duration(10*i) * time.Millisecond)
+	}
+}
+
 func (a *Allocator) leasePath(port int) string {
 	return filepath.Join(a.Home.PortsDir(), strconv.Itoa(port))
 }

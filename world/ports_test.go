@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newTestHome(t *testing.T) Home {
@@ -280,5 +281,22 @@ func TestAServersSecondPortIsNotStale(t *testing.T) {
 	os.RemoveAll(filepath.Join(h.ServersDir(), "rabbitmq"))
 	if leases, _ := h.Leases(); len(leases) != 1 || !leases[0].Stale {
 		t.Errorf("leases = %+v: want the lease of a server with no folder stale", leases)
+	}
+}
+
+// A port refused for an instant is free to start on; one another program
+// holds throughout is not.
+func TestFreeToStartAsksAgainBeforeSayingNo(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if FreeToStart(port) {
+		t.Fatal("a port held throughout was called free")
+	}
+	go func() { time.Sleep(25 * time.Millisecond); l.Close() }()
+	if !Bindable(port) && !FreeToStart(port) {
+		t.Error("a port let go of 25 ms later was called taken")
 	}
 }
