@@ -493,6 +493,10 @@ func knownKeysFor(k toml.Key) (string, []string) {
 	return strings.Join(k[:len(k)-1], "."), nil
 }
 
+// Nearest returns the candidate closest to s by edit distance, if it is
+// close enough to be a likely typo ("" otherwise).
+func Nearest(s string, candidates []string) string { return nearest(s, candidates) }
+
 // nearest returns the candidate closest to s by edit distance, if it is
 // close enough to be a likely typo.
 func nearest(s string, candidates []string) string {

@@ -20,6 +20,8 @@ func TestWrongArgumentsExitTwo(t *testing.T) {
 		{"version extra", 2, `unknown command "extra"`},
 		{"status a b c", 2, "received 3"},
 		{"env --bogus", 2, "unknown flag: --bogus"},
+		{"up --gruop x", 2, "unknown flag: --gruop (did you mean --group?)"}, // as binky.toml's keys
+		{"status --jsn", 2, "did you mean --json?"},
 		{"no-such-command", 1, `unknown command "no-such-command"`},
 	} {
 		var out, errw bytes.Buffer

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/git-binky/git-binky/version"
+	"github.com/git-binky/git-binky/world"
 )
 
 func newRootCmd(app *App) *cobra.Command {
@@ -25,7 +30,7 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 	// ~0.7 ms of every start). --version prints cobra's plain
 	// "git-binky version X", as `git binky version` does.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err}
+		return usageError{suggestFlag(c, err)}
 	})
 	root.AddCommand(
 		newInitCmd(app),
@@ -81,4 +86,19 @@ func argsAreUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		argsAreUsage(sub)
 	}
+}
+
+// suggestFlag adds the nearest of c's flags to an unknown flag's error
+// (--gruop: did you mean --group?), as binky.toml's unknown keys get.
+func suggestFlag(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := world.Nearest(name, names); s != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return err
 }
