@@ -35,7 +35,7 @@ func TestACloneSkipsItsMigrateOnlyWhenAskedAndItsFilesAreTheTemplatesBuilders(t 
 	if head == "" {
 		t.Fatal("no HEAD in the test repository")
 	}
-	built := templateOrigin{Name: "binky_golden_app_1", Commit: head, Clean: true}
+	built := templateOrigin{Name: "binky_golden_app_1", Commit: head}
 	changed := world.CloneMigrateChanged
 
 	if skip, why := migrateNeedless(ctx, at(repo, changed), "db", built); !skip || !strings.Contains(why, head[:12]) {

@@ -452,11 +452,7 @@ func (d *Daemon) signalWorld(id string, sig syscall.Signal, suspend bool) error 
 // worktreeTrusted reports whether the binky.toml (and env files) now in
 // rec's worktree are approved on this machine.
 func (d *Daemon) worktreeTrusted(rec *world.Record) bool {
-	repo, err := gitx.Open(rec.CommonDir)
-	if err != nil {
-		return false
-	}
-	wt, err := findByAdmin(repo, rec.AdminDir)
+	repo, wt, err := recordWorktree(rec)
 	if err != nil {
 		return false
 	}

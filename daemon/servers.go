@@ -126,11 +126,11 @@ type goldenMarker struct {
 	// an older binky, whose templates are never dropped as superseded.
 	Service string `json:"service,omitempty"`
 	// Commit is the HEAD of the worktree whose migrate and seed built it,
-	// and Clean says that worktree had no changes and no untracked files
-	// then: a clone into a clean worktree at the same commit has no
-	// migration the template lacks. Absent in an older binky's markers.
+	// kept only when that worktree had no changes and no untracked files
+	// from before its migrate to after its seed: a clone into a clean
+	// worktree at the same commit has no migration the template lacks.
+	// Absent otherwise, and in an older binky's markers.
 	Commit string `json:"commit,omitempty"`
-	Clean  bool   `json:"clean,omitempty"`
 }
 
 // markerFile is a golden template's marker as read from its file, whose

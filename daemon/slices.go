@@ -597,9 +597,9 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 // anything.
 type templateOrigin struct {
 	Name string
-	// Commit and Clean are the builder's, as its marker keeps them.
+	// Commit is the clean builder's, as its marker keeps it ("" when
+	// the builder had changes, or is unknown).
 	Commit string
-	Clean  bool
 }
 
 // golden returns the golden template for the service, building it once:
@@ -656,7 +656,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		_ = os.Chtimes(marker, now, now)
 		var m goldenMarker
 		_ = json.Unmarshal(b, &m) // unreadable: nothing known of its builder
-		return templateOrigin{Name: name, Commit: m.Commit, Clean: m.Clean}, prepare()
+		return templateOrigin{Name: name, Commit: m.Commit}, prepare()
 	}
 	// Absent, or left half-built by a crash: build it (again). A marker of
 	// a template the server lost goes first: one left beside a rebuild a
@@ -712,7 +712,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	}
 	built := goldenMarker{Name: name, Adapter: kind, Project: w.Project, Migrate: svc.Migrate, Seed: svc.Seed, Built: time.Now().UTC(), Admin: ref, Service: n}
 	if b, after := <-before, snapshot(ctx, w.Worktree); b.clean && b == after {
-		built.Commit, built.Clean = b.head, true
+		built.Commit = b.head
 	}
 	b, _ := json.Marshal(built)
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
@@ -725,7 +725,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	// daemon's stop waits for).
 	d.pruneGoldens(ctx, built, envList(env))
 	emit(api.Event{World: w.Name, Service: n, State: "golden", Message: fmt.Sprintf("golden template %s built in %s", name, time.Since(start).Round(time.Millisecond))})
-	return templateOrigin{Name: name, Commit: built.Commit, Clean: built.Clean}, nil
+	return templateOrigin{Name: name, Commit: built.Commit}, nil
 }
 
 // keptGoldens is how many templates of one service a home keeps: the one

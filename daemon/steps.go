@@ -161,7 +161,7 @@ func migrateNeedless(ctx context.Context, w *world.World, n string, origin templ
 		return false, ""
 	}
 	switch now := snapshot(ctx, w.Worktree); {
-	case origin.Commit == "" || !origin.Clean:
+	case origin.Commit == "":
 		return false, fmt.Sprintf("run: nothing is known of the worktree that built %s (an older binky's, or one with changes): 'git binky golden drop %s' has the next up build it again", origin.Name, origin.Name)
 	case !now.clean:
 		return false, "run: this worktree has changes or untracked files"

@@ -1338,11 +1338,7 @@ func (d *Daemon) adoptSpecs(rec *world.Record, alive map[string]*world.ServiceSt
 		}
 		return specs
 	}
-	repo, err := gitx.Open(rec.CommonDir)
-	if err != nil {
-		return bare(), ""
-	}
-	wt, err := findByAdmin(repo, rec.AdminDir)
+	repo, wt, err := recordWorktree(rec)
 	if err != nil {
 		return bare(), ""
 	}
@@ -1429,4 +1425,14 @@ func (d *Daemon) closeAll() {
 			g.Close()
 		}
 	}
+}
+
+// recordWorktree opens the repository and worktree a world record names.
+func recordWorktree(rec *world.Record) (*gitx.Repo, *gitx.Worktree, error) {
+	repo, err := gitx.Open(rec.CommonDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	wt, err := findByAdmin(repo, rec.AdminDir)
+	return repo, wt, err
 }

@@ -134,14 +134,7 @@ func TestCancelledQueuedUpLeavesNothingBehind(t *testing.T) {
 
 func TestSuspendedWorldResumesWhenRAMReturns(t *testing.T) {
 	f := newFixture(t, oneService)
-	// The daemon reads memory from a meminfo file the test controls: real
-	// pressure would mean filling this machine's RAM.
-	meminfo := filepath.Join(f.tmp, "meminfo")
-	setMem := func(availKB int) {
-		os.WriteFile(meminfo, []byte("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   "+itoa(availKB)+" kB\n"), 0o644)
-	}
-	setMem(20000000)
-	f.extraEnv = []string{"BINKY_MEMINFO=" + meminfo}
+	setMem := f.fakeMemory()
 	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
 	f.mustBinky(f.repo, "up")
 	f.mustBinky(f.repo, "up", "b")
@@ -162,6 +155,19 @@ func TestSuspendedWorldResumesWhenRAMReturns(t *testing.T) {
 	if code, _, err := f.viaProxy("api.b.acme.localhost", "/"); err != nil || code != 200 {
 		t.Errorf("resumed world does not answer: %d %v", code, err)
 	}
+}
+
+// fakeMemory has the daemon read memory from a meminfo file the test
+// controls (real pressure would mean filling this machine's RAM), 20 GB
+// available of 24, and returns what sets the available figure.
+func (f *fixture) fakeMemory() (setAvailKB func(int)) {
+	meminfo := filepath.Join(f.tmp, "meminfo")
+	set := func(availKB int) {
+		os.WriteFile(meminfo, []byte("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   "+itoa(availKB)+" kB\n"), 0o644)
+	}
+	set(20000000)
+	f.extraEnv = []string{"BINKY_MEMINFO=" + meminfo}
+	return set
 }
 
 func procState(pid int) byte {
@@ -337,12 +343,7 @@ depends_on = ["migrate"]
 // back running.
 func TestASuspendedUntrustedWorldResumesUntrustedUnlessApprovedMeanwhile(t *testing.T) {
 	f := newFixture(t, oneService)
-	meminfo := filepath.Join(f.tmp, "meminfo")
-	setMem := func(availKB int) {
-		os.WriteFile(meminfo, []byte("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   "+itoa(availKB)+" kB\n"), 0o644)
-	}
-	setMem(20000000)
-	f.extraEnv = []string{"BINKY_MEMINFO=" + meminfo}
+	setMem := f.fakeMemory()
 	// A branch whose binky.toml nobody approved, checked out in b: the
 	// checkout's reason, which no later look at the file repairs.
 	f.mustGit(f.repo, "checkout", "-q", "-b", "b2")
