@@ -30,6 +30,10 @@ type Slice struct {
 	Password string
 	// Config is the service's [options] table, for the adapter.
 	Config map[string]any
+	// Template says the slice is a golden template: built once, then
+	// copied for every world's slice. An adapter may make it the way that
+	// makes those copies cheapest.
+	Template bool
 }
 
 // Owner returns who the slice's mark must name.

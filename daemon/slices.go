@@ -627,7 +627,7 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 	if err != nil {
 		return templateOrigin{}, err
 	}
-	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: options(w, n, env)}
+	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: options(w, n, env), Template: true}
 	type exister interface {
 		Exists(ctx context.Context, adminURL, name string) (bool, error)
 	}

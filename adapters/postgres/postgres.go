@@ -311,6 +311,16 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			// The quick way, when the template has a prepared spare: role
 			// and database in one transaction (spare.go).
 			if !db.exists {
+				// A template's first clone has no spare yet: it waits for
+				// the one it starts, and takes it. Copying the template
+				// itself beside that spare's copy, as it did, ran two copies
+				// at once on the disk, and each took twice as long
+				// (docs/performance.md, round 21).
+				if spare := spareOf(template); spare != "" {
+					if sd, err := database(ctx, c, spare); err == nil && !sd.exists {
+						makeSpare(s.AdminURL, template)
+					}
+				}
 				took, err := takePreparedSpare(ctx, c, s, template, login, mark)
 				if err != nil {
 					return err
@@ -366,7 +376,11 @@ func (p *Postgres) create(ctx context.Context, s adapters.Slice, template string
 			if err != nil {
 				return err
 			}
-			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template, false)
+			why := forWorld
+			if s.Template {
+				why = forTemplate
+			}
+			stmt, err := createStatement(ctx, cc, s.Name, s.Name, template, why)
 			if err == nil {
 				// Closed until PUBLIC's CONNECT is revoked (below): a
 				// session another world opened in between would stay.

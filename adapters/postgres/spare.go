@@ -131,7 +131,7 @@ func createSpare(ctx context.Context, adminURL, template string) error {
 		}
 		return prepareSpare(ctx, c, adminURL, spare, template)
 	}
-	stmt, err := createStatement(ctx, c, spare, spare, template, true)
+	stmt, err := createStatement(ctx, c, spare, spare, template, forSpare)
 	if err != nil {
 		return err
 	}
@@ -359,11 +359,25 @@ func dropSpare(ctx context.Context, c *pgx.Conn, s adapters.Slice) error {
 	return nil
 }
 
+// purpose is what a database is made for, which decides how it is copied.
+type purpose int
+
+const (
+	// forWorld: a world's database, on its up's path.
+	forWorld purpose = iota
+	// forSpare: a template's next clone, made in the background.
+	forSpare
+	// forTemplate: a golden template, built once and copied by every
+	// clone after it.
+	forTemplate
+)
+
 // createStatement is the CREATE DATABASE of name, owned by owner, copied
-// from template when there is one, with the copy strategy that is fastest
-// for the template's size, or, for a spare (made in the background), the
-// one that is ready soonest while using the least CPU.
-func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string, spare bool) (string, error) {
+// from template (template1 when ""), with the copy strategy that suits
+// what the database is for: the fastest for the template's size on an
+// up's path; for a spare, the one ready soonest with the least CPU; for a
+// golden template, the one that leaves its first copy least to sync.
+func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template string, why purpose) (string, error) {
 	stmt := "CREATE DATABASE " + ident(name) + " OWNER " + ident(owner)
 	if template == "" {
 		// template1 is copied only with no one connected: a world may
@@ -373,6 +387,15 @@ func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template str
 		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN pg_roles r ON r.oid = a.usesysid
 			WHERE a.datname = 'template1' AND a.pid <> pg_backend_pid() AND shobj_description(r.oid, 'pg_authid') LIKE 'binky:%'`); err != nil {
 			return "", err
+		}
+		// A golden template's ~300 files are copied and synced as they are
+		// made (FILE_COPY), for about what WAL_LOG takes on a fresh server:
+		// made through the WAL, they were all left for the checkpoint that
+		// begins its first clone (a spare's FILE_COPY), which synced 319
+		// files rather than 52 and delayed the first world by ~80 ms
+		// (docs/performance.md, round 21).
+		if why == forTemplate && serverVersion(ctx, c) >= 150000 {
+			stmt += " STRATEGY FILE_COPY"
 		}
 		return stmt, nil
 	}
@@ -393,9 +416,8 @@ func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template str
 	// buffers and the WAL on one core beside the next up's own work.
 	// FILE_COPY copies files in the kernel and spends its time waiting on
 	// fsync: every spare was ready in time (docs/performance.md, round 8).
-	var version int
-	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err == nil && version >= 150000 {
-		if spare {
+	if serverVersion(ctx, c) >= 150000 {
+		if why == forSpare {
 			return stmt + " STRATEGY FILE_COPY", nil
 		}
 		var size int64
@@ -404,4 +426,14 @@ func createStatement(ctx context.Context, c *pgx.Conn, name, owner, template str
 		}
 	}
 	return stmt, nil
+}
+
+// serverVersion is the server's server_version_num, or 0 when it cannot
+// be read (which chooses the server's default strategy).
+func serverVersion(ctx context.Context, c *pgx.Conn) int {
+	var version int
+	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return 0
+	}
+	return version
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func goldWithRows(t *testing.T, admin string, migrate ...string) adapters.Slice 
 	ctx := context.Background()
 	p := New()
 	gold := testSlice(t, admin, "gold")
-	gold.World = "golden"
+	gold.World, gold.Template = "golden", true
 	t.Cleanup(func() { p.Teardown(context.Background(), gold) })
 	if err := p.Provision(ctx, gold); err != nil {
 		t.Fatal(err)
@@ -226,6 +228,81 @@ func TestASpareIsCopiedFileByFile(t *testing.T) {
 	c.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	if n := requested() - before; n < 2 {
 		t.Fatalf("%d checkpoints requested while the clone and its spare were copied, want the spare's two (FILE_COPY)", n)
+	}
+}
+
+// A template's first world has no spare to take: it waits for the one its
+// clone starts and takes that, rather than copy the template beside it
+// (two copies at once on one disk each took twice as long).
+func TestATemplatesFirstCloneTakesTheSpareItStarts(t *testing.T) {
+	admin := adminURL(t)
+	p, c := New(), adminConn(t, admin)
+	gold := goldWithRows(t, admin)
+	if db, _ := objects(t, c, spareOf(gold.Name)); db {
+		t.Fatal("a spare exists before the template's first clone")
+	}
+	var steps []string
+	ctx := adapters.WithSteps(context.Background(), func(step string) error {
+		steps = append(steps, step)
+		return nil
+	})
+	a := testSlice(t, admin, "a")
+	if err := p.Clone(ctx, gold.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(steps, "postgres.spare_taken") {
+		t.Fatalf("the first clone took no spare (steps %v): it copied the template itself", steps)
+	}
+	if n := rows(t, p, a); n != 3 {
+		t.Fatalf("the first world has %d rows, want the template's 3", n)
+	}
+	ownsItsObjects(t, p, a)
+	waitSpare(context.Background(), admin, gold.Name)
+	if db, _ := objects(t, c, spareOf(gold.Name)); !db {
+		t.Fatal("no spare for the next world after the first took one")
+	}
+}
+
+// A golden template is made from template1 file by file (FILE_COPY, two
+// checkpoints requested), its files synced as they are made, so that its
+// first copy syncs only what its migrate and seed wrote. A world's
+// database, on its up's path, is made the quicker way for a small
+// template1 (through the WAL).
+func TestAGoldenTemplateIsMadeFileByFile(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p, c := New(), adminConn(t, admin)
+	if v := serverVersion(ctx, c); v < 150000 {
+		t.Skipf("server_version_num is %d: before PostgreSQL 15 every copy is file by file", v)
+	}
+	for _, tc := range []struct {
+		why  purpose
+		want bool
+	}{{forTemplate, true}, {forWorld, false}} {
+		stmt, err := createStatement(ctx, c, "x", "x", "", tc.why)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(stmt, "STRATEGY FILE_COPY"); got != tc.want {
+			t.Errorf("purpose %d: %q, want FILE_COPY %v", tc.why, stmt, tc.want)
+		}
+	}
+	requested := func() int64 {
+		var n int64
+		c.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+		if err := c.QueryRow(ctx, "SELECT checkpoints_req FROM pg_stat_bgwriter").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	gold := testSlice(t, admin, "gold")
+	gold.World, gold.Template = "golden", true
+	before := requested()
+	if err := p.Provision(ctx, gold); err != nil {
+		t.Fatal(err)
+	}
+	if n := requested() - before; n < 2 {
+		t.Fatalf("%d checkpoints requested while a template was provisioned, want FILE_COPY's two", n)
 	}
 }
 

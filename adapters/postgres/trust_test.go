@@ -192,23 +192,25 @@ func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing
 	if err := p.PrepareTemplate(context.Background(), admin, gold.Name); err != nil {
 		t.Fatal(err)
 	}
+	// A template whose name leaves no room for a spare's: its clones copy
+	// it, as a clone does that finds its template's spare taken by another.
+	long := testSlice(t, admin, "goldlong"+strings.Repeat("x", 37))
+	long.World, long.Template = "golden", true
+	t.Cleanup(func() { p.Teardown(context.Background(), long) })
+	if spareOf(long.Name) != "" {
+		t.Fatalf("%s has room for a spare's name", long.Name)
+	}
+	if err := p.Provision(context.Background(), long); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PrepareTemplate(context.Background(), admin, long.Name); err != nil {
+		t.Fatal(err)
+	}
 	// A clone takes the template's spare, handed over in the background,
 	// or, when there is none, copies the template: both are cut.
 	withSpare := func() {
 		makeSpare(admin, gold.Name)
 		waitSpare(context.Background(), admin, gold.Name)
-	}
-	withoutSpare := func() {
-		ctx := context.Background()
-		waitSpare(ctx, admin, gold.Name)
-		unlock, err := lockSpare(ctx, c, gold.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unlock()
-		if err := dropSpare(ctx, c, gold); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// A spare an older binky made (or one whose preparing was cut off)
 	// still holds what the template's role owns: it is taken the slow way.
@@ -235,8 +237,7 @@ func TestProvisionCloneAndTeardownCutOffAtAnyStepAreFinishedOrDropped(t *testing
 			return p.Clone(ctx, gold.Name, s)
 		}, 3},
 		{"clone without a spare", func(ctx context.Context, s adapters.Slice) error {
-			withoutSpare()
-			return p.Clone(ctx, gold.Name, s)
+			return p.Clone(ctx, long.Name, s)
 		}, 3},
 	}
 	for _, m := range makers {
