@@ -54,7 +54,8 @@ func (h Home) Trust(src []byte, path string) error {
 	}
 	e := trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)}
 	file := filepath.Join(h.TrustDir(), TrustHash(src))
-	if old, err := readTrustEntry(file); err == nil && old.Source == e.Source {
+	old, err := readTrustEntry(file)
+	if err == nil && old.Source == e.Source {
 		e.EnvFiles, e.Repos = old.EnvFiles, old.Repos
 		if len(e.Repos) == 0 && old.Path != "" {
 			// Approved by a binky that kept no list: in the repository it
@@ -79,6 +80,13 @@ func (h Home) Trust(src []byte, path string) error {
 		if len(e.EnvFiles) > maxEnvFileSets {
 			e.EnvFiles = e.EnvFiles[len(e.EnvFiles)-maxEnvFileSets:]
 		}
+	}
+	// Every up approves what it runs: one whose approval holds already
+	// (same repositories, same env files) writes nothing, rather than wait
+	// for the disk to keep a new time and path nobody reads.
+	if err == nil && old.Source == e.Source && slices.Equal(old.Repos, e.Repos) &&
+		slices.EqualFunc(old.EnvFiles, e.EnvFiles, maps.Equal) {
+		return nil
 	}
 	b, _ := json.Marshal(e)
 	return WriteFileAtomic(file, b, 0o600)

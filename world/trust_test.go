@@ -485,3 +485,35 @@ func TestAWorldsApprovalIsJudgedByItsRepositoryNotItsConfigsOldPath(t *testing.T
 		t.Error("an approved world is refused for its config's old path")
 	}
 }
+
+// Every up approves what it runs; an approval that already holds (same
+// config, repositories and env files) is not written again. One that
+// holds in another repository too is.
+func TestAnApprovalThatHoldsIsNotWrittenAgain(t *testing.T) {
+	tmp := t.TempDir()
+	one := gittest.NewRepo(t, filepath.Join(tmp, "one"), "shop", map[string]string{"binky.toml": webConfig})
+	two := gittest.NewRepo(t, filepath.Join(tmp, "two"), "shop", map[string]string{"binky.toml": webConfig})
+	h := Home{Dir: filepath.Join(tmp, "home")}
+	file := filepath.Join(h.TrustDir(), TrustHash([]byte(webConfig)))
+	approve := func(repo string) os.FileInfo {
+		t.Helper()
+		if err := h.Trust([]byte(webConfig), filepath.Join(repo, ConfigFile)); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	first := approve(one)
+	if again := approve(one); !os.SameFile(first, again) {
+		t.Error("an approval that held was written again")
+	}
+	if other := approve(two); os.SameFile(first, other) {
+		t.Error("approving in another repository did not record it")
+	}
+	if e, err := readTrustEntry(file); err != nil || len(e.Repos) != 2 {
+		t.Errorf("approved in %v (%v), want both repositories", e.Repos, err)
+	}
+}
