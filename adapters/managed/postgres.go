@@ -128,12 +128,10 @@ func startPostgres(ctx context.Context, m *Servers, dir string) (string, error) 
 	// copies of a 21.6 MiB template took 9-36% less in each of five
 	// neighbouring pairs. A full disk then stops the server at a WAL write
 	// rather than at a segment's making: either way nothing committed is
-	// lost. wal_buffers 4MB, what the default 128MB of buffers would
-	// give (a 32nd of 16MB is 512kB): a seed of 200,000 rows waited on
-	// full WAL buffers, 400-415 ms against 430-460 (round 21).
+	// lost.
 	if err := startPostmaster(ctx, cred, server, data, logf, []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
 		"-c", "unix_socket_directories=" + sock, "-c", "max_connections=300", "-c", "synchronous_commit=off",
-		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=16MB", "-c", "bgwriter_lru_maxpages=0", "-c", "wal_init_zero=off", "-c", "wal_buffers=4MB"}); err != nil {
+		"-c", "max_logical_replication_workers=0", "-c", "shared_buffers=16MB", "-c", "bgwriter_lru_maxpages=0", "-c", "wal_init_zero=off"}); err != nil {
 		return "", err
 	}
 	if made {
