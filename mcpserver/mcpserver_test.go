@@ -296,6 +296,10 @@ adapter = "postgres"
 	if !strings.Contains(text(r), "API_PORT") || !strings.Contains(text(r), "postgres://acme_acme:xxxxx@127.0.0.1:5432/acme_acme") {
 		t.Errorf("env lost the rest:\n%s", text(r))
 	}
+	// The document `env --json` prints, with its schema version.
+	if sc, ok := r["structuredContent"].(map[string]any); !ok || sc["schema"] != float64(world.EnvSchema) || sc["env"] == nil {
+		t.Errorf("env's structured result is not env --json's document: %v", r["structuredContent"])
+	}
 	r = c.tool("env", fmt.Sprintf(`{"dir":%q,"reveal":true}`, dir))
 	if !strings.Contains(text(r), "literal-token-value") {
 		t.Errorf("env with reveal hides the credential:\n%s", text(r))

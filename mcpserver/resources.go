@@ -68,7 +68,7 @@ func (s *Server) envResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := c.CheckUTF8(); err != nil {
 		return nil, err
 	}
-	return jsonContents(req.Params.URI, c)
+	return jsonContents(req.Params.URI, c.Doc())
 }
 
 // notFound answers req with err as "resource not found" (-32002; invalid

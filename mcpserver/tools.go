@@ -93,7 +93,7 @@ func (s *Server) tools() []server.ServerTool {
 		{Tool: newTool("env", "A world's coordinates: every service's port and URL and the environment variables that carry them (API_PORT, API_URL, DB_URL...). Works before up. Passwords are hidden unless reveal is true.",
 			readOnly.titled("World environment"), with(worldArgs(),
 				mcp.WithBoolean("reveal", mcp.Description("Include passwords and other credentials (they then appear in your transcript). Default false.")),
-				mcp.WithOutputSchema[world.Coordinates]())...), Handler: s.env},
+				mcp.WithOutputSchema[world.EnvDoc]())...), Handler: s.env},
 		{Tool: newTool("verify", "Run the project's [agents] verify checks in the worktree with the world's environment; every check runs even after a failure. A failing check makes the result a tool error.",
 			writes.titled("Verify a world"), with(worldArgs(), revealArg("Show the world's passwords where a check prints them (they then appear in your transcript). Default false: they read xxxxx."),
 				mcp.WithOutputSchema[verify.Result]())...), Handler: s.verify},
@@ -205,7 +205,7 @@ func (s *Server) env(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if !req.GetBool("reveal", false) {
 		c = c.Redacted()
 	}
-	return result(c, c.CheckUTF8())
+	return result(c.Doc(), c.CheckUTF8())
 }
 
 func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

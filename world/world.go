@@ -315,6 +315,20 @@ type Coordinates struct {
 	Env      map[string]string         `json:"env"`
 }
 
+// EnvSchema is the version of EnvDoc: fields may be added, none renamed.
+const EnvSchema = 1
+
+// EnvDoc is a world's coordinates as `git binky env --json` prints them and
+// the MCP env tool returns them: one document, under the schema version a
+// client checks.
+type EnvDoc struct {
+	Schema int `json:"schema"`
+	Coordinates
+}
+
+// Doc is c as an EnvDoc.
+func (c Coordinates) Doc() EnvDoc { return EnvDoc{Schema: EnvSchema, Coordinates: c} }
+
 // CheckUTF8 refuses coordinates that JSON cannot carry as they are: a
 // value that is not UTF-8 (a variable of the caller's environment, a
 // branch named in another encoding) would reach a program as U+FFFD, a

@@ -118,18 +118,12 @@ func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
 		var js bytes.Buffer
 		enc := json.NewEncoder(&js)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(envJSON{Schema: 1, Coordinates: c}); err != nil {
+		if err := enc.Encode(c.Doc()); err != nil {
 			return nil, err
 		}
 		outputs[envJSONForm] = js.Bytes()
 	}
 	return outputs, nil
-}
-
-// envJSON is the documented `env --json` schema (see README.md).
-type envJSON struct {
-	Schema int `json:"schema"`
-	world.Coordinates
 }
 
 func envLines(env map[string]string, line func(k, v string) string) []byte {
