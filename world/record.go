@@ -228,22 +228,14 @@ func (h Home) SaveRecord(r *Record) error {
 	// Nor into one whose worktree's files git has deleted (MakeStateDir).
 	if _, err := os.Stat(r.AdminDir); err == nil && h.ownsAdminCopy(r) && (first || !adminReplaced(r)) {
 		if dir, err := MakeStateDir(r.AdminDir, r.Path); err == nil {
-			// Synced when it first names this world and home, the claim
-			// other homes read; after that, a mirror of the record for
-			// people to read, which a crash leaves a save behind. Five
-			// saves of an up each waited for the disk twice (~3-20 ms
-			// each beside a spare's copy, docs/performance.md round 21).
-			_ = replaceFile(filepath.Join(dir, "world.json"), b, 0o600, !sameClaim(r))
+			// Synced on every save: it is the claim other homes read, and
+			// a rename not synced can leave it empty after a crash (XFS,
+			// ext4 without auto_da_alloc), which no home would then own
+			// (docs/performance.md round 21).
+			_ = WriteFileAtomic(filepath.Join(dir, "world.json"), b, 0o600)
 		}
 	}
 	return nil
-}
-
-// sameClaim reports whether the admin folder's copy of r's record already
-// names what r does: its world, its home (and where it is), its birth.
-func sameClaim(r *Record) bool {
-	cp, err := adminCopy(r.AdminDir)
-	return err == nil && cp.ID == r.ID && cp.Home == r.Home && cp.HomeDir == r.HomeDir && cp.Created.Equal(r.Created)
 }
 
 // worktreeThere reports whether a worktree's folder still exists (or no

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestARecordedAddressHoldsNoDerivedPasswordAndReadsBackWithIt(t *testing.T) {
@@ -91,50 +90,5 @@ func TestNoAdminCopyIsWrittenForAWorktreeWhoseFilesAreGone(t *testing.T) {
 	}
 	if !h.HasRecord("feature0123456789") {
 		t.Fatal("the machine record was not saved")
-	}
-}
-
-// The admin folder's copy mirrors every save of the record, and says
-// whether it already names the world, its home and its birth: a copy that
-// does is the claim other homes read, and is not waited for again.
-func TestTheAdminCopyMirrorsEverySaveAndKnowsItsClaim(t *testing.T) {
-	h := Home{Dir: t.TempDir()}
-	admin := filepath.Join(t.TempDir(), "worktrees", "feature")
-	if err := os.MkdirAll(admin, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	rec := &Record{ID: "feature0123456789", Path: t.TempDir(), AdminDir: admin, State: StateNew}
-	id, err := h.ID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Home, rec.HomeDir = id, h.Dir
-	if sameClaim(rec) {
-		t.Fatal("a claim before any copy was written")
-	}
-	if err := h.SaveRecord(rec); err != nil {
-		t.Fatal(err)
-	}
-	if !sameClaim(rec) {
-		t.Fatal("the first save's copy does not name its world")
-	}
-	rec.State = StateRunning
-	if err := h.SaveRecord(rec); err != nil {
-		t.Fatal(err)
-	}
-	if cp, err := adminCopy(admin); err != nil || cp.State != StateRunning {
-		t.Fatalf("the copy after a second save: %+v, %v; want it running", cp, err)
-	}
-	for name, change := range map[string]func(r *Record){
-		"another home":  func(r *Record) { r.Home += "0" },
-		"another place": func(r *Record) { r.HomeDir = "/elsewhere" },
-		"another birth": func(r *Record) { r.Created = r.Created.Add(time.Second) },
-		"another world": func(r *Record) { r.ID = "other0123456789a" },
-	} {
-		other := *rec
-		change(&other)
-		if sameClaim(&other) {
-			t.Errorf("a record of %s takes the copy for its claim", name)
-		}
 	}
 }
