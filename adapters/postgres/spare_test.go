@@ -195,6 +195,22 @@ func TestTheNextCloneIsTheSpareMadeAfterTheLast(t *testing.T) {
 	}
 }
 
+// checkpointsRequested is how many checkpoints the server was asked for:
+// pg_stat_bgwriter's count until PostgreSQL 17 moved it to
+// pg_stat_checkpointer.
+func checkpointsRequested(t *testing.T, c *pgx.Conn) int64 {
+	t.Helper()
+	q := "SELECT checkpoints_req FROM pg_stat_bgwriter"
+	if serverVersion(context.Background(), c) >= 170000 {
+		q = "SELECT num_requested FROM pg_stat_checkpointer"
+	}
+	var n int64
+	if err := c.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // A spare is copied off the up's path, where what counts is that it be
 // ready soon with the least CPU: file by file (STRATEGY FILE_COPY, whose
 // two checkpoints the server counts as requested), not page by page
@@ -208,13 +224,7 @@ func TestASpareIsCopiedFileByFile(t *testing.T) {
 	if version < 150000 {
 		t.Skipf("server_version_num is %d: before PostgreSQL 15 every copy is file by file", version)
 	}
-	requested := func() int64 {
-		var n int64
-		if err := c.QueryRow(ctx, "SELECT checkpoints_req FROM pg_stat_bgwriter").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	requested := func() int64 { return checkpointsRequested(t, c) }
 	gold := goldWithRows(t, admin)
 	before := requested()
 	if err := p.Clone(ctx, gold.Name, testSlice(t, admin, "a")); err != nil {
@@ -288,12 +298,8 @@ func TestAGoldenTemplateIsMadeFileByFile(t *testing.T) {
 		}
 	}
 	requested := func() int64 {
-		var n int64
 		c.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
-		if err := c.QueryRow(ctx, "SELECT checkpoints_req FROM pg_stat_bgwriter").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return checkpointsRequested(t, c)
 	}
 	gold := testSlice(t, admin, "gold")
 	gold.World, gold.Template = "golden", true
