@@ -272,8 +272,10 @@ clone_from = "golden"
 		last.n, 100*last.ramRatio, 100*last.ramCkRatio, once, 100*last.timeRatio)
 	if len(results) >= 2 {
 		prev := results[len(results)-2]
+		// Signed: binky's RSS at more worlds can be a page below its RSS
+		// at fewer (the shared server's, measured in another round).
 		perWorld := func(a, b uint64, na, nb int) float64 {
-			return float64(a-b) / float64(na-nb) / (1 << 20)
+			return (float64(a) - float64(b)) / float64(na-nb) / (1 << 20)
 		}
 		fmt.Printf("each world past %d adds %.1f MiB and %.2fs under binky, %.1f MiB and %.2fs as its own server\n",
 			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
