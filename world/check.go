@@ -201,7 +201,7 @@ func (c *Config) validate() []Diagnostic {
 		for _, d := range s.DependsOn {
 			if _, ok := c.Services[d]; !ok {
 				msg := fmt.Sprintf("depends_on names %q, which is not a service", d)
-				if n := nearest(d, names); n != "" {
+				if n := Nearest(d, names); n != "" {
 					msg += fmt.Sprintf(": did you mean %q?", n)
 				}
 				errAt(append(key, "depends_on"), "%s", msg)

@@ -459,7 +459,7 @@ func (c *Config) unknownKey(k toml.Key) Diagnostic {
 	if table != "" {
 		msg += " in [" + table + "]"
 	}
-	if s := nearest(name, known); s != "" {
+	if s := Nearest(name, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	} else if len(known) > 0 {
 		msg += fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
@@ -495,11 +495,7 @@ func knownKeysFor(k toml.Key) (string, []string) {
 
 // Nearest returns the candidate closest to s by edit distance, if it is
 // close enough to be a likely typo ("" otherwise).
-func Nearest(s string, candidates []string) string { return nearest(s, candidates) }
-
-// nearest returns the candidate closest to s by edit distance, if it is
-// close enough to be a likely typo.
-func nearest(s string, candidates []string) string {
+func Nearest(s string, candidates []string) string {
 	best, bestD := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {

@@ -55,7 +55,8 @@ func (h Home) Trust(src []byte, path string) error {
 	e := trustEntry{Path: path, Approved: time.Now().UTC(), Source: string(src)}
 	file := filepath.Join(h.TrustDir(), TrustHash(src))
 	old, err := readTrustEntry(file)
-	if err == nil && old.Source == e.Source {
+	held := err == nil && old.Source == e.Source
+	if held {
 		e.EnvFiles, e.Repos = old.EnvFiles, old.Repos
 		if len(e.Repos) == 0 && old.Path != "" {
 			// Approved by a binky that kept no list: in the repository it
@@ -84,8 +85,7 @@ func (h Home) Trust(src []byte, path string) error {
 	// Every up approves what it runs: one whose approval holds already
 	// (same repositories, same env files) writes nothing, rather than wait
 	// for the disk to keep a new time and path nobody reads.
-	if err == nil && old.Source == e.Source && slices.Equal(old.Repos, e.Repos) &&
-		slices.EqualFunc(old.EnvFiles, e.EnvFiles, maps.Equal) {
+	if held && slices.Equal(old.Repos, e.Repos) && slices.EqualFunc(old.EnvFiles, e.EnvFiles, maps.Equal) {
 		return nil
 	}
 	b, _ := json.Marshal(e)
