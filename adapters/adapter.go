@@ -97,6 +97,15 @@ type Owned struct {
 	Unmarked bool `json:"unmarked,omitempty"`
 }
 
+// Sparer is a Cloner that copies a template ahead of its next clone (a
+// spare, which that clone renames): MakeSpare starts the copy of template
+// in the background, unless one is being made or ready. The first clone of
+// a template starts one itself; a template built off any up's path asks
+// for its first here, so that no up waits for it.
+type Sparer interface {
+	MakeSpare(adminURL, template string)
+}
+
 // Lister is an adapter that can list every object binky marked on a
 // server, databases and the roles or users beside them, for gc.
 type Lister interface {

@@ -102,6 +102,9 @@ type Golden struct {
 	Seed    string    `json:"seed,omitempty"`
 	Built   time.Time `json:"built,omitzero"`
 	Dropped bool      `json:"dropped,omitempty"`
+	// Blank: the copy of template1 that plain PostgreSQL slices on
+	// binky's own server are cloned from (no project, migrate or seed).
+	Blank bool `json:"blank,omitempty"`
 }
 
 // Metrics is the answer to OpMetrics.

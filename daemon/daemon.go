@@ -52,6 +52,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	worlds    map[string]*worldRun
 	repoLocks map[string]*sync.Mutex
+	blanks    map[string]bool // blank templates being built here (blank.go)
 
 	watch   *watcher
 	adopted chan struct{} // closed once services left running are adopted

@@ -131,6 +131,10 @@ type goldenMarker struct {
 	// worktree at the same commit has no migration the template lacks.
 	// Absent otherwise, and in an older binky's markers.
 	Commit string `json:"commit,omitempty"`
+	// Blank marks a blank template, the copy of template1 plain slices
+	// on binky's own server are cloned from (blank.go): no project, no
+	// service, no migrate or seed.
+	Blank bool `json:"blank,omitempty"`
 }
 
 // markerFile is a golden template's marker as read from its file, whose
@@ -216,7 +220,7 @@ func (d *Daemon) Golden(ctx context.Context, req api.Request) ([]api.Golden, err
 		if req.Action == "drop" && m.Name == req.Name {
 			found, foundPath = &m, mf.path
 		}
-		out = append(out, api.Golden{Name: m.Name, Adapter: m.Adapter, Project: m.Project, Migrate: m.Migrate, Seed: m.Seed, Built: m.Built})
+		out = append(out, api.Golden{Name: m.Name, Adapter: m.Adapter, Project: m.Project, Migrate: m.Migrate, Seed: m.Seed, Built: m.Built, Blank: m.Blank})
 	}
 	switch req.Action {
 	case "":

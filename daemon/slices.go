@@ -458,6 +458,22 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 			// The failed clone may have left a half-made slice of ours.
 			_ = a.Teardown(ctx, s)
 		}
+		if svc.CloneFrom == "" && canClone {
+			if blank := d.blankTemplate(ctx, a, kind, ref, s, secret); blank != "" {
+				start := time.Now()
+				err := cloner.Clone(ctx, blank, s)
+				if err == nil {
+					d.log.Info("slice made from the blank template", "world", w.Name, "service", n, "slice", s.Name, "template", blank,
+						"took_ms", time.Since(start).Milliseconds())
+					return d.migrateProvisioned(ctx, w, rec, n, a, s, callerEnv, emit)
+				}
+				if errors.Is(err, adapters.ErrTaken) && salt < 3 {
+					continue
+				}
+				d.log.Warn("blank template not copied: making the database from template1", "world", w.Name, "service", n, "slice", s.Name, "err", err)
+				_ = a.Teardown(ctx, s)
+			}
+		}
 		err := a.Provision(ctx, s)
 		if errors.Is(err, adapters.ErrTaken) && salt < 3 {
 			continue
@@ -465,18 +481,25 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		if err != nil {
 			return s, "", "", fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
 		}
-		if err := d.step("slice.provisioned"); err != nil {
-			return s, "", "", err
-		}
-		addr, err := a.Resolve(ctx, s)
-		if err != nil {
-			return s, "", "", err
-		}
-		if err := d.migrate(ctx, w, rec, n, addr, "slice", callerEnv, emit); err != nil {
-			return s, "", "", err
-		}
-		return s, world.MadeProvisioned, "", nil
+		return d.migrateProvisioned(ctx, w, rec, n, a, s, callerEnv, emit)
 	}
+}
+
+// migrateProvisioned runs the migrate and seed of a slice made new (by
+// Provision, or from the blank template), which holds nothing of them.
+func (d *Daemon) migrateProvisioned(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
+	callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, error) {
+	if err := d.step("slice.provisioned"); err != nil {
+		return s, "", "", err
+	}
+	addr, err := a.Resolve(ctx, s)
+	if err != nil {
+		return s, "", "", err
+	}
+	if err := d.migrate(ctx, w, rec, n, addr, "slice", callerEnv, emit); err != nil {
+		return s, "", "", err
+	}
+	return s, world.MadeProvisioned, "", nil
 }
 
 // migrate runs the service's migrate and seed commands in the worktree,
@@ -628,28 +651,9 @@ func (d *Daemon) golden(ctx context.Context, w *world.World, rec *world.Record, 
 		return templateOrigin{}, err
 	}
 	gs := adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name), Config: options(w, n, env), Template: true}
-	type exister interface {
-		Exists(ctx context.Context, adminURL, name string) (bool, error)
-	}
-	type templater interface {
-		PrepareTemplate(ctx context.Context, adminURL, name string) error
-	}
 	// Under the golden lock: preparing a template twice at once conflicts.
-	prepare := func() error {
-		if tp, ok := a.(templater); ok {
-			return tp.PrepareTemplate(ctx, admin, name)
-		}
-		return nil
-	}
-	there := func() bool {
-		ex, ok := a.(exister)
-		if !ok {
-			return true
-		}
-		there, err := ex.Exists(ctx, admin, name)
-		return err == nil && there
-	}
-	if b, err := os.ReadFile(marker); err == nil && there() {
+	prepare := func() error { return prepareTemplate(ctx, a, admin, name) }
+	if b, err := os.ReadFile(marker); err == nil && templateThere(ctx, a, admin, name) {
 		// The marker's time is the template's last use: the templates of
 		// a service used least lately are the ones superseded.
 		now := time.Now()

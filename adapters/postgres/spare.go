@@ -84,6 +84,9 @@ func makeSpare(adminURL, template string) {
 	})
 }
 
+// MakeSpare starts making template's spare (adapters.Sparer).
+func (p *Postgres) MakeSpare(adminURL, template string) { makeSpare(adminURL, template) }
+
 func createSpare(ctx context.Context, adminURL, template string) error {
 	c, release, err := copyingAdmin(ctx, adminURL)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -594,4 +595,162 @@ admin_url = "${env.BINKY_TEST_PG}"
 			}
 		}
 	}
+}
+
+// A plain PostgreSQL world on binky's own server waited for CREATE
+// DATABASE (a copy of template1) and a connection into it on every up.
+// Now the first plain world starts a blank template's build (template1's
+// copy), and later ones take its prepared spare: a database of their own,
+// their schema public their role's, their migrate and seed run on it as on
+// any plain world's.
+func TestPlainWorldsOnTheManagedPostgresTakeTheBlankTemplatesSpare(t *testing.T) {
+	needPGBinaries(t)
+	f := newFixture(t, `[project]
+name = "plain"
+[services.db]
+adapter = "postgres"
+migrate = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE IF NOT EXISTS t (id int)'"
+seed = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO t VALUES (1)'"
+`)
+	t.Cleanup(func() {
+		for _, w := range []string{"b1", "b2", "b3"} {
+			f.binky(f.repo, "remove", w, "--force")
+		}
+	})
+	f.mustBinky(f.repo, "up", "b1")
+	var blank string
+	f.eventually("the blank template is built beside the first plain world", func() bool {
+		out := f.mustBinky(f.repo, "golden")
+		if !strings.Contains(out, "blank (template1's copy, for plain worlds)") {
+			return false
+		}
+		blank, _, _ = strings.Cut(out, " ")
+		return true
+	})
+	f.mustBinky(f.repo, "up", "b2")
+	log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+	if !strings.Contains(string(log), `"msg":"slice made from the blank template","world":"b2"`) {
+		t.Fatalf("b2's database was not made from the blank template:\n%s", log)
+	}
+	b1, b2 := f.envOf("b1")["DB_URL"], f.envOf("b2")["DB_URL"]
+	if got := count(t, b2, "SELECT count(*) FROM t"); got != 1 {
+		t.Errorf("b2 holds %d rows: want its own seed's one", got)
+	}
+	if got := count(t, b2, `SELECT count(*) FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner
+		WHERE n.nspname = 'public' AND r.rolname = current_user`); got != 1 {
+		t.Error("b2's role does not own its schema public")
+	}
+	count(t, b2, "WITH x AS (INSERT INTO t VALUES (2) RETURNING 1) SELECT count(*) FROM x")
+	if got := count(t, b1, "SELECT count(*) FROM t"); got != 1 {
+		t.Errorf("b1 holds %d rows after b2 wrote its own: the worlds share data", got)
+	}
+	// Neither the blank nor its spare is open to a world's role.
+	u, _ := url.Parse(b2)
+	for _, db := range []string{blank, blank + adapters.SpareSuffix} {
+		u.Path = "/" + db
+		if c, err := pgx.Connect(context.Background(), u.String()); err == nil {
+			c.Close(context.Background())
+			t.Errorf("b2's role connects to %s", db)
+		}
+	}
+	// Dropped, with its spare; the next plain world is made from
+	// template1 meanwhile, and starts the build again.
+	admin := managedPGAdmin(f)
+	// b2 took a spare; the next one is made behind it.
+	f.eventually("the blank and its next spare", func() bool { return len(databases(t, admin, blank+"%")) == 2 })
+	f.mustBinky(f.repo, "golden", "drop", blank)
+	if got := databases(t, admin, blank+"%"); len(got) != 0 {
+		t.Errorf("golden drop left %v", got)
+	}
+	f.mustBinky(f.repo, "up", "b3")
+	if got := count(t, f.envOf("b3")["DB_URL"], "SELECT count(*) FROM t"); got != 1 {
+		t.Errorf("b3 holds %d rows", got)
+	}
+	f.eventually("the blank template is built again", func() bool {
+		return strings.Contains(f.mustBinky(f.repo, "golden"), blank)
+	})
+}
+
+// The blank template is built beside an up, in the background: a daemon
+// killed in the middle of its build leaves nothing the next build and gc
+// do not finish or drop.
+func TestABlankTemplateBuildCutOffIsBuiltAgainWhole(t *testing.T) {
+	needPGBinaries(t)
+	for _, step := range []string{"blank.provisioned", "blank.prepared"} {
+		t.Run("killed at "+step, func(t *testing.T) {
+			f := newFixture(t, `[project]
+name = "cut"
+[services.db]
+adapter = "postgres"
+`)
+			t.Cleanup(func() {
+				for _, w := range []string{"c1", "c2", "c3"} {
+					f.binky(f.repo, "remove", w, "--force")
+				}
+			})
+			// The build runs after c1's up has answered: the daemon is
+			// waited for until it killed itself there.
+			f.binky(f.repo, "daemon", "stop")
+			f.extraEnv = []string{"BINKY_TEST_CRASH_AT=" + step}
+			f.mustBinky(f.repo, "up", "c1")
+			f.eventually("the daemon killed itself at "+step, func() bool {
+				log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+				return strings.Contains(string(log), `"step":"`+step+`"`) && daemonGone(f)
+			})
+			f.extraEnv = nil
+			f.mustBinky(f.repo, "up", "c2")
+			var blank string
+			f.eventually("the blank template is built again", func() bool {
+				out := f.mustBinky(f.repo, "golden")
+				blank, _, _ = strings.Cut(out, " ")
+				return strings.HasPrefix(blank, "binky_blank_")
+			})
+			admin := managedPGAdmin(f)
+			f.eventually("the blank's spare is made", func() bool { return len(databases(t, admin, "binky_blank_%")) == 2 })
+			f.mustBinky(f.repo, "up", "c3")
+			log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+			if !strings.Contains(string(log), `"msg":"slice made from the blank template","world":"c3"`) {
+				t.Errorf("c3's database was not made from the rebuilt blank template")
+			}
+			// c3 took the spare; the next one is made behind it.
+			f.eventually("the blank and its next spare, nothing else", func() bool {
+				got := databases(t, admin, "binky_blank_%")
+				return len(got) == 2 && got[0] == blank && got[1] == blank+adapters.SpareSuffix
+			})
+			if out := f.mustBinky(f.repo, "gc", "--dry-run"); !strings.Contains(out, "no orphaned slices") {
+				t.Errorf("gc --dry-run:\n%s", out)
+			}
+		})
+	}
+}
+
+// daemonGone reports whether no daemon holds f's home (its lock is free).
+func daemonGone(f *fixture) bool {
+	lock := flock.New(filepath.Join(f.home, "daemon.lock"))
+	ok, err := lock.TryLock()
+	if err == nil && ok {
+		lock.Unlock()
+	}
+	return err == nil && ok
+}
+
+// needPGBinaries skips a test of binky's own PostgreSQL where its server
+// binaries are missing.
+func needPGBinaries(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
+		t.Skip("no PostgreSQL server binaries in /usr/lib/postgresql, and BINKY_TEST_PG is unset (make test installs them)")
+	}
+}
+
+// managedPGAdmin is the admin URL of f's home's own PostgreSQL.
+func managedPGAdmin(f *fixture) string {
+	pw, _ := os.ReadFile(filepath.Join(f.home, "servers", "postgres", "admin.password"))
+	for _, sv := range f.status().Servers {
+		if sv.Kind == "postgres" {
+			return fmt.Sprintf("postgres://binky:%s@127.0.0.1:%d/postgres?sslmode=disable", strings.TrimSpace(string(pw)), sv.Port)
+		}
+	}
+	f.t.Fatal("no managed postgres in status")
+	return ""
 }

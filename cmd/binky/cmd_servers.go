@@ -103,7 +103,9 @@ func newGoldenCmd(app *App) *cobra.Command {
 (and of the files golden_key names). 'golden' lists this home's templates;
 'golden drop NAME' drops one from its server (only if it is marked as this
 home's golden template) so that the next 'up' builds it again. Worlds already
-cloned from it keep their own copies.`,
+cloned from it keep their own copies. On binky's own PostgreSQL, the list also
+holds a blank template: template1's copy, whose prepared spares plain worlds
+(no clone_from) take instead of copying template1 while their up waits.`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.Request{Op: api.OpGolden, Dir: app.Dir}
@@ -135,7 +137,11 @@ cloned from it keep their own copies.`,
 				return nil
 			}
 			for _, g := range res {
-				fmt.Fprintf(app.Out, "%s  %s  project %s  built %s\n", g.Name, g.Adapter, g.Project, g.Built.Local().Format("2006-01-02 15:04"))
+				what := "project " + g.Project
+				if g.Blank {
+					what = "blank (template1's copy, for plain worlds)"
+				}
+				fmt.Fprintf(app.Out, "%s  %s  %s  built %s\n", g.Name, g.Adapter, what, g.Built.Local().Format("2006-01-02 15:04"))
 			}
 			return nil
 		},

@@ -1,0 +1,204 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/world"
+)
+
+// A plain PostgreSQL slice (no clone_from) is a copy of template1: its up
+// waited for CREATE DATABASE (80-100 ms through the WAL on the bench VM)
+// and a connection into the new database to hand its schema public over,
+// ~100 ms of a ~250 ms up (docs/performance.md, round 22). On the server
+// binky runs itself, plain slices are instead cloned from a blank
+// template: a database made from template1 once per home, whose spares
+// (adapters/postgres) are made in the background, so that a plain world's
+// up renames a prepared copy, as a golden clone's does. The migrate and
+// seed still run on every plain world: the blank carries nothing of them.
+//
+// Only there: template1 on a server of the user's may change (an
+// extension added for every new database), and a blank made before the
+// change would keep worlds from it. binky's own server closes template1
+// to every role (Harden), so nothing changes it after its initdb.
+//
+// The first plain world of a home makes its database the old way, and
+// starts the blank's build beside it: its up does not wait for a template
+// and its first copy. Later ones take the blank's spare once it exists.
+
+// blankName is the name of the blank template of kind on the server ref,
+// this home's: the home is in it, as in a golden template's.
+func blankName(kind, ref, homeID string) string {
+	sum := sha256.Sum256([]byte("blank\x00" + kind + "\x00" + ref + "\x00" + homeID))
+	return "binky_blank_" + hex.EncodeToString(sum[:5])
+}
+
+// copiesTemplate1 reports whether a new slice of kind is a copy the
+// server makes of a template database while the up waits: PostgreSQL's
+// CREATE DATABASE. A MySQL database or a Redis prefix costs nothing to
+// make.
+func copiesTemplate1(kind string) bool { return kind == "postgres" }
+
+// blankTemplate returns the name of the blank template a plain slice s of
+// kind may be cloned from, when it is built and still on its server; else
+// "", after starting its build in the background. Only for binky's own
+// server (ref "managed:<kind>").
+func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, ref string, s adapters.Slice, secret []byte) string {
+	if !copiesTemplate1(kind) || !strings.HasPrefix(ref, "managed:") {
+		return ""
+	}
+	if _, ok := a.(adapters.Cloner); !ok {
+		return ""
+	}
+	name := blankName(kind, ref, s.Home)
+	marker := filepath.Join(d.home.GoldenDir(), name+".json")
+	if _, err := os.Stat(marker); err != nil {
+		d.buildBlankLater(a, kind, ref, name, s, secret)
+		return ""
+	}
+	// Under its lock, as a golden template is prepared: two preparations
+	// at once conflict. Held by a build or a drop: this up does not wait.
+	unlock, ok := d.tryGoldenLock(ctx, name)
+	if !ok {
+		return ""
+	}
+	defer unlock()
+	if !templateThere(ctx, a, s.AdminURL, name) {
+		// Dropped from its server (or the server made again): built anew.
+		d.buildBlankLater(a, kind, ref, name, s, secret)
+		return ""
+	}
+	// The marker's time is the template's last use, as a golden one's.
+	now := time.Now()
+	_ = os.Chtimes(marker, now, now)
+	if err := prepareTemplate(ctx, a, s.AdminURL, name); err != nil {
+		return ""
+	}
+	return name
+}
+
+// buildBlankLater builds the blank template in the background, once at a
+// time here (its lock orders builds across processes). A build that fails
+// is logged; the next plain up tries again.
+func (d *Daemon) buildBlankLater(a adapters.Adapter, kind, ref, name string, s adapters.Slice, secret []byte) {
+	d.mu.Lock()
+	if d.blanks == nil {
+		d.blanks = map[string]bool{}
+	}
+	if d.blanks[name] {
+		d.mu.Unlock()
+		return
+	}
+	d.blanks[name] = true
+	d.mu.Unlock()
+	base := d.ctx // the daemon's life: its stop cuts the build off
+	if base == nil {
+		base = context.Background()
+	}
+	// Counted as a request: the daemon's stop waits for it.
+	d.requests.Add(1)
+	go func() {
+		defer d.requests.Done()
+		defer func() {
+			d.mu.Lock()
+			delete(d.blanks, name)
+			d.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(d.withSteps(base), 2*time.Minute)
+		defer cancel()
+		gs := adapters.Slice{Name: name, World: goldenWorld, Home: s.Home, AdminURL: s.AdminURL,
+			Password: adapters.Password(secret, kind, name), Template: true}
+		if err := d.buildBlank(ctx, a, kind, ref, gs); err != nil {
+			d.log.Warn("blank template not built: plain worlds make their databases from template1 meanwhile", "name", name, "err", err)
+		}
+	}()
+}
+
+// buildBlank makes the blank template gs under its lock, as golden builds
+// a template with nothing to migrate or seed: a building file first (gc
+// drops what a crash leaves), the database, then the marker.
+func (d *Daemon) buildBlank(ctx context.Context, a adapters.Adapter, kind, ref string, gs adapters.Slice) error {
+	if err := os.MkdirAll(d.home.GoldenDir(), 0o700); err != nil {
+		return err
+	}
+	unlock, err := world.Lock(ctx, filepath.Join(d.home.GoldenDir(), gs.Name+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	marker := filepath.Join(d.home.GoldenDir(), gs.Name+".json")
+	if _, err := os.Stat(marker); err == nil && templateThere(ctx, a, gs.AdminURL, gs.Name) {
+		return nil // built by another up meanwhile
+	}
+	if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	_ = a.Teardown(ctx, gs)
+	building := filepath.Join(d.home.GoldenDir(), gs.Name+buildingSuffix)
+	bm, _ := json.Marshal(goldenMarker{Name: gs.Name, Adapter: kind, Admin: ref, Blank: true})
+	if err := world.WriteFileAtomic(building, bm, 0o600); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := a.Provision(ctx, gs); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
+		return err
+	}
+	if err := d.step("blank.provisioned"); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
+		return err
+	}
+	if err := prepareTemplate(ctx, a, gs.AdminURL, gs.Name); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
+		return err
+	}
+	// A crash from here on leaves a template with no marker: the next
+	// plain up builds it again, dropping this one first.
+	if err := d.step("blank.prepared"); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
+		return err
+	}
+	b, _ := json.Marshal(goldenMarker{Name: gs.Name, Adapter: kind, Admin: ref, Blank: true, Built: time.Now().UTC()})
+	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
+		return err
+	}
+	os.Remove(building)
+	d.log.Info("blank template built", "name", gs.Name, "took_ms", time.Since(start).Milliseconds())
+	// Its first spare now, not on the next plain up's path.
+	if sp, ok := a.(adapters.Sparer); ok {
+		sp.MakeSpare(gs.AdminURL, gs.Name)
+	}
+	return nil
+}
+
+// templateThere reports whether the template name is on its server, where
+// the adapter can say; an adapter that cannot is taken at its marker.
+func templateThere(ctx context.Context, a adapters.Adapter, adminURL, name string) bool {
+	ex, ok := a.(interface {
+		Exists(ctx context.Context, adminURL, name string) (bool, error)
+	})
+	if !ok {
+		return true
+	}
+	there, err := ex.Exists(ctx, adminURL, name)
+	return err == nil && there
+}
+
+// prepareTemplate readies the template name for copying, where the
+// adapter has something to do for it (PostgreSQL: hand it to the admin,
+// lock its role).
+func prepareTemplate(ctx context.Context, a adapters.Adapter, adminURL, name string) error {
+	if tp, ok := a.(interface {
+		PrepareTemplate(ctx context.Context, adminURL, name string) error
+	}); ok {
+		return tp.PrepareTemplate(ctx, adminURL, name)
+	}
+	return nil
+}
