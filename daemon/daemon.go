@@ -53,6 +53,17 @@ type Daemon struct {
 	worlds    map[string]*worldRun
 	repoLocks map[string]*sync.Mutex
 	blanks    map[string]bool // blank templates being built here (blank.go)
+	// blankTurns are the blank templates an up is cloning now: one at a
+	// time (blank.go).
+	blankTurns map[string]bool
+	// blankWanted are the blank templates to build once the up that found
+	// them missing has ended (blank.go).
+	blankWanted map[string]func()
+	// draining is set, under mu, before Run waits for its requests: work
+	// started in the background after that (by a hook's up, which no
+	// request counts) is not started, rather than added to a WaitGroup
+	// being waited on.
+	draining bool
 
 	watch   *watcher
 	adopted chan struct{} // closed once services left running are adopted
@@ -253,6 +264,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.serve(ctx, conn.(*net.UnixConn))
 		}()
 	}
+	d.mu.Lock()
+	d.draining = true
+	d.mu.Unlock()
 	d.requests.Wait()
 	if homeFate(d.gone.Load()) == homeDeleted {
 		d.endOrphans(hw)
@@ -333,6 +347,19 @@ func (d *Daemon) serve(ctx context.Context, conn *net.UnixConn) {
 		return
 	}
 	send(api.Message{Result: b})
+}
+
+// background counts one piece of background work as a request, so that
+// the daemon's stop waits for it, and reports false (counting nothing)
+// once the stop has begun waiting: the work is not to start.
+func (d *Daemon) background() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.draining {
+		return false
+	}
+	d.requests.Add(1)
+	return true
 }
 
 func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Event)) (any, error) {

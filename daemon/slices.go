@@ -459,9 +459,10 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 			_ = a.Teardown(ctx, s)
 		}
 		if svc.CloneFrom == "" && canClone {
-			if blank := d.blankTemplate(ctx, a, kind, ref, s, secret); blank != "" {
+			if blank, release := d.blankTemplate(ctx, a, kind, ref, s, secret); blank != "" {
 				start := time.Now()
 				err := cloner.Clone(ctx, blank, s)
+				release()
 				if err == nil {
 					d.log.Info("slice made from the blank template", "world", w.Name, "service", n, "slice", s.Name, "template", blank,
 						"took_ms", time.Since(start).Milliseconds())

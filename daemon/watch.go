@@ -572,6 +572,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		// Slices need the worktree's files (migrate and seed run there).
 		if err == nil && !wt.NoCheckout {
 			_, err = d.provisionSlices(ctx, w, rec, env, func(api.Event) {})
+			d.startWantedBlanks()
 		}
 		if err != nil {
 			d.log.Error("provision", "worktree", wt.Path, "err", err)

@@ -194,7 +194,9 @@ func (d *Daemon) warmServers(cfg *world.Config) {
 	for _, kind := range managedKinds(cfg) {
 		// Counted as the request it serves: the daemon's stop (and a
 		// deleted home's clean-up) waits for it, and knows its server.
-		d.requests.Add(1)
+		if !d.background() {
+			return
+		}
 		go func() {
 			defer d.requests.Done()
 			ctx, cancel := context.WithTimeout(base, 2*time.Minute)
@@ -331,6 +333,9 @@ func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.Wo
 // services in depends_on order, each once its dependencies are healthy. It
 // is idempotent: a world already running them is left as it is.
 func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []string, emit func(api.Event)) (api.World, error) {
+	// A blank template a plain slice found missing is built once this up
+	// is done, not beside it (blank.go).
+	defer d.startWantedBlanks()
 	names, err := serviceNames(w.Config, group)
 	if err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
