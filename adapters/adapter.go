@@ -104,6 +104,10 @@ type Owned struct {
 // for its first here, so that no up waits for it.
 type Sparer interface {
 	MakeSpare(adminURL, template string)
+	// HasSpare reports whether template has a spare, or one is being
+	// made here: whether its next clone would rename one rather than
+	// start one and wait for its whole copy.
+	HasSpare(ctx context.Context, adminURL, template string) (bool, error)
 }
 
 // Lister is an adapter that can list every object binky marked on a

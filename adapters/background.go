@@ -40,6 +40,13 @@ func (b *Background) Go(key string, job func()) {
 	}()
 }
 
+// Running reports whether a job runs under key now.
+func (b *Background) Running(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running[key] != nil
+}
+
 // Wait returns once no job runs under key, or ctx's error when it ends
 // first.
 func (b *Background) Wait(ctx context.Context, key string) error {

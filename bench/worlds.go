@@ -281,7 +281,7 @@ clone_from = "golden"
 			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
 			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))
 	}
-	return benchPlainWorlds(b, dir, schema, seed, cred, pgctl)
+	return benchPlainWorlds(b, dir, schema, cred, pgctl)
 }
 
 // result is one point of the worlds sweep: both sides, measured together.
@@ -561,13 +561,13 @@ func adminPSQL(psql, home, sql string) (string, error) {
 
 // benchPlainWorlds times 8 ups of plain worlds (no clone_from: each
 // world's own migrate and seed, 1,000 rows) on binky's own server, in a
-// fresh home: the first makes its database from template1 and starts the
-// blank template beside it; later ones take the blank's spare
+// fresh home: the first makes its database from template1, and the blank
+// template is built once it is up; later ones take the blank's spare
 // (daemon/blank.go). binky alone: the point is what an up of the default
 // config waits for, not a ratio.
-func benchPlainWorlds(b *bench, dir, schema, seed string, cred *syscall.Credential, pgctl string) error {
+func benchPlainWorlds(b *bench, dir, schema string, cred *syscall.Credential, pgctl string) error {
 	home, repo := filepath.Join(dir, "binky-plain"), filepath.Join(dir, "repo-plain")
-	seed = strings.Replace(seed, "200000", "1000", 1)
+	seed := "INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, 1000) i;"
 	run, err := binkyRepo(home, repo, fmt.Sprintf(`[project]
 name = "plain"
 [services.db]
@@ -576,6 +576,8 @@ migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 `, schema, seed), nil)
 	if err != nil {
+		removeAll(repo)
+		removeAll(home)
 		return err
 	}
 	gb := filepath.Join(b.bin, "git-binky")
@@ -605,7 +607,7 @@ seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 		each = append(each, time.Since(began))
 		if i == 0 {
 			// As a person's next up would: the blank's build (begun
-			// beside the first) done.
+			// once the first was up) done.
 			time.Sleep(2 * time.Second)
 		}
 	}

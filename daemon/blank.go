@@ -27,11 +27,14 @@ import (
 // Only there: template1 on a server of the user's may change (an
 // extension added for every new database), and a blank made before the
 // change would keep worlds from it. binky's own server closes template1
-// to every role (Harden), so nothing changes it after its initdb.
+// to every role (Harden); only someone using its admin password changes
+// it, and then 'git binky golden drop' of the blank brings the change to
+// later plain worlds.
 //
-// The first plain world of a home makes its database the old way, and
-// starts the blank's build once it is up: it waits for no template and its
-// first copy. Later ones take the blank's spare once it exists.
+// The first plain world of a home makes its database the old way, and the
+// blank is built once no up is under way: no up waits for it or its first
+// copy, nor runs beside them. Later ones take the blank's spare once it
+// exists.
 
 // blankName is the name of the blank template of kind on the server ref,
 // this home's: the home is in it, as in a golden template's.
@@ -47,27 +50,27 @@ func blankName(kind, ref, homeID string) string {
 func copiesTemplate1(kind string) bool { return kind == "postgres" }
 
 // blankTemplate returns the name of the blank template a plain slice s of
-// kind may be cloned from, when it is built and still on its server, and
-// the release of this up's turn at it; else "", after starting its build
-// in the background where it is missing. Only for binky's own server (ref
-// "managed:<kind>").
+// kind may be cloned from now, and the release of this up's turn at it;
+// else "", after asking for what is missing (the blank's build, its
+// spare). Only for binky's own server (ref "managed:<kind>").
 //
-// One up at a time takes the blank: the next spare is made behind each
-// clone, and ups that arrived together each waited for the one before
-// (six at once: 9, 411, 876, 948, 940 and 1072 ms for their copies), where
-// copies of template1 run side by side. The others make their databases
-// from template1, as before.
+// The blank is worth taking only as its spare, renamed: with none made or
+// being made, its clone would start one and wait for its whole copy (two
+// checkpoints, 200-400 ms here), where template1's copy is 80-100 ms. And
+// one up at a time takes it: ups that arrived together each waited for the
+// spare made behind the one before (six at once: their copies 9, 411, 876,
+// 948, 940 and 1072 ms), where copies of template1 run side by side. The
+// others make their databases from template1, as before.
 func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, ref string, s adapters.Slice, secret []byte) (string, func()) {
-	if !copiesTemplate1(kind) || !strings.HasPrefix(ref, "managed:") {
-		return "", nil
-	}
-	if _, ok := a.(adapters.Cloner); !ok {
+	sp, ok := a.(adapters.Sparer)
+	if !copiesTemplate1(kind) || !strings.HasPrefix(ref, "managed:") || !ok {
 		return "", nil
 	}
 	name := blankName(kind, ref, s.Home)
+	build := func() { d.buildBlankLater(a, kind, ref, name, s.Home, s.AdminURL, secret) }
 	marker := filepath.Join(d.home.GoldenDir(), name+".json")
 	if _, err := os.Stat(marker); err != nil {
-		d.wantBlank(name, func() { d.buildBlankLater(a, kind, ref, name, s, secret) })
+		d.wantBlank(name, build)
 		return "", nil
 	}
 	d.mu.Lock()
@@ -86,7 +89,8 @@ func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, re
 		d.mu.Unlock()
 	}
 	// Under its lock, as a golden template is prepared: two preparations
-	// at once conflict. Held by a build or a drop: this up does not wait.
+	// at once conflict. Held by a build or a drop, it is waited for 100 ms
+	// at most.
 	unlock, ok := d.tryGoldenLock(ctx, name)
 	if !ok {
 		release()
@@ -96,27 +100,35 @@ func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, re
 	switch there, err := templateExists(ctx, a, s.AdminURL, name); {
 	case err != nil:
 		// Not known: left as it is, and not used this time.
+		d.log.Warn("blank template not used: cannot tell whether it is on its server", "name", name, "err", err)
 		release()
 		return "", nil
 	case !there:
 		// Dropped from its server (or the server made again): built anew.
 		release()
-		d.wantBlank(name, func() { d.buildBlankLater(a, kind, ref, name, s, secret) })
+		d.wantBlank(name, build)
+		return "", nil
+	}
+	if has, err := sp.HasSpare(ctx, s.AdminURL, name); err != nil || !has {
+		// Made now for the next up; this one copies template1.
+		sp.MakeSpare(s.AdminURL, name)
+		release()
 		return "", nil
 	}
 	// The marker's time is the template's last use, as a golden one's.
 	now := time.Now()
 	_ = os.Chtimes(marker, now, now)
 	if err := prepareTemplate(ctx, a, s.AdminURL, name); err != nil {
+		d.log.Warn("blank template not used: not prepared for copying", "name", name, "err", err)
 		release()
 		return "", nil
 	}
 	return name, release
 }
 
-// wantBlank asks for the blank template name to be built once the up
-// that asks has ended (startWantedBlanks): built beside the first plain
-// world's migrate, its copies and checkpoints made that up ~170 ms slower.
+// wantBlank asks for the blank template name to be built once no up is
+// under way (startWantedBlanks): built beside the first plain world's
+// migrate, its copies and checkpoints made that up ~170 ms slower.
 func (d *Daemon) wantBlank(name string, build func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -126,9 +138,28 @@ func (d *Daemon) wantBlank(name string, build func()) {
 	d.blankWanted[name] = build
 }
 
-// startWantedBlanks starts the builds wantBlank asked for.
+// upStarted counts an up under way; the func it returns ends it, and
+// starts the blank builds asked for once none is.
+func (d *Daemon) upStarted() (ended func()) {
+	d.mu.Lock()
+	d.upsUnderWay++
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		d.upsUnderWay--
+		d.mu.Unlock()
+		d.startWantedBlanks()
+	}
+}
+
+// startWantedBlanks starts the builds wantBlank asked for, once no up is
+// under way.
 func (d *Daemon) startWantedBlanks() {
 	d.mu.Lock()
+	if d.upsUnderWay > 0 {
+		d.mu.Unlock()
+		return
+	}
 	wanted := d.blankWanted
 	d.blankWanted = nil
 	d.mu.Unlock()
@@ -140,22 +171,19 @@ func (d *Daemon) startWantedBlanks() {
 // buildBlankLater builds the blank template in the background, once at a
 // time here (its lock orders builds across processes). A build that fails
 // is logged; the next plain up tries again.
-func (d *Daemon) buildBlankLater(a adapters.Adapter, kind, ref, name string, s adapters.Slice, secret []byte) {
+func (d *Daemon) buildBlankLater(a adapters.Adapter, kind, ref, name, home, adminURL string, secret []byte) {
 	// Counted as a request: the daemon's stop waits for it (and none
 	// starts once the stop waits).
-	if !d.background() {
-		return
-	}
 	d.mu.Lock()
-	if d.blanks == nil {
-		d.blanks = map[string]bool{}
-	}
-	if d.blanks[name] {
+	if d.blanksBuilding[name] || d.draining {
 		d.mu.Unlock()
-		d.requests.Done()
 		return
 	}
-	d.blanks[name] = true
+	if d.blanksBuilding == nil {
+		d.blanksBuilding = map[string]bool{}
+	}
+	d.blanksBuilding[name] = true
+	d.requests.Add(1)
 	d.mu.Unlock()
 	base := d.ctx // the daemon's life: its stop cuts the build off
 	if base == nil {
@@ -165,12 +193,12 @@ func (d *Daemon) buildBlankLater(a adapters.Adapter, kind, ref, name string, s a
 		defer d.requests.Done()
 		defer func() {
 			d.mu.Lock()
-			delete(d.blanks, name)
+			delete(d.blanksBuilding, name)
 			d.mu.Unlock()
 		}()
 		ctx, cancel := context.WithTimeout(d.withSteps(base), 2*time.Minute)
 		defer cancel()
-		gs := adapters.Slice{Name: name, World: goldenWorld, Home: s.Home, AdminURL: s.AdminURL,
+		gs := adapters.Slice{Name: name, World: goldenWorld, Home: home, AdminURL: adminURL,
 			Password: adapters.Password(secret, kind, name), Template: true}
 		if err := d.buildBlank(ctx, a, kind, ref, gs); err != nil {
 			d.log.Warn("blank template not built: plain worlds make their databases from template1 meanwhile", "name", name, "err", err)
@@ -228,6 +256,7 @@ func (d *Daemon) buildBlank(ctx context.Context, a adapters.Adapter, kind, ref s
 	}
 	b, _ := json.Marshal(goldenMarker{Name: gs.Name, Adapter: kind, Admin: ref, Blank: true, Built: time.Now().UTC()})
 	if err := world.WriteFileAtomic(marker, b, 0o600); err != nil {
+		d.dropHalfBuilt(ctx, a, gs)
 		return err
 	}
 	os.Remove(building)

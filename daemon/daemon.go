@@ -52,7 +52,11 @@ type Daemon struct {
 	mu        sync.Mutex
 	worlds    map[string]*worldRun
 	repoLocks map[string]*sync.Mutex
-	blanks    map[string]bool // blank templates being built here (blank.go)
+	// blanksBuilding are the blank templates being built here, and
+	// upsUnderWay the ups that have not ended: a wanted blank is built
+	// once none is (blank.go).
+	blanksBuilding map[string]bool
+	upsUnderWay    int
 	// blankTurns are the blank templates an up is cloning now: one at a
 	// time (blank.go).
 	blankTurns map[string]bool

@@ -30,7 +30,7 @@ var FailureSteps = []string{
 	"golden.provisioned",     // the golden template exists, not migrated
 	"golden.migrated",        // migrated and seeded, not yet a template
 	"golden.prepared",        // a template, its marker file not written
-	"blank.provisioned",      // the blank template exists, not prepared (built beside an up: blank.go)
+	"blank.provisioned",      // the blank template exists, not prepared (built after an up: blank.go)
 	"blank.prepared",         // the blank is a template, its marker file not written
 	"slice.cloned",           // the world's copy made, the record not ready
 	"slice.provisioned",      // provisioned (no clone), not migrated

@@ -399,9 +399,10 @@ func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRe
 }
 
 // createSlice makes a new slice: a clone of the golden template where the
-// config asks and the adapter can, else provision + migrate + seed. Any
-// clone failure falls back to the latter: correctness never depends on
-// cloning, only speed does. It returns how the slice was made, and from
+// config asks and the adapter can, else provision + migrate + seed (the
+// provision a copy of the blank template where there is one: blank.go).
+// Any clone failure falls back to a provision: correctness never depends
+// on cloning, only speed does. It returns how the slice was made, and from
 // which template.
 func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
 	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, error) {
@@ -461,7 +462,13 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		if svc.CloneFrom == "" && canClone {
 			if blank, release := d.blankTemplate(ctx, a, kind, ref, s, secret); blank != "" {
 				start := time.Now()
-				err := cloner.Clone(ctx, blank, s)
+				var err error
+				if os.Getenv("BINKY_TEST_FAIL_CLONE") != "" {
+					// A failure on demand, to exercise the fallback for real.
+					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
+				} else {
+					err = cloner.Clone(ctx, blank, s)
+				}
 				release()
 				if err == nil {
 					d.log.Info("slice made from the blank template", "world", w.Name, "service", n, "slice", s.Name, "template", blank,

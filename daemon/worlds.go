@@ -333,9 +333,9 @@ func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.Wo
 // services in depends_on order, each once its dependencies are healthy. It
 // is idempotent: a world already running them is left as it is.
 func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []string, emit func(api.Event)) (api.World, error) {
-	// A blank template a plain slice found missing is built once this up
-	// is done, not beside it (blank.go).
-	defer d.startWantedBlanks()
+	// A blank template a plain slice found missing is built once no up
+	// is under way, not beside one (blank.go).
+	defer d.upStarted()()
 	names, err := serviceNames(w.Config, group)
 	if err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}

@@ -87,6 +87,19 @@ func makeSpare(adminURL, template string) {
 // MakeSpare starts making template's spare (adapters.Sparer).
 func (p *Postgres) MakeSpare(adminURL, template string) { makeSpare(adminURL, template) }
 
+// HasSpare reports whether template's spare exists or is being made here
+// (adapters.Sparer).
+func (p *Postgres) HasSpare(ctx context.Context, adminURL, template string) (bool, error) {
+	spare := spareOf(template)
+	if spare == "" {
+		return false, nil
+	}
+	if spares.Running(spareKey(adminURL, template)) {
+		return true, nil
+	}
+	return p.Exists(ctx, adminURL, spare)
+}
+
 func createSpare(ctx context.Context, adminURL, template string) error {
 	c, release, err := copyingAdmin(ctx, adminURL)
 	if err != nil {

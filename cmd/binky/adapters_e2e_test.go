@@ -613,13 +613,13 @@ migrate = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE IF NOT 
 seed = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO t VALUES (1)'"
 `)
 	t.Cleanup(func() {
-		for _, w := range []string{"b1", "b2", "b3"} {
+		for _, w := range []string{"b1", "b2", "b3", "b4"} {
 			f.binky(f.repo, "remove", w, "--force")
 		}
 	})
 	f.mustBinky(f.repo, "up", "b1")
 	var blank string
-	f.eventually("the blank template is built beside the first plain world", func() bool {
+	f.eventually("the blank template is built after the first plain world", func() bool {
 		out := f.mustBinky(f.repo, "golden")
 		if !strings.Contains(out, "blank (template1's copy, for plain worlds)") {
 			return false
@@ -658,6 +658,18 @@ seed = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO t VALUES (1
 	admin := managedPGAdmin(f)
 	// b2 took a spare; the next one is made behind it.
 	f.eventually("the blank and its next spare", func() bool { return len(databases(t, admin, blank+"%")) == 2 })
+	// A copy that fails is made from template1 instead.
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.extraEnv = []string{"BINKY_TEST_FAIL_CLONE=1"}
+	f.mustBinky(f.repo, "up", "b4")
+	f.extraEnv = nil
+	f.mustBinky(f.repo, "daemon", "stop")
+	if log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log")); !strings.Contains(string(log), `"msg":"blank template not copied: making the database from template1","world":"b4"`) {
+		t.Error("b4's failed copy of the blank was not said")
+	}
+	if got := count(t, f.envOf("b4")["DB_URL"], "SELECT count(*) FROM t"); got != 1 {
+		t.Errorf("b4, made from template1 after a failed copy, holds %d rows", got)
+	}
 	f.mustBinky(f.repo, "golden", "drop", blank)
 	if got := databases(t, admin, blank+"%"); len(got) != 0 {
 		t.Errorf("golden drop left %v", got)
@@ -671,7 +683,7 @@ seed = "psql \"$DATABASE_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO t VALUES (1
 	})
 }
 
-// The blank template is built beside an up, in the background: a daemon
+// The blank template is built after an up, in the background: a daemon
 // killed in the middle of its build leaves nothing the next build and gc
 // do not finish or drop.
 func TestABlankTemplateBuildCutOffIsBuiltAgainWhole(t *testing.T) {
