@@ -281,7 +281,7 @@ clone_from = "golden"
 			prev.n, perWorld(last.binkyRAM, prev.binkyRAM, last.n, prev.n), (last.binkyTime-prev.binkyTime).Seconds()/float64(last.n-prev.n),
 			perWorld(last.perRAM, prev.perRAM, last.n, prev.n), (last.perTime-prev.perTime).Seconds()/float64(last.n-prev.n))
 	}
-	return benchPlainWorlds(b, dir, schema, cred, pgctl)
+	return benchPlainWorlds(b, dir, schema, pgctl)
 }
 
 // result is one point of the worlds sweep: both sides, measured together.
@@ -565,7 +565,7 @@ func adminPSQL(psql, home, sql string) (string, error) {
 // template is built once it is up; later ones take the blank's spare
 // (daemon/blank.go). binky alone: the point is what an up of the default
 // config waits for, not a ratio.
-func benchPlainWorlds(b *bench, dir, schema string, cred *syscall.Credential, pgctl string) error {
+func benchPlainWorlds(b *bench, dir, schema, pgctl string) error {
 	home, repo := filepath.Join(dir, "binky-plain"), filepath.Join(dir, "repo-plain")
 	seed := "INSERT INTO items SELECT i, 'item ' || i, i * 0.01 FROM generate_series(1, 1000) i;"
 	run, err := binkyRepo(home, repo, fmt.Sprintf(`[project]
@@ -583,14 +583,7 @@ seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c \"%s\""
 	gb := filepath.Join(b.bin, "git-binky")
 	defer func() {
 		run(repo, gb, "daemon", "stop")
-		data := filepath.Join(home, "servers", "postgres", "data")
-		if target, err := os.Readlink(data); err == nil {
-			data = target
-		}
-		runAs(cred, pgctl, "-D", data, "-m", "immediate", "stop")
-		if filepath.Dir(filepath.Dir(data)) != filepath.Join(home, "servers") {
-			removeAll(filepath.Dir(filepath.Dir(data)))
-		}
+		stopBinkyServers(home, pgctl)
 		for i := 0; i < 8; i++ {
 			removeAll(filepath.Join(dir, fmt.Sprintf("p%d", i)))
 		}

@@ -73,27 +73,11 @@ func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, re
 		d.wantBlank(name, build)
 		return "", nil
 	}
-	d.mu.Lock()
-	if d.blankTurns == nil {
-		d.blankTurns = map[string]bool{}
-	}
-	busy := d.blankTurns[name]
-	d.blankTurns[name] = true
-	d.mu.Unlock()
-	if busy {
-		return "", nil
-	}
-	release := func() {
-		d.mu.Lock()
-		delete(d.blankTurns, name)
-		d.mu.Unlock()
-	}
 	// Under its lock, as a golden template is prepared: two preparations
 	// at once conflict. Held by a build or a drop, it is waited for 100 ms
 	// at most.
 	unlock, ok := d.tryGoldenLock(ctx, name)
 	if !ok {
-		release()
 		return "", nil
 	}
 	defer unlock()
@@ -101,18 +85,19 @@ func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, re
 	case err != nil:
 		// Not known: left as it is, and not used this time.
 		d.log.Warn("blank template not used: cannot tell whether it is on its server", "name", name, "err", err)
-		release()
 		return "", nil
 	case !there:
 		// Dropped from its server (or the server made again): built anew.
-		release()
 		d.wantBlank(name, build)
 		return "", nil
 	}
 	if has, err := sp.HasSpare(ctx, s.AdminURL, name); err != nil || !has {
 		// Made now for the next up; this one copies template1.
 		sp.MakeSpare(s.AdminURL, name)
-		release()
+		return "", nil
+	}
+	release, ok := d.blankTurn(name)
+	if !ok {
 		return "", nil
 	}
 	// The marker's time is the template's last use, as a golden one's.
@@ -124,6 +109,25 @@ func (d *Daemon) blankTemplate(ctx context.Context, a adapters.Adapter, kind, re
 		return "", nil
 	}
 	return name, release
+}
+
+// blankTurn takes the turn at cloning the blank template name, and
+// returns its release; false when another up holds it.
+func (d *Daemon) blankTurn(name string) (release func(), ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.blankTurns[name] {
+		return nil, false
+	}
+	if d.blankTurns == nil {
+		d.blankTurns = map[string]bool{}
+	}
+	d.blankTurns[name] = true
+	return func() {
+		d.mu.Lock()
+		delete(d.blankTurns, name)
+		d.mu.Unlock()
+	}, true
 }
 
 // wantBlank asks for the blank template name to be built once no up is

@@ -262,9 +262,7 @@ env = { STORE_DIR = "${store.path}" }
 }
 
 func TestManagedPostgresAndRedisStartFromNothing(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("BINKY_TEST_PG") == "" {
-		t.Skip("no PostgreSQL server binaries (make test installs them)")
-	}
+	needPGBinaries(t)
 	f := newFixture(t, `[project]
 name = "managed"
 [services.db]
