@@ -108,17 +108,25 @@ func topoOrder(procs map[string]*proc) ([]string, error) {
 	return out, nil
 }
 
-// Start starts every service not yet running, each once its dependencies
-// are ready, and returns when all are ready. If any fails to start or to
-// become healthy within its start period, or ctx is cancelled, Start stops
-// the whole group, so nothing is left half up, and returns why.
+// Start starts every service not yet up (running, or a oneshot done),
+// each once its dependencies are ready, and returns when all are ready. If
+// any fails to start or to become healthy within its start period, or ctx
+// is cancelled, Start stops what it started, so nothing is left half up,
+// and returns why. What it found up (adopted: a world's running services
+// when an up widens it to another group) is left running.
 func (g *Group) Start(ctx context.Context) error {
 	g.startRotation()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(g.procs))
+	var started []*proc
 	for _, name := range g.order {
 		p := g.procs[name]
+		if p.up() {
+			errs <- nil
+			continue
+		}
+		started = append(started, p)
 		var deps []*proc
 		for _, d := range p.spec.DependsOn {
 			deps = append(deps, g.procs[d])
@@ -139,10 +147,20 @@ func (g *Group) Start(ctx context.Context) error {
 		}
 	}
 	if first != nil {
-		_ = g.Stop(context.Background())
+		for i := len(started) - 1; i >= 0; i-- { // dependents first, as Stop
+			_ = started[i].stop(context.Background())
+		}
 		return first
 	}
 	return nil
+}
+
+// up reports whether the service needs no start: its process runs, or it
+// is a oneshot that finished (adopted as done).
+func (p *proc) up() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running || p.spec.Oneshot && p.isReady && p.st.State == Done
 }
 
 // Adopt takes over a service that is already running (started by an earlier
@@ -280,6 +298,12 @@ func (g *Group) Subscribe() (<-chan Event, func()) {
 
 // publish delivers a state change; callers hold pubMu.
 func (g *Group) publish(st Status) {
+	if g.ctx.Err() != nil {
+		// Closed: the processes it let go of are another supervisor's (or
+		// the next daemon's), and the loop still reaping one must not
+		// record it stopped over the state its new supervisor records.
+		return
+	}
 	if g.onChange != nil {
 		g.onChange(st)
 	}

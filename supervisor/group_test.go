@@ -581,3 +581,79 @@ func TestAFailedStartReportsTheFailureNotADependentsWordOfIt(t *testing.T) {
 		}
 	}
 }
+
+// A group that took over running services (an up widening a world to
+// another group) starts only what is not up: the adopted service and the
+// done oneshot are neither started again nor stopped when a new service
+// fails, since the failed start did not start them.
+func TestStartLeavesWhatItFoundUpWhenANewServiceFails(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "migrate-runs")
+	migrate := Spec{Name: "migrate", Cmd: "echo run >> " + runs, Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	api, _ := httpSpec(t, "api", "migrate")
+	g1, _ := NewGroup([]Spec{migrate, api}, nil)
+	if err := g1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	apiSt, _ := g1.Status("api")
+	migrateSt, _ := g1.Status("migrate")
+	g1.Close()
+
+	cmd, env := helper("exit", "CODE=3")
+	worker := Spec{Name: "worker", Cmd: cmd, Env: env, Dir: dir, DependsOn: []string{"api"}, Restart: RestartNo,
+		Health:  Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Interval: 50 * time.Millisecond, StartPeriod: time.Second},
+		LogPath: filepath.Join(dir, "worker.log"), StopTimeout: time.Second}
+	g2, err := NewGroup([]Spec{migrate, api, worker}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Stop(context.Background())
+	if !g2.Adopt("api", apiSt) || !g2.AdoptDone("migrate", migrateSt) {
+		t.Fatal("did not take over the running service and the done oneshot")
+	}
+	if err := g2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "worker") {
+		t.Fatalf("start = %v, want worker's failure", err)
+	}
+	if !procgroup.Alive(apiSt.PID, apiSt.StartTick) {
+		t.Error("the failed start stopped api, which it did not start")
+	}
+	if st, _ := g2.Status("api"); st.PID != apiSt.PID {
+		t.Errorf("api = %+v, want the adopted pid %d", st, apiSt.PID)
+	}
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "run") != 1 {
+		t.Errorf("the done migrate ran %d times, want once", strings.Count(string(b), "run"))
+	}
+}
+
+// A closed group says nothing more about the processes it let go of: the
+// loop that still reaps its own child, once that exits, must not record it
+// stopped over what the supervisor that took it over records.
+func TestAClosedGroupPublishesNothingWhenAProcessItLetGoOfExits(t *testing.T) {
+	api, _ := httpSpec(t, "api")
+	var mu sync.Mutex
+	var after []Status
+	closed := false
+	g, _ := NewGroup([]Spec{api}, func(st Status) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			after = append(after, st)
+		}
+	})
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := g.Status("api")
+	mu.Lock()
+	closed = true
+	mu.Unlock()
+	g.Close()
+	procgroup.Stop(st.PGID, time.Second)
+	time.Sleep(300 * time.Millisecond) // the loop's wait returns and it ends
+	mu.Lock()
+	defer mu.Unlock()
+	if len(after) > 0 {
+		t.Errorf("the closed group published %+v", after)
+	}
+}
