@@ -389,15 +389,36 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 		return d.describe(w.ID, r)
 	}
+	// kept are the running world's services this up leaves running: it
+	// widens the world (up --group of another group) or starts again what
+	// crashed, and a healthy API must not lose its connections for a
+	// worker beside it.
+	var kept []supervisor.Status
+	admitted := false
 	if r.group != nil {
-		// Running, but not all that is asked for: start again with the
-		// wider set, on the same ports.
-		// Not a service the file no longer has: it stops with the rest,
+		// Running, but not all that is asked for: start the wider set, on
+		// the same ports. Not a service the file no longer has: it stops,
 		// and leaves the record (a deleted service).
 		names = slices.DeleteFunc(union(r.names, names), func(n string) bool { return w.Config.Services[n] == nil })
-		if err := d.stopLocked(ctx, r); err != nil {
+		// Started from the file approved now: a changed one restarts
+		// them all, as a reload does.
+		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.Approved == approved {
+			kept = keepRunning(r.group, names)
+		}
+		if err := d.stopAllBut(ctx, r, kept); err != nil {
 			return api.World{}, err
 		}
+	}
+	// A world with services kept running stays up and keeps its place
+	// whatever becomes of what this up adds.
+	for _, st := range kept {
+		admitted = admitted || st.State != supervisor.Done
+	}
+	failed := func(state world.State, reason string) {
+		if len(kept) > 0 {
+			state, reason = world.StateRunning, ""
+		}
+		d.setState(w.ID, state, reason)
 	}
 	d.mu.Lock()
 	d.queued[w.ID] = queuedWorld{common: w.Repo.CommonDir, world: api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path,
@@ -424,7 +445,6 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 		return api.World{}, err
 	}
-	admitted := false
 	defer func() {
 		if !admitted {
 			d.admission.Release(w.ID)
@@ -456,8 +476,8 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	failPoint(exitAtUpStarting)
-	if err := checkPortsFree(rec, names, w.Config); err != nil {
-		d.setState(w.ID, world.StateStopped, err.Error())
+	if err := checkPortsFree(rec, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return keeps(kept, n) }), w.Config); err != nil {
+		failed(world.StateStopped, err.Error())
 		return api.World{}, err
 	}
 	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
@@ -468,19 +488,32 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		case ctx.Err() != nil:
 			reason = "up was cancelled while its slices were provisioned (the client went away): run 'git binky up' again"
 		}
-		d.setState(w.ID, world.StateFailed, reason)
+		failed(world.StateFailed, reason)
 		return api.World{}, fmt.Errorf("up %s: %w", w.Name, err)
 	}
 	failPoint(exitAtUpSlices)
 	specs, err := buildSpecs(w, rec, names, env)
 	if err != nil {
-		d.setState(w.ID, world.StateStopped, err.Error())
+		failed(world.StateStopped, err.Error())
 		return api.World{}, err
 	}
 	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
 	if err != nil {
-		d.setState(w.ID, world.StateFailed, err.Error())
+		failed(world.StateFailed, err.Error())
 		return api.World{}, err
+	}
+	if len(kept) > 0 {
+		// The kept services change supervisors: the old group lets go of
+		// them (their processes untouched) and the new one takes them over
+		// as a restarted daemon does. One that died meanwhile is started.
+		r.group.Close()
+		var keptNames []string
+		for _, st := range kept {
+			if st.State == supervisor.Done && g.AdoptDone(st.Name, st) || st.State != supervisor.Done && g.Adopt(st.Name, st) {
+				keptNames = append(keptNames, st.Name)
+			}
+		}
+		r.setGroup(g, keptNames)
 	}
 	events, unsubscribe := g.Subscribe()
 	drained := make(chan struct{})
@@ -508,6 +541,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	<-drained // every event before the result, never after it
 	if ctx.Err() != nil {
 		d.log.Info("the client of up went away; the daemon finished the up", "world", w.Name, "project", w.Project, "err", err)
+	}
+	if err != nil && len(kept) > 0 {
+		// What was running before this up still runs, supervised by g (a
+		// failed start stops only what it started).
+		d.setState(w.ID, world.StateRunning, "")
+		d.log.Info("up failed; the services that were running were left running", "world", w.Name, "project", w.Project, "err", err, "left", r.names)
+		return api.World{}, fmt.Errorf("up %s: %w (what it started was stopped; %s, already running, were left running)", w.Name, err, strings.Join(r.names, ", "))
 	}
 	if err != nil {
 		g.Close()
@@ -555,6 +595,26 @@ func union(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// keepRunning is what of a running group an up of names leaves running:
+// each service of names that is healthy, running (no health check) or a
+// oneshot done. A crashed, unhealthy or suspended one is started again.
+func keepRunning(g *supervisor.Group, names []string) []supervisor.Status {
+	var kept []supervisor.Status
+	for _, st := range g.Statuses() {
+		switch st.State {
+		case supervisor.Healthy, supervisor.Running, supervisor.Done:
+			if slices.Contains(names, st.Name) {
+				kept = append(kept, st)
+			}
+		}
+	}
+	return kept
+}
+
+func keeps(kept []supervisor.Status, name string) bool {
+	return slices.ContainsFunc(kept, func(st supervisor.Status) bool { return st.Name == name })
 }
 
 func allUp(g *supervisor.Group) bool {
@@ -789,6 +849,42 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 		what = "is gone"
 	}
 	return w, fmt.Sprintf("%s %s, so binky acted from the machine record: %v", world.ConfigFile, what, err), nil
+}
+
+// stopAllBut stops the world's running services except kept, dependents
+// first, and leaves the group holding the kept ones (and the world its
+// place). With none kept it is stopLocked.
+func (d *Daemon) stopAllBut(ctx context.Context, r *worldRun, kept []supervisor.Status) error {
+	if len(kept) == 0 {
+		return d.stopLocked(ctx, r)
+	}
+	var stopped, left []string
+	var errs []error
+	statuses := r.group.Statuses()
+	for i := len(statuses) - 1; i >= 0; i-- {
+		n := statuses[i].Name
+		if keeps(kept, n) {
+			left = append([]string{n}, left...)
+			continue
+		}
+		if err := r.group.StopService(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+		stopped = append(stopped, n)
+	}
+	r.setGroup(r.group, left)
+	_ = d.home.UpdateRecord(ctx, r.id, func(rec *world.Record) error {
+		for _, n := range stopped {
+			if s := rec.Services[n]; s != nil {
+				if s.State != string(supervisor.Crashed) {
+					s.State = string(supervisor.Stopped)
+				}
+				s.PID, s.PGID, s.StartTick = 0, 0, 0
+			}
+		}
+		return nil
+	})
+	return errors.Join(errs...)
 }
 
 // stopLocked stops the world's group, or, when this daemon holds none (the

@@ -1032,6 +1032,11 @@ func TestADownThatComesBeforeTheUpStartsStillEndsIt(t *testing.T) {
 	f.mustBinky(f.repo, "up")
 	t.Cleanup(func() { f.binky(f.repo, "down") })
 	f.mustBinky(f.repo, "service", "stop", "api")
+	// A changed file: the up starts them all again (a stopped api alone
+	// would be started beside the others), the oneshot too.
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(gatedOneshot+"# changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
 	up := f.startBinky(f.repo, "up") // stops slow first: 3 s
 	time.Sleep(time.Second)
@@ -1088,5 +1093,86 @@ func TestRemovingAWorktreeEndsItsUpWaitingForAOneshot(t *testing.T) {
 	}
 	if signalPID(pid, 0) == nil {
 		t.Errorf("the oneshot (pid %d) still runs after its worktree was removed", pid)
+	}
+}
+
+const grouped = `[project]
+name = "acme"
+[services.migrate]
+cmd = "echo ran >> ${env.GC_DIR}/migrate-runs"
+oneshot = true
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+health = { http = "/healthz" }
+depends_on = ["migrate"]
+[services.worker]
+cmd = "exec sleep 60"
+depends_on = ["api"]
+[services.broken]
+cmd = "testsvc -exit 3"
+url = "broken"
+[groups]
+default = ["api"]
+jobs = ["worker"]
+bad = ["broken"]
+`
+
+// An up of another group on a running world starts that group's services
+// beside the running ones: the API keeps its process (and its clients
+// their connections), a migration that ran is not run again, and a group
+// that fails to start takes down only what it started.
+func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
+	f := newFixture(t, grouped)
+	f.mustBinky(f.repo, "up")
+	apiSvc := service(f.world("acme"), "api")
+	if apiSvc.State != "healthy" || apiSvc.PID == 0 {
+		t.Fatalf("api = %+v, want healthy", apiSvc)
+	}
+
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	w := f.world("acme")
+	if s := service(w, "api"); s.PID != apiSvc.PID || s.State != "healthy" {
+		t.Errorf("api = %+v, want still healthy as pid %d", s, apiSvc.PID)
+	}
+	worker := service(w, "worker")
+	if worker.State != "running" || worker.PID == 0 {
+		t.Errorf("worker = %+v, want running", worker)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "migrate-runs")); strings.Count(string(b), "ran") != 1 {
+		t.Errorf("migrate ran %d times, want once", strings.Count(string(b), "ran"))
+	}
+	if body := get(t, apiSvc.Port); !strings.Contains(body, "api") {
+		t.Errorf("api answers %q", body)
+	}
+
+	_, stderr, err := f.binky(f.repo, "up", "--group", "bad")
+	if err == nil || !strings.Contains(stderr, "exited with code 3") || !strings.Contains(stderr, "were left running") {
+		t.Fatalf("up of a failing group: %v\n%s", err, stderr)
+	}
+	w = f.world("acme")
+	if w.State != "running" {
+		t.Errorf("world = %s (%s), want running: its services still run", w.State, w.Message)
+	}
+	for _, was := range []api.Service{apiSvc, worker} {
+		if s := service(w, was.Name); s.PID != was.PID || !pidAlive(was.PID) {
+			t.Errorf("%s = %+v, want still pid %d", was.Name, s, was.PID)
+		}
+	}
+
+	// What the record says is what a new daemon adopts: the same processes.
+	f.mustBinky(f.repo, "daemon", "stop")
+	w = f.world("acme")
+	for _, was := range []api.Service{apiSvc, worker} {
+		if s := service(w, was.Name); s.PID != was.PID {
+			t.Errorf("after a daemon restart %s = %+v, want pid %d adopted", was.Name, s, was.PID)
+		}
+	}
+	f.mustBinky(f.repo, "down")
+	for _, was := range []api.Service{apiSvc, worker} {
+		if pidAlive(was.PID) {
+			t.Errorf("%s (pid %d) survived down", was.Name, was.PID)
+		}
 	}
 }
