@@ -372,7 +372,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	defer func() { r.ending.Store(nil); endUp(nil) }()
 	tornDown := func() bool { return parent.Err() == nil && ctx.Err() != nil }
 
-	if r.group != nil && covers(r.names, names) && allUp(r.group) {
+	if r.group != nil && covers(r.names, names) && allUp(r.group, r.names) {
 		rec, err := d.home.LoadRecord(w.ID)
 		if err == nil && rec.Approved != "" && rec.Approved != approved {
 			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, running the binky.toml it started with: the changed one is approved now, and 'git binky reload' restarts the services with it"})
@@ -389,33 +389,33 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		}
 		return d.describe(w.ID, r)
 	}
-	// kept are the running world's services this up leaves running: it
-	// widens the world (up --group of another group) or starts again what
-	// crashed, and a healthy API must not lose its connections for a
-	// worker beside it.
-	var kept []supervisor.Status
+	// widen: the world runs and this up adds to it (up --group of another
+	// group, or what crashed started again). Its group takes the new
+	// services and its running ones run on: a healthy API must not lose
+	// its clients' connections for a worker beside it.
+	widen := false
 	admitted := false
 	if r.group != nil {
 		// Running, but not all that is asked for: start the wider set, on
 		// the same ports. Not a service the file no longer has: it stops,
 		// and leaves the record (a deleted service).
 		names = slices.DeleteFunc(union(r.names, names), func(n string) bool { return w.Config.Services[n] == nil })
-		// Started from the file approved now: a changed one restarts
-		// them all, as a reload does.
-		if rec, err := d.home.LoadRecord(w.ID); err == nil && rec.Approved == approved {
-			kept = keepRunning(r.group, names)
+		widen = d.widens(w, r, approved, env)
+		var err error
+		if widen {
+			err = d.stopUnwell(ctx, r)
+			admitted = holdsPlace(r.group)
+		} else {
+			err = d.stopLocked(ctx, r)
 		}
-		if err := d.stopAllBut(ctx, r, kept); err != nil {
+		if err != nil {
 			return api.World{}, err
 		}
 	}
-	// A world with services kept running stays up and keeps its place
-	// whatever becomes of what this up adds.
-	for _, st := range kept {
-		admitted = admitted || st.State != supervisor.Done
-	}
+	// What a widened world's failure leaves: the services that still run,
+	// so the world is still running if any does.
 	failed := func(state world.State, reason string) {
-		if len(kept) > 0 {
+		if widen && runsAny(r.group) {
 			state, reason = world.StateRunning, ""
 		}
 		d.setState(w.ID, state, reason)
@@ -476,7 +476,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	failPoint(exitAtUpStarting)
-	if err := checkPortsFree(rec, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return keeps(kept, n) }), w.Config); err != nil {
+	if err := checkPortsFree(rec, toStart(r, widen, names), w.Config); err != nil {
 		failed(world.StateStopped, err.Error())
 		return api.World{}, err
 	}
@@ -497,23 +497,18 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		failed(world.StateStopped, err.Error())
 		return api.World{}, err
 	}
-	g, err := supervisor.NewGroup(specs, d.persister(w.ID))
+	var g *supervisor.Group
+	if widen {
+		// The group takes the services it has not got; Start starts them,
+		// and those of its own this up stopped (crashed, unhealthy).
+		g = r.group
+		err = g.Add(slices.DeleteFunc(specs, func(s supervisor.Spec) bool { _, ok := g.Spec(s.Name); return ok }))
+	} else {
+		g, err = supervisor.NewGroup(specs, d.persister(w.ID))
+	}
 	if err != nil {
 		failed(world.StateFailed, err.Error())
 		return api.World{}, err
-	}
-	if len(kept) > 0 {
-		// The kept services change supervisors: the old group lets go of
-		// them (their processes untouched) and the new one takes them over
-		// as a restarted daemon does. One that died meanwhile is started.
-		r.group.Close()
-		var keptNames []string
-		for _, st := range kept {
-			if st.State == supervisor.Done && g.AdoptDone(st.Name, st) || st.State != supervisor.Done && g.Adopt(st.Name, st) {
-				keptNames = append(keptNames, st.Name)
-			}
-		}
-		r.setGroup(g, keptNames)
 	}
 	events, unsubscribe := g.Subscribe()
 	drained := make(chan struct{})
@@ -533,8 +528,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	r.starting.Store(&endStart)
 	err = g.Start(startCtx)
 	r.starting.Store(nil)
-	if cause := context.Cause(startCtx); err != nil && cause != nil {
-		err = cause
+	cutOff := context.Cause(startCtx) // a down's or a remove's
+	if err != nil && cutOff != nil {
+		err = cutOff
 	}
 	endStart(nil)
 	unsubscribe()
@@ -542,15 +538,23 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	if ctx.Err() != nil {
 		d.log.Info("the client of up went away; the daemon finished the up", "world", w.Name, "project", w.Project, "err", err)
 	}
-	if err != nil && len(kept) > 0 {
-		// What was running before this up still runs, supervised by g (a
-		// failed start stops only what it started).
+	if err != nil && widen && runsAny(g) {
+		// What ran before this up runs on (a failed start stops only what
+		// it started); what did not start shows in status as it ended, and
+		// is not the world's until an up of it succeeds.
+		r.setGroup(g, slices.DeleteFunc(slices.Clone(names), func(n string) bool { st, _ := g.Status(n); return !well(st) }))
 		d.setState(w.ID, world.StateRunning, "")
-		d.log.Info("up failed; the services that were running were left running", "world", w.Name, "project", w.Project, "err", err, "left", r.names)
-		return api.World{}, fmt.Errorf("up %s: %w (what it started was stopped; %s, already running, were left running)", w.Name, err, strings.Join(r.names, ", "))
+		d.log.Info("up failed; the services that were running run on", "world", w.Name, "project", w.Project, "err", err)
+		if cutOff != nil {
+			return api.World{}, fmt.Errorf("up %s: %w", w.Name, err) // a down or remove, which stops the rest
+		}
+		return api.World{}, fmt.Errorf("up %s: %w (what it started was stopped; the services that were running run on)", w.Name, err)
 	}
 	if err != nil {
 		g.Close()
+		if widen {
+			r.setGroup(nil, nil) // nothing of it runs
+		}
 		d.setState(w.ID, world.StateFailed, err.Error())
 		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
@@ -597,29 +601,82 @@ func union(a, b []string) []string {
 	return out
 }
 
-// keepRunning is what of a running group an up of names leaves running:
-// each service of names that is healthy, running (no health check) or a
-// oneshot done. A crashed, unhealthy or suspended one is started again.
-func keepRunning(g *supervisor.Group, names []string) []supervisor.Status {
-	var kept []supervisor.Status
-	for _, st := range g.Statuses() {
-		switch st.State {
-		case supervisor.Healthy, supervisor.Running, supervisor.Done:
-			if slices.Contains(names, st.Name) {
-				kept = append(kept, st)
-			}
+// widens reports whether an up of a running world adds to its group
+// rather than starting it again: the file approved now is the one its
+// services started from, none of them is suspended, and each would start
+// now as it runs (the same command, folder and environment; the caller's
+// or an env_file's change restarts them all, as a reload does).
+func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []string) bool {
+	rec, err := d.home.LoadRecord(w.ID)
+	if err != nil || rec.Approved != approved {
+		return false
+	}
+	var have []string
+	for _, st := range r.group.Statuses() {
+		if st.State == supervisor.Suspended || w.Config.Services[st.Name] == nil {
+			return false
+		}
+		have = append(have, st.Name)
+	}
+	now, err := buildSpecs(w, rec, have, env)
+	if err != nil {
+		return false
+	}
+	for _, s := range now {
+		was, ok := r.group.Spec(s.Name)
+		if !ok || was.Cmd != s.Cmd || was.Dir != s.Dir || !slices.Equal(sortedCopy(was.Env), sortedCopy(s.Env)) {
+			return false
 		}
 	}
-	return kept
+	return true
 }
 
-func keeps(kept []supervisor.Status, name string) bool {
-	return slices.ContainsFunc(kept, func(st supervisor.Status) bool { return st.Name == name })
+func sortedCopy(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return out
 }
 
-func allUp(g *supervisor.Group) bool {
+// well reports whether a service of a running world is up as allUp sees
+// it (running, starting, even unhealthy, or a oneshot done): what an up
+// that widens the world leaves as it is.
+func well(st supervisor.Status) bool {
+	return st.State != supervisor.Stopped && st.State != supervisor.Crashed
+}
+
+// runsAny reports whether any service of g is up (a oneshot done counts:
+// it is part of a running world).
+func runsAny(g *supervisor.Group) bool {
+	return slices.ContainsFunc(g.Statuses(), well)
+}
+
+// holdsPlace reports whether a process of g runs: a world keeps its
+// place in the admission queue while one does.
+func holdsPlace(g *supervisor.Group) bool {
 	for _, st := range g.Statuses() {
-		if st.State == supervisor.Stopped || st.State == supervisor.Crashed {
+		if st.State != supervisor.Stopped && st.State != supervisor.Crashed && st.State != supervisor.Done {
+			return true
+		}
+	}
+	return false
+}
+
+// toStart is the names of an up whose ports must be free: all of them,
+// or, widening, those not running well already (theirs are held by them).
+func toStart(r *worldRun, widen bool, names []string) []string {
+	if !widen {
+		return names
+	}
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+		st, ok := r.group.Status(n)
+		return ok && well(st)
+	})
+}
+
+// allUp reports whether every service of names is up in g.
+func allUp(g *supervisor.Group, names []string) bool {
+	for _, n := range names {
+		if st, ok := g.Status(n); !ok || !well(st) {
 			return false
 		}
 	}
@@ -851,39 +908,31 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 	return w, fmt.Sprintf("%s %s, so binky acted from the machine record: %v", world.ConfigFile, what, err), nil
 }
 
-// stopAllBut stops the world's running services except kept, dependents
-// first, and leaves the group holding the kept ones (and the world its
-// place). With none kept it is stopLocked.
-func (d *Daemon) stopAllBut(ctx context.Context, r *worldRun, kept []supervisor.Status) error {
-	if len(kept) == 0 {
-		return d.stopLocked(ctx, r)
-	}
-	var stopped, left []string
+// stopUnwell stops the services of a widening world's group that crashed
+// and wait out a restart's backoff, dependents first: its Start starts
+// them again at once.
+func (d *Daemon) stopUnwell(ctx context.Context, r *worldRun) error {
+	var stopped []string
 	var errs []error
 	statuses := r.group.Statuses()
 	for i := len(statuses) - 1; i >= 0; i-- {
-		n := statuses[i].Name
-		if keeps(kept, n) {
-			left = append([]string{n}, left...)
-			continue
-		}
-		if err := r.group.StopService(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-		stopped = append(stopped, n)
-	}
-	r.setGroup(r.group, left)
-	_ = d.home.UpdateRecord(ctx, r.id, func(rec *world.Record) error {
-		for _, n := range stopped {
-			if s := rec.Services[n]; s != nil {
-				if s.State != string(supervisor.Crashed) {
-					s.State = string(supervisor.Stopped)
-				}
-				s.PID, s.PGID, s.StartTick = 0, 0, 0
+		if st := statuses[i]; !well(st) && st.State != supervisor.Stopped {
+			if err := r.group.StopService(ctx, st.Name); err != nil {
+				errs = append(errs, err)
 			}
+			stopped = append(stopped, st.Name)
 		}
-		return nil
-	})
+	}
+	if len(stopped) > 0 {
+		_ = d.home.UpdateRecord(ctx, r.id, func(rec *world.Record) error {
+			for _, n := range stopped {
+				if s := rec.Services[n]; s != nil {
+					s.PID, s.PGID, s.StartTick = 0, 0, 0
+				}
+			}
+			return nil
+		})
+	}
 	return errors.Join(errs...)
 }
 

@@ -20,6 +20,8 @@ import (
 // Group supervises the services of one unit (a world): they start and stop
 // together and may depend on each other.
 type Group struct {
+	// lay guards procs and order: Add extends them while services run.
+	lay   sync.RWMutex
 	procs map[string]*proc
 	order []string // dependencies before dependents
 
@@ -45,31 +47,105 @@ type Group struct {
 // nor call back into the group.
 func NewGroup(specs []Spec, onChange func(Status)) (*Group, error) {
 	g := &Group{procs: map[string]*proc{}, subs: map[int]chan Event{}, onChange: onChange}
-	for _, s := range specs {
-		if s.Name == "" {
-			return nil, errors.New("a service needs a name")
-		}
-		if _, dup := g.procs[s.Name]; dup {
-			return nil, fmt.Errorf("service %q is defined twice", s.Name)
-		}
-		s = s.withDefaults()
-		g.procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1), fellOver: make(chan struct{}), wake: make(chan struct{}, 1),
-			st: Status{Name: s.Name, State: Stopped}}
-	}
-	for _, p := range g.procs {
-		for _, d := range p.spec.DependsOn {
-			if _, ok := g.procs[d]; !ok {
-				return nil, fmt.Errorf("service %q depends on %q, which is not in the group", p.spec.Name, d)
-			}
-		}
-	}
-	order, err := topoOrder(g.procs)
+	procs, order, err := g.extend(nil, specs)
 	if err != nil {
 		return nil, err
 	}
-	g.order = order
+	g.procs, g.order = procs, order
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
+}
+
+// Add extends the group with services that its next Start starts (an up
+// widening a running world to another group): the services it has run on
+// untouched. The same checks as NewGroup's apply to the whole.
+func (g *Group) Add(specs []Spec) error {
+	g.lay.Lock()
+	defer g.lay.Unlock()
+	procs, order, err := g.extend(g.procs, specs)
+	if err != nil {
+		return err
+	}
+	g.procs, g.order = procs, order
+	return nil
+}
+
+// extend returns have (not modified) with specs' services added, and
+// their start order, after checking names, dependencies and cycles.
+func (g *Group) extend(have map[string]*proc, specs []Spec) (map[string]*proc, []string, error) {
+	procs := make(map[string]*proc, len(have)+len(specs))
+	for n, p := range have {
+		procs[n] = p
+	}
+	for _, s := range specs {
+		if s.Name == "" {
+			return nil, nil, errors.New("a service needs a name")
+		}
+		if _, dup := procs[s.Name]; dup {
+			return nil, nil, fmt.Errorf("service %q is defined twice", s.Name)
+		}
+		s = s.withDefaults()
+		procs[s.Name] = &proc{g: g, spec: s, ready: make(chan struct{}), failed: make(chan error, 1), fellOver: make(chan struct{}), wake: make(chan struct{}, 1),
+			st: Status{Name: s.Name, State: Stopped}}
+	}
+	for _, p := range procs {
+		for _, d := range p.spec.DependsOn {
+			if _, ok := procs[d]; !ok {
+				return nil, nil, fmt.Errorf("service %q depends on %q, which is not in the group", p.spec.Name, d)
+			}
+		}
+	}
+	order, err := topoOrder(procs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return procs, order, nil
+}
+
+// get is the service called name.
+func (g *Group) get(name string) (*proc, bool) {
+	g.lay.RLock()
+	defer g.lay.RUnlock()
+	p, ok := g.procs[name]
+	return p, ok
+}
+
+// ordered is every service, dependencies before dependents.
+func (g *Group) ordered() []*proc {
+	g.lay.RLock()
+	defer g.lay.RUnlock()
+	out := make([]*proc, 0, len(g.order))
+	for _, n := range g.order {
+		out = append(out, g.procs[n])
+	}
+	return out
+}
+
+// names is every service's name, in start order.
+func (g *Group) names() []string {
+	g.lay.RLock()
+	defer g.lay.RUnlock()
+	return append([]string(nil), g.order...)
+}
+
+// deps is p's dependencies.
+func (g *Group) deps(p *proc) []*proc {
+	g.lay.RLock()
+	defer g.lay.RUnlock()
+	var out []*proc
+	for _, d := range p.spec.DependsOn {
+		out = append(out, g.procs[d])
+	}
+	return out
+}
+
+// Spec returns the spec a service runs with.
+func (g *Group) Spec(name string) (Spec, bool) {
+	p, ok := g.get(name)
+	if !ok {
+		return Spec{}, false
+	}
+	return p.spec, true
 }
 
 func topoOrder(procs map[string]*proc) ([]string, error) {
@@ -118,23 +194,21 @@ func (g *Group) Start(ctx context.Context) error {
 	g.startRotation()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(g.procs))
+	procs := g.ordered()
+	errs := make(chan error, len(procs))
 	var started []*proc
-	for _, name := range g.order {
-		p := g.procs[name]
+	for _, p := range procs {
 		if p.up() {
 			errs <- nil
 			continue
 		}
+		p.fresh()
 		started = append(started, p)
-		var deps []*proc
-		for _, d := range p.spec.DependsOn {
-			deps = append(deps, g.procs[d])
-		}
+		deps := g.deps(p)
 		go func() { errs <- p.start(ctx, deps, nil) }()
 	}
 	var first error
-	for range g.procs {
+	for range procs {
 		err := <-errs
 		// The failure itself, not a dependent's word of it (which comes
 		// as soon, and would cut the failure's own report off).
@@ -155,6 +229,17 @@ func (g *Group) Start(ctx context.Context) error {
 	return nil
 }
 
+// fresh readies a service that is not running for a start of its own:
+// the readiness of its last run (a service stopped in a group that is
+// started again) must not answer for this one.
+func (p *proc) fresh() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.running {
+		p.ready, p.readyOnce, p.isReady = make(chan struct{}), sync.Once{}, false
+	}
+}
+
 // up reports whether the service needs no start: its process runs, or it
 // is a oneshot that finished (adopted as done).
 func (p *proc) up() bool {
@@ -168,7 +253,7 @@ func (p *proc) up() bool {
 // adopts nothing, when that process is gone or the pid now belongs to
 // another process.
 func (g *Group) Adopt(name string, st Status) bool {
-	p, ok := g.procs[name]
+	p, ok := g.get(name)
 	if !ok || !procgroup.Alive(st.PID, st.StartTick) {
 		return false
 	}
@@ -213,7 +298,7 @@ func (g *Group) Adopt(name string, st Status) bool {
 // AdoptDone takes over a oneshot an earlier supervisor ran to its end
 // (st says done): ready, not running, as this group's own would be.
 func (g *Group) AdoptDone(name string, st Status) bool {
-	p, ok := g.procs[name]
+	p, ok := g.get(name)
 	if !ok || !p.spec.Oneshot || st.State != Done {
 		return false
 	}
@@ -233,8 +318,9 @@ func (g *Group) AdoptDone(name string, st Status) bool {
 // SIGTERM to its process group and SIGKILL after its grace period.
 func (g *Group) Stop(ctx context.Context) error {
 	var errs []error
-	for i := len(g.order) - 1; i >= 0; i-- {
-		if err := g.procs[g.order[i]].stop(ctx); err != nil {
+	procs := g.ordered()
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -247,16 +333,17 @@ func (g *Group) Close() { g.cancel() }
 
 // Statuses returns every service's status in start order.
 func (g *Group) Statuses() []Status {
-	out := make([]Status, 0, len(g.order))
-	for _, n := range g.order {
-		out = append(out, g.procs[n].status())
+	procs := g.ordered()
+	out := make([]Status, 0, len(procs))
+	for _, p := range procs {
+		out = append(out, p.status())
 	}
 	return out
 }
 
 // Status returns one service's status.
 func (g *Group) Status(name string) (Status, bool) {
-	p, ok := g.procs[name]
+	p, ok := g.get(name)
 	if !ok {
 		return Status{}, false
 	}
@@ -268,8 +355,8 @@ func (g *Group) Status(name string) (Status, bool) {
 // their previous state.
 func (g *Group) Signal(sig syscall.Signal) error {
 	var errs []error
-	for _, n := range g.order {
-		if err := g.procs[n].signal(sig); err != nil {
+	for _, p := range g.ordered() {
+		if err := p.signal(sig); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -298,12 +385,6 @@ func (g *Group) Subscribe() (<-chan Event, func()) {
 
 // publish delivers a state change; callers hold pubMu.
 func (g *Group) publish(st Status) {
-	if g.ctx.Err() != nil {
-		// Closed: the processes it let go of are another supervisor's (or
-		// the next daemon's), and the loop still reaping one must not
-		// record it stopped over the state its new supervisor records.
-		return
-	}
 	if g.onChange != nil {
 		g.onChange(st)
 	}
@@ -336,7 +417,7 @@ func (g *Group) startRotation() {
 			case <-g.ctx.Done():
 				return
 			case <-t.C:
-				for _, p := range g.procs {
+				for _, p := range g.ordered() {
 					_ = logfile.Rotate(g.ctx, p.spec.LogPath, p.spec.MaxLogBytes)
 				}
 			}

@@ -626,34 +626,83 @@ func TestStartLeavesWhatItFoundUpWhenANewServiceFails(t *testing.T) {
 	}
 }
 
-// A closed group says nothing more about the processes it let go of: the
-// loop that still reaps its own child, once that exits, must not record it
-// stopped over what the supervisor that took it over records.
-func TestAClosedGroupPublishesNothingWhenAProcessItLetGoOfExits(t *testing.T) {
-	api, _ := httpSpec(t, "api")
-	var mu sync.Mutex
-	var after []Status
-	closed := false
-	g, _ := NewGroup([]Spec{api}, func(st Status) {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			after = append(after, st)
-		}
-	})
+// Add widens a running group (an up of another group): its next Start
+// starts the new services once their dependencies, already running, are
+// ready, and leaves the running ones and a done oneshot alone; a new
+// service that fails takes down only itself. Statuses read meanwhile see
+// the group whole (run with -race).
+func TestAddedServicesStartBesideTheRunningOnes(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "migrate-runs")
+	migrate := Spec{Name: "migrate", Cmd: "echo run >> " + runs, Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	api, _ := httpSpec(t, "api", "migrate")
+	g, _ := NewGroup([]Spec{migrate, api}, nil)
+	defer g.Stop(context.Background())
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := g.Status("api")
-	mu.Lock()
-	closed = true
-	mu.Unlock()
-	g.Close()
-	procgroup.Stop(st.PGID, time.Second)
-	time.Sleep(300 * time.Millisecond) // the loop's wait returns and it ends
-	mu.Lock()
-	defer mu.Unlock()
-	if len(after) > 0 {
-		t.Errorf("the closed group published %+v", after)
+	before, _ := g.Status("api")
+
+	reading := make(chan struct{})
+	go func() {
+		defer close(reading)
+		for i := 0; i < 200; i++ {
+			_ = g.Statuses()
+			_, _ = g.Status("worker")
+		}
+	}()
+	worker := Spec{Name: "worker", Cmd: "exec sleep 60", Dir: dir, DependsOn: []string{"api"},
+		LogPath: filepath.Join(dir, "worker.log"), StopTimeout: time.Second}
+	if err := g.Add([]Spec{worker}); err != nil {
+		t.Fatal(err)
+	}
+	<-reading
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := g.Status("worker"); st.State != Running || st.PID == 0 {
+		t.Errorf("worker = %+v, want running", st)
+	}
+
+	// A service of the group that was stopped starts again with it, and
+	// is ready only once its own health check passes.
+	if err := g.StopService(context.Background(), "api"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := g.Status("api"); st.State != Healthy || st.PID == before.PID {
+		t.Errorf("api after a start = %+v, want healthy in a new process", st)
+	}
+	before, _ = g.Status("api")
+
+	cmd, env := helper("exit", "CODE=3")
+	broken := Spec{Name: "broken", Cmd: cmd, Env: env, Dir: dir, Restart: RestartNo,
+		Health:  Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Interval: 50 * time.Millisecond, StartPeriod: time.Second},
+		LogPath: filepath.Join(dir, "broken.log"), StopTimeout: time.Second}
+	if err := g.Add([]Spec{broken}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("start = %v, want broken's failure", err)
+	}
+	for _, name := range []string{"api", "worker"} {
+		if st, _ := g.Status(name); st.PID == 0 || !procgroup.Alive(st.PID, st.StartTick) {
+			t.Errorf("%s = %+v: the failed start stopped it", name, st)
+		}
+	}
+	if st, _ := g.Status("api"); st.PID != before.PID {
+		t.Errorf("api = %+v, want the process it had, %d", st, before.PID)
+	}
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "run") != 1 {
+		t.Errorf("the done migrate ran %d times, want once", strings.Count(string(b), "run"))
+	}
+	if err := g.Add([]Spec{{Name: "api", Cmd: "true"}}); err == nil {
+		t.Error("Add took a second service named api")
+	}
+	if err := g.Add([]Spec{{Name: "x", Cmd: "true", DependsOn: []string{"nope"}}}); err == nil {
+		t.Error("Add took a service with an unknown dependency")
 	}
 }

@@ -10,9 +10,9 @@ import (
 // dependents too) running: an agent restarting its API must not take the
 // database down with it.
 func (g *Group) StopService(ctx context.Context, name string) error {
-	p, ok := g.procs[name]
+	p, ok := g.get(name)
 	if !ok {
-		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.order)
+		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.names())
 	}
 	return p.stop(ctx)
 }
@@ -21,14 +21,14 @@ func (g *Group) StopService(ctx context.Context, name string) error {
 // its dependencies are ready, and waits until it is ready itself. A service
 // already running is left as it is.
 func (g *Group) StartService(ctx context.Context, name string) error {
-	p, ok := g.procs[name]
+	p, ok := g.get(name)
 	if !ok {
-		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.order)
+		return fmt.Errorf("service %q is not in this world (its services: %v)", name, g.names())
 	}
 	var deps []*proc
 	var fells []chan struct{}
 	for _, d := range p.spec.DependsOn {
-		dp := g.procs[d]
+		dp, _ := g.get(d)
 		// The state and the channel its failure closes, read together: a
 		// failure between the two would leave this start waiting on the
 		// next failure's channel.

@@ -1148,12 +1148,19 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	}
 
 	_, stderr, err := f.binky(f.repo, "up", "--group", "bad")
-	if err == nil || !strings.Contains(stderr, "exited with code 3") || !strings.Contains(stderr, "were left running") {
+	if err == nil || !strings.Contains(stderr, "exited with code 3") || !strings.Contains(stderr, "the services that were running run on") {
 		t.Fatalf("up of a failing group: %v\n%s", err, stderr)
 	}
 	w = f.world("acme")
 	if w.State != "running" {
 		t.Errorf("world = %s (%s), want running: its services still run", w.State, w.Message)
+	}
+	if s := service(w, "broken"); s.State != "crashed" || s.ExitCode == nil || *s.ExitCode != 3 {
+		t.Errorf("broken = %+v, want shown crashed with its code", s)
+	}
+	// The failed group is not the world's: a plain up finds it up.
+	if _, stderr, err := f.binky(f.repo, "up"); err != nil || !strings.Contains(stderr, "already up") {
+		t.Errorf("up after a failed group: %v\n%s", err, stderr)
 	}
 	for _, was := range []api.Service{apiSvc, worker} {
 		if s := service(w, was.Name); s.PID != was.PID || !pidAlive(was.PID) {
@@ -1173,6 +1180,49 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	for _, was := range []api.Service{apiSvc, worker} {
 		if pidAlive(was.PID) {
 			t.Errorf("%s (pid %d) survived down", was.Name, was.PID)
+		}
+	}
+}
+
+// An up of another group restarts the running services after all when
+// they would not start as they run: an env_file changed since (a service
+// beside them with the new value, they with the old, is no world).
+func TestUpOfAnotherGroupAfterAnEnvFileChangedRestartsTheWorld(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+env_file = ".env"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+[services.worker]
+cmd = "exec sleep 60"
+[groups]
+default = ["api"]
+jobs = ["worker"]
+`)
+	env := filepath.Join(f.repo, ".env")
+	if err := os.WriteFile(env, []byte("FOO=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "up")
+	before := service(f.world("acme"), "api")
+	if err := os.WriteFile(env, []byte("FOO=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	w := f.world("acme")
+	apiSvc, worker := service(w, "api"), service(w, "worker")
+	if apiSvc.PID == before.PID || pidAlive(before.PID) {
+		t.Errorf("api = %+v, want restarted (it ran as pid %d with FOO=1)", apiSvc, before.PID)
+	}
+	for _, s := range []api.Service{apiSvc, worker} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.PID))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		if !strings.Contains("\x00"+string(b), "\x00FOO=2\x00") {
+			t.Errorf("%s runs without FOO=2", s.Name)
 		}
 	}
 }
