@@ -1158,9 +1158,13 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	if s := service(w, "broken"); s.State != "crashed" || s.ExitCode == nil || *s.ExitCode != 3 {
 		t.Errorf("broken = %+v, want shown crashed with its code", s)
 	}
-	// The failed group is not the world's: a plain up finds it up.
-	if _, stderr, err := f.binky(f.repo, "up"); err != nil || !strings.Contains(stderr, "already up") {
+	// The failed group is not the world's: a plain up finds it up, and
+	// neither starts broken again nor touches the others.
+	if _, stderr, err := f.binky(f.repo, "up"); err != nil {
 		t.Errorf("up after a failed group: %v\n%s", err, stderr)
+	}
+	if s := service(f.world("acme"), "broken"); s.State != "crashed" || s.Restarts != 0 {
+		t.Errorf("broken = %+v: a plain up started it again", s)
 	}
 	for _, was := range []api.Service{apiSvc, worker} {
 		if s := service(w, was.Name); s.PID != was.PID || !pidAlive(was.PID) {
