@@ -418,6 +418,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		if widen && runsAny(r.group) {
 			state, reason = world.StateRunning, ""
 		}
+		admitted = widen && holdsPlace(r.group)
 		d.setState(w.ID, state, reason)
 	}
 	d.mu.Lock()
@@ -459,7 +460,12 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn", w.Name)
 	}
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
-		rec.State, rec.Reason = world.StateStarting, ""
+		// A widening world stays running: a daemon killed during its up
+		// must adopt the services that ran before it, not stop them as a
+		// cut-off start's.
+		if !widen {
+			rec.State, rec.Reason = world.StateStarting, ""
+		}
 		// What starts now is what restarts later, even after a daemon
 		// restart: this config, approved above.
 		rec.Approved = approved
@@ -498,11 +504,16 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	var g *supervisor.Group
+	var added []string // the services a widening up adds to the group
 	if widen {
 		// The group takes the services it has not got; Start starts them,
 		// and those of its own this up stopped (crashed, unhealthy).
 		g = r.group
-		err = g.Add(slices.DeleteFunc(specs, func(s supervisor.Spec) bool { _, ok := g.Spec(s.Name); return ok }))
+		adding := slices.DeleteFunc(slices.Clone(specs), func(s supervisor.Spec) bool { _, ok := g.Spec(s.Name); return ok })
+		for _, s := range adding {
+			added = append(added, s.Name)
+		}
+		err = g.Add(adding)
 	} else {
 		g, err = supervisor.NewGroup(specs, d.persister(w.ID))
 	}
@@ -540,9 +551,28 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	if err != nil && widen && runsAny(g) {
 		// What ran before this up runs on (a failed start stops only what
-		// it started); what did not start shows in status as it ended, and
-		// is not the world's until an up of it succeeds.
-		r.setGroup(g, slices.DeleteFunc(slices.Clone(names), func(n string) bool { st, _ := g.Status(n); return !well(st) }))
+		// it started). What it added and did not start leaves the group:
+		// it is not the world's until an up of it succeeds, and the next
+		// up, of another group, must not start it again.
+		var failedNew []string
+		for _, n := range added {
+			if st, ok := g.Status(n); ok && !isUp(st) {
+				failedNew = append(failedNew, n)
+			}
+		}
+		if rerr := g.Remove(failedNew); rerr != nil {
+			d.log.Warn("a failed up's services stay in the world's group", "world", w.Name, "services", failedNew, "err", rerr)
+		} else if len(failedNew) > 0 {
+			// Gone from status too: their last state says why, once.
+			_ = d.home.UpdateRecord(context.WithoutCancel(ctx), w.ID, func(rec *world.Record) error {
+				for _, n := range failedNew {
+					delete(rec.Services, n)
+				}
+				return nil
+			})
+		}
+		r.setGroup(g, slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := g.Spec(n); return !ok }))
+		admitted = holdsPlace(g)
 		d.setState(w.ID, world.StateRunning, "")
 		d.log.Info("up failed; the services that were running run on", "world", w.Name, "project", w.Project, "err", err)
 		if cutOff != nil {
@@ -552,11 +582,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	}
 	if err != nil {
 		g.Close()
-		if widen {
-			r.setGroup(nil, nil) // nothing of it runs
-		}
 		d.setState(w.ID, world.StateFailed, err.Error())
 		d.log.Info("up failed", "world", w.Name, "project", w.Project, "err", err)
+		if widen {
+			r.setGroup(nil, nil)
+			admitted = false
+			return api.World{}, fmt.Errorf("up %s: %w (nothing of the world runs now)", w.Name, err)
+		}
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
 	failPoint(exitAtUpServices)
@@ -624,30 +656,43 @@ func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []stri
 	}
 	for _, s := range now {
 		was, ok := r.group.Spec(s.Name)
-		if !ok || was.Cmd != s.Cmd || was.Dir != s.Dir || !slices.Equal(sortedCopy(was.Env), sortedCopy(s.Env)) {
+		if !ok || was.Cmd != s.Cmd || was.Dir != s.Dir || !slices.Equal(materialEnv(was.Env), materialEnv(s.Env)) {
 			return false
 		}
 	}
 	return true
 }
 
-func sortedCopy(ss []string) []string {
-	out := slices.Clone(ss)
+// materialEnv is env sorted, without what a shell changes on its own (a
+// cd, a subshell, the last command): an up from another folder of the
+// worktree is the same world's.
+func materialEnv(env []string) []string {
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_"
+	})
 	slices.Sort(out)
 	return out
 }
 
-// well reports whether a service of a running world is up as allUp sees
-// it (running, starting, even unhealthy, or a oneshot done): what an up
-// that widens the world leaves as it is.
-func well(st supervisor.Status) bool {
+// isUp reports whether a service of a running world is up as a plain up
+// sees it: running (even starting or unhealthy) or a oneshot done.
+func isUp(st supervisor.Status) bool {
 	return st.State != supervisor.Stopped && st.State != supervisor.Crashed
+}
+
+// well reports whether a service runs as it should (healthy, running with
+// no health check) or is a oneshot done: what an up that widens the world
+// leaves as it is. One starting or unhealthy is started again, so that
+// what this up adds, depending on it, waits for its health.
+func well(st supervisor.Status) bool {
+	return st.State == supervisor.Healthy || st.State == supervisor.Running || st.State == supervisor.Done
 }
 
 // runsAny reports whether any service of g is up (a oneshot done counts:
 // it is part of a running world).
 func runsAny(g *supervisor.Group) bool {
-	return slices.ContainsFunc(g.Statuses(), well)
+	return slices.ContainsFunc(g.Statuses(), isUp)
 }
 
 // holdsPlace reports whether a process of g runs: a world keeps its
@@ -676,7 +721,7 @@ func toStart(r *worldRun, widen bool, names []string) []string {
 // allUp reports whether every service of names is up in g.
 func allUp(g *supervisor.Group, names []string) bool {
 	for _, n := range names {
-		if st, ok := g.Status(n); !ok || !well(st) {
+		if st, ok := g.Status(n); !ok || !isUp(st) {
 			return false
 		}
 	}
@@ -908,9 +953,9 @@ func (d *Daemon) openRecorded(req api.Request) (w *world.World, warning string, 
 	return w, fmt.Sprintf("%s %s, so binky acted from the machine record: %v", world.ConfigFile, what, err), nil
 }
 
-// stopUnwell stops the services of a widening world's group that crashed
-// and wait out a restart's backoff, dependents first: its Start starts
-// them again at once.
+// stopUnwell stops the services of a widening world's group that do not
+// run well (crashed and waiting out a restart's backoff, starting,
+// unhealthy), dependents first: its Start starts them again.
 func (d *Daemon) stopUnwell(ctx context.Context, r *worldRun) error {
 	var stopped []string
 	var errs []error

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +64,39 @@ func (g *Group) Add(specs []Spec) error {
 	g.lay.Lock()
 	defer g.lay.Unlock()
 	procs, order, err := g.extend(g.procs, specs)
+	if err != nil {
+		return err
+	}
+	g.procs, g.order = procs, order
+	return nil
+}
+
+// Remove takes services out of the group (those an up added that did not
+// start). It refuses one that runs, or that a service staying depends on.
+func (g *Group) Remove(names []string) error {
+	g.lay.Lock()
+	defer g.lay.Unlock()
+	procs := make(map[string]*proc, len(g.procs))
+	for n, p := range g.procs {
+		if !slices.Contains(names, n) {
+			procs[n] = p
+			continue
+		}
+		p.mu.Lock()
+		running := p.running
+		p.mu.Unlock()
+		if running {
+			return fmt.Errorf("service %s runs: stop it before it leaves its group", n)
+		}
+	}
+	for _, p := range procs {
+		for _, d := range p.spec.DependsOn {
+			if _, ok := procs[d]; !ok {
+				return fmt.Errorf("service %s depends on %s, which would leave the group", p.spec.Name, d)
+			}
+		}
+	}
+	order, err := topoOrder(procs)
 	if err != nil {
 		return err
 	}

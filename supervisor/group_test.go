@@ -699,6 +699,18 @@ func TestAddedServicesStartBesideTheRunningOnes(t *testing.T) {
 	if b, _ := os.ReadFile(runs); strings.Count(string(b), "run") != 1 {
 		t.Errorf("the done migrate ran %d times, want once", strings.Count(string(b), "run"))
 	}
+	if err := g.Remove([]string{"api"}); err == nil {
+		t.Error("Remove took out api, which runs")
+	}
+	if err := g.Remove([]string{"broken"}); err != nil {
+		t.Fatalf("remove broken: %v", err)
+	}
+	if _, ok := g.Status("broken"); ok || len(g.Statuses()) != 3 {
+		t.Errorf("after Remove: %+v", g.Statuses())
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Errorf("a start after broken left: %v", err)
+	}
 	if err := g.Add([]Spec{{Name: "api", Cmd: "true"}}); err == nil {
 		t.Error("Add took a second service named api")
 	}

@@ -1155,16 +1155,13 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	if w.State != "running" {
 		t.Errorf("world = %s (%s), want running: its services still run", w.State, w.Message)
 	}
-	if s := service(w, "broken"); s.State != "crashed" || s.ExitCode == nil || *s.ExitCode != 3 {
-		t.Errorf("broken = %+v, want shown crashed with its code", s)
+	if s := service(w, "broken"); s.Name != "" {
+		t.Errorf("broken = %+v: a service that never started is in the world", s)
 	}
 	// The failed group is not the world's: a plain up finds it up, and
 	// neither starts broken again nor touches the others.
 	if _, stderr, err := f.binky(f.repo, "up"); err != nil {
 		t.Errorf("up after a failed group: %v\n%s", err, stderr)
-	}
-	if s := service(f.world("acme"), "broken"); s.State != "crashed" || s.Restarts != 0 {
-		t.Errorf("broken = %+v: a plain up started it again", s)
 	}
 	for _, was := range []api.Service{apiSvc, worker} {
 		if s := service(w, was.Name); s.PID != was.PID || !pidAlive(was.PID) {
@@ -1179,6 +1176,18 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 		if s := service(w, was.Name); s.PID != was.PID {
 			t.Errorf("after a daemon restart %s = %+v, want pid %d adopted", was.Name, s, was.PID)
 		}
+	}
+	// Nor does an up of another group that starts something (broken no
+	// longer in its group).
+	f.mustBinky(f.repo, "service", "stop", "worker")
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	w = f.world("acme")
+	if s := service(w, "broken"); s.Name != "" {
+		t.Errorf("broken = %+v: an up started it again", s)
+	}
+	worker = service(w, "worker")
+	if worker.State != "running" || service(w, "api").PID != apiSvc.PID {
+		t.Errorf("after up --group jobs: worker %+v, api %+v", worker, service(w, "api"))
 	}
 	f.mustBinky(f.repo, "down")
 	for _, was := range []api.Service{apiSvc, worker} {
@@ -1228,5 +1237,40 @@ jobs = ["worker"]
 		if !strings.Contains("\x00"+string(b), "\x00FOO=2\x00") {
 			t.Errorf("%s runs without FOO=2", s.Name)
 		}
+	}
+}
+
+// A daemon killed while an up widens a world leaves the services that ran
+// before it to the next daemon, which adopts them: they were not part of
+// a start it cut off.
+func TestADaemonKilledDuringAnUpOfAnotherGroupLeavesTheRunningServices(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+[services.slow]
+cmd = "exec sleep 60"
+health = { cmd = "false", start_period = "30s" }
+[groups]
+default = ["api"]
+slow = ["slow"]
+`)
+	f.mustBinky(f.repo, "up")
+	api := service(f.world("acme"), "api")
+	wait := f.startBinky(f.repo, "up", "--group", "slow")
+	f.eventually("slow starting", func() bool {
+		b, err := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+		return err == nil && strings.Contains(string(b), `"service":"slow"`) || service(f.world("acme"), "slow").PID != 0
+	})
+	f.killDaemon()
+	wait()
+	w := f.world("acme")
+	if s := service(w, "api"); s.PID != api.PID || !pidAlive(api.PID) {
+		t.Errorf("api = %+v, want still pid %d, adopted", s, api.PID)
+	}
+	if w.State != "running" {
+		t.Errorf("world = %s (%s), want running", w.State, w.Message)
 	}
 }
