@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/git-binky/git-binky/world"
@@ -30,5 +31,20 @@ func TestPlainUpStartsTheDefaultGroupWhenThereIsOne(t *testing.T) {
 				t.Errorf("serviceNames(%q) = %v, want %v", tc.group, got, tc.want)
 			}
 		})
+	}
+}
+
+// What a widening up compares of two environments: not what a shell or
+// git changes by itself (a cd, git's exec path first on PATH), but any
+// other variable.
+func TestMaterialEnvLeavesOutWhatAShellOrGitChanges(t *testing.T) {
+	shell := []string{"PATH=/usr/bin:/bin", "PWD=/w", "OLDPWD=/", "SHLVL=1", "_=/usr/bin/binky", "FOO=1"}
+	git := []string{"PATH=/usr/lib/git-core:/usr/bin:/bin", "GIT_EXEC_PATH=/usr/lib/git-core", "PWD=/w/sub", "SHLVL=2", "FOO=1"}
+	if a, b := materialEnv(shell), materialEnv(git); !slices.Equal(a, b) {
+		t.Errorf("binky and git binky from the same shell differ: %q vs %q", a, b)
+	}
+	other := []string{"PATH=/usr/bin:/bin", "PWD=/w", "FOO=2"}
+	if a, b := materialEnv(shell), materialEnv(other); slices.Equal(a, b) {
+		t.Errorf("FOO=1 and FOO=2 compare equal: %q", a)
 	}
 }

@@ -459,13 +459,18 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		d.log.Info("up ended: its worktree was removed while it waited", "world", w.Name)
 		return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn", w.Name)
 	}
+	var adding []string // what a widening up starts that the world had not
+	if widen {
+		adding = slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := r.group.Spec(n); return ok })
+	}
 	rec, err := w.Update(ctx, func(rec *world.Record) error {
 		// A widening world stays running: a daemon killed during its up
-		// must adopt the services that ran before it, not stop them as a
-		// cut-off start's.
+		// must adopt the services that ran before it, and stop only what
+		// the up was adding (adoptAdding).
 		if !widen {
 			rec.State, rec.Reason = world.StateStarting, ""
 		}
+		rec.Adding = adding
 		// What starts now is what restarts later, even after a daemon
 		// restart: this config, approved above.
 		rec.Approved = approved
@@ -480,6 +485,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 	})
 	if err != nil {
 		return api.World{}, err
+	}
+	if widen {
+		defer d.doneAdding(w.ID)
 	}
 	failPoint(exitAtUpStarting)
 	if err := checkPortsFree(rec, toStart(r, widen, names), w.Config); err != nil {
@@ -667,10 +675,23 @@ func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []stri
 // cd, a subshell, the last command): an up from another folder of the
 // worktree is the same world's.
 func materialEnv(env []string) []string {
+	var gitExec string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_EXEC_PATH="); ok {
+			gitExec = v
+		}
+	}
 	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_"
+		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k == "GIT_EXEC_PATH"
 	})
+	// `git binky` is `binky` run by git, which puts its exec path first
+	// on PATH (and in GIT_EXEC_PATH): the same caller either way.
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok && gitExec != "" {
+			out[i] = "PATH=" + strings.TrimPrefix(v, gitExec+string(os.PathListSeparator))
+		}
+	}
 	slices.Sort(out)
 	return out
 }
@@ -1381,6 +1402,9 @@ func (d *Daemon) adoptAll(ctx context.Context) {
 }
 
 func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
+	if len(rec.Adding) > 0 {
+		d.adoptAdding(ctx, rec)
+	}
 	if rec.State == world.StateStarting {
 		// Adoption runs before any request is served, so no up of this
 		// daemon is in flight: the daemon that was starting this world
@@ -1482,6 +1506,44 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 		d.setState(rec.ID, world.StateRunning, "") // its file is approved again, or resumed
 	}
 	d.log.Info("adopted running services", "world", rec.Worktree, "project", rec.Project, "services", names)
+}
+
+// adoptAdding ends what a widening up, cut off with its daemon, was
+// starting beside a running world: those services stop and leave the
+// record (a oneshot whose exit nobody saw must not pass for done), and the
+// world's own services are adopted as they run.
+func (d *Daemon) adoptAdding(ctx context.Context, rec *world.Record) {
+	for _, n := range rec.Adding {
+		if s := rec.Services[n]; s != nil && s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
+			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", n, "pgid", s.PGID)
+		}
+		procgroup.StopMarked(serviceMark(rec, d.home, n), 5*time.Second)
+		delete(rec.Services, n)
+	}
+	d.log.Warn("the daemon stopped during an up of another group: what it was starting was stopped", "world", rec.Worktree, "services", rec.Adding)
+	adding := rec.Adding
+	rec.Adding = nil
+	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {
+		for _, n := range adding {
+			delete(r.Services, n)
+		}
+		r.Adding = nil
+		return nil
+	})
+}
+
+// doneAdding clears the record's note of what a widening up was adding,
+// once the up has ended (its services the world's, or stopped).
+func (d *Daemon) doneAdding(id string) {
+	if homeFate(d.gone.Load()) == homeDeleted {
+		return // saving would make the deleted home again
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
+		r.Adding = nil
+		return nil
+	})
 }
 
 // diedUnwatched is why a world whose every service died while no daemon

@@ -47,6 +47,11 @@ type Record struct {
 	Slices []SliceRecord `json:"slices,omitempty"`
 	// Services is the supervised processes' last known state.
 	Services map[string]*ServiceState `json:"services,omitempty"`
+	// Adding names the services an up is starting beside a running
+	// world's (up --group of another group): a daemon that dies during
+	// that up leaves them to the next daemon, which stops them as a cut-off
+	// start's and adopts the rest.
+	Adding []string `json:"adding,omitempty"`
 	// State is the world's lifecycle state (see State: new, running, ...).
 	State State `json:"state"`
 	// SuspendedFrom and SuspendedReason are the state and reason a world

@@ -1258,19 +1258,25 @@ default = ["api"]
 slow = ["slow"]
 `)
 	f.mustBinky(f.repo, "up")
-	api := service(f.world("acme"), "api")
+	apiSvc := service(f.world("acme"), "api")
 	wait := f.startBinky(f.repo, "up", "--group", "slow")
+	var slow api.Service
 	f.eventually("slow starting", func() bool {
-		b, err := os.ReadFile(filepath.Join(f.home, "daemon.log"))
-		return err == nil && strings.Contains(string(b), `"service":"slow"`) || service(f.world("acme"), "slow").PID != 0
+		slow = service(f.world("acme"), "slow")
+		return slow.PID != 0
 	})
 	f.killDaemon()
 	wait()
 	w := f.world("acme")
-	if s := service(w, "api"); s.PID != api.PID || !pidAlive(api.PID) {
-		t.Errorf("api = %+v, want still pid %d, adopted", s, api.PID)
+	if s := service(w, "api"); s.PID != apiSvc.PID || !pidAlive(apiSvc.PID) {
+		t.Errorf("api = %+v, want still pid %d, adopted", s, apiSvc.PID)
 	}
 	if w.State != "running" {
 		t.Errorf("world = %s (%s), want running", w.State, w.Message)
+	}
+	// What the cut-off up was adding is stopped, not adopted as the
+	// world's (a oneshot's unseen exit would pass for done).
+	if s := service(w, "slow"); s.Name != "" || pidAlive(slow.PID) {
+		t.Errorf("slow = %+v (pid %d alive: %v), want stopped and gone", s, slow.PID, pidAlive(slow.PID))
 	}
 }
