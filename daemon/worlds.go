@@ -512,16 +512,11 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		return api.World{}, err
 	}
 	var g *supervisor.Group
-	var added []string // the services a widening up adds to the group
 	if widen {
 		// The group takes the services it has not got; Start starts them,
 		// and those of its own this up stopped (crashed, unhealthy).
 		g = r.group
-		adding := slices.DeleteFunc(slices.Clone(specs), func(s supervisor.Spec) bool { _, ok := g.Spec(s.Name); return ok })
-		for _, s := range adding {
-			added = append(added, s.Name)
-		}
-		err = g.Add(adding)
+		err = g.Add(slices.DeleteFunc(slices.Clone(specs), func(s supervisor.Spec) bool { return !slices.Contains(adding, s.Name) }))
 	} else {
 		g, err = supervisor.NewGroup(specs, d.persister(w.ID))
 	}
@@ -563,7 +558,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		// it is not the world's until an up of it succeeds, and the next
 		// up, of another group, must not start it again.
 		var failedNew []string
-		for _, n := range added {
+		for _, n := range adding {
 			if st, ok := g.Status(n); ok && !isUp(st) {
 				failedNew = append(failedNew, n)
 			}
@@ -595,7 +590,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []str
 		if widen {
 			r.setGroup(nil, nil)
 			admitted = false
-			return api.World{}, fmt.Errorf("up %s: %w (nothing of the world runs now)", w.Name, err)
+			return api.World{}, fmt.Errorf("up %s: %w (nothing of the world runs now: 'git binky up' starts it again)", w.Name, err)
 		}
 		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
 	}
@@ -1514,10 +1509,7 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 // world's own services are adopted as they run.
 func (d *Daemon) adoptAdding(ctx context.Context, rec *world.Record) {
 	for _, n := range rec.Adding {
-		if s := rec.Services[n]; s != nil && s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
-			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", n, "pgid", s.PGID)
-		}
-		procgroup.StopMarked(serviceMark(rec, d.home, n), 5*time.Second)
+		d.stopCutOff(rec, n)
 		delete(rec.Services, n)
 	}
 	d.log.Warn("the daemon stopped during an up of another group: what it was starting was stopped", "world", rec.Worktree, "services", rec.Adding)
@@ -1530,6 +1522,16 @@ func (d *Daemon) adoptAdding(ctx context.Context, rec *world.Record) {
 		r.Adding = nil
 		return nil
 	})
+}
+
+// stopCutOff stops what service name of a cut-off up left running: its
+// recorded process group (checked by start time) and what it started
+// outside it.
+func (d *Daemon) stopCutOff(rec *world.Record, name string) {
+	if s := rec.Services[name]; s != nil && s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
+		d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
+	}
+	procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second)
 }
 
 // doneAdding clears the record's note of what a widening up was adding,
@@ -1553,11 +1555,8 @@ const diedUnwatched = "its services died while no daemon was watching (the machi
 // endCutOffUp ends an up that a dying daemon left "starting": its services
 // (those that had started) are stopped and the world is failed, saying why.
 func (d *Daemon) endCutOffUp(ctx context.Context, rec *world.Record) {
-	for name, s := range rec.Services {
-		if s.PID != 0 && procgroup.Alive(s.PID, s.StartTick) && !procgroup.Stop(s.PGID, 5*time.Second) {
-			d.log.Error("cut-off up: process group survived SIGKILL", "world", rec.Worktree, "service", name, "pgid", s.PGID)
-		}
-		procgroup.StopMarked(serviceMark(rec, d.home, name), 5*time.Second)
+	for name := range rec.Services {
+		d.stopCutOff(rec, name)
 	}
 	reason := "the daemon stopped during up (killed or crashed), so the up did not finish: run 'git binky up' again"
 	_ = d.home.UpdateRecord(ctx, rec.ID, func(r *world.Record) error {

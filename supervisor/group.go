@@ -76,27 +76,15 @@ func (g *Group) Add(specs []Spec) error {
 func (g *Group) Remove(names []string) error {
 	g.lay.Lock()
 	defer g.lay.Unlock()
-	procs := make(map[string]*proc, len(g.procs))
+	staying := map[string]*proc{}
 	for n, p := range g.procs {
 		if !slices.Contains(names, n) {
-			procs[n] = p
-			continue
-		}
-		p.mu.Lock()
-		running := p.running
-		p.mu.Unlock()
-		if running {
+			staying[n] = p
+		} else if p.isRunning() {
 			return fmt.Errorf("service %s runs: stop it before it leaves its group", n)
 		}
 	}
-	for _, p := range procs {
-		for _, d := range p.spec.DependsOn {
-			if _, ok := procs[d]; !ok {
-				return fmt.Errorf("service %s depends on %s, which would leave the group", p.spec.Name, d)
-			}
-		}
-	}
-	order, err := topoOrder(procs)
+	procs, order, err := g.extend(staying, nil)
 	if err != nil {
 		return err
 	}
@@ -222,8 +210,8 @@ func topoOrder(procs map[string]*proc) ([]string, error) {
 // each once its dependencies are ready, and returns when all are ready. If
 // any fails to start or to become healthy within its start period, or ctx
 // is cancelled, Start stops what it started, so nothing is left half up,
-// and returns why. What it found up (adopted: a world's running services
-// when an up widens it to another group) is left running.
+// and returns why. What it found up (a running world's services, when an
+// up adds another group's) is left running.
 func (g *Group) Start(ctx context.Context) error {
 	g.startRotation()
 	ctx, cancel := context.WithCancel(ctx)
@@ -269,9 +257,20 @@ func (g *Group) Start(ctx context.Context) error {
 func (p *proc) fresh() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.freshLocked()
+}
+
+// freshLocked is fresh with p.mu held.
+func (p *proc) freshLocked() {
 	if !p.running {
 		p.ready, p.readyOnce, p.isReady = make(chan struct{}), sync.Once{}, false
 	}
+}
+
+func (p *proc) isRunning() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
 }
 
 // up reports whether the service needs no start: its process runs, or it

@@ -582,16 +582,31 @@ func TestAFailedStartReportsTheFailureNotADependentsWordOfIt(t *testing.T) {
 	}
 }
 
+// migrateThenAPI is a oneshot that notes each run in runs, and an HTTP
+// service that depends on it.
+func migrateThenAPI(t *testing.T) (dir, runs string, migrate, api Spec) {
+	dir = t.TempDir()
+	runs = filepath.Join(dir, "migrate-runs")
+	migrate = Spec{Name: "migrate", Cmd: "echo run >> " + runs, Dir: dir, Oneshot: true,
+		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
+	api, _ = httpSpec(t, "api", "migrate")
+	return dir, runs, migrate, api
+}
+
+// failingSpec is a service that exits 3 before its health check passes.
+func failingSpec(t *testing.T, dir, name string, deps ...string) Spec {
+	cmd, env := helper("exit", "CODE=3")
+	return Spec{Name: name, Cmd: cmd, Env: env, Dir: dir, DependsOn: deps, Restart: RestartNo,
+		Health:  Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Interval: 50 * time.Millisecond, StartPeriod: time.Second},
+		LogPath: filepath.Join(dir, name+".log"), StopTimeout: time.Second}
+}
+
 // A group that took over running services (an up widening a world to
 // another group) starts only what is not up: the adopted service and the
 // done oneshot are neither started again nor stopped when a new service
 // fails, since the failed start did not start them.
 func TestStartLeavesWhatItFoundUpWhenANewServiceFails(t *testing.T) {
-	dir := t.TempDir()
-	runs := filepath.Join(dir, "migrate-runs")
-	migrate := Spec{Name: "migrate", Cmd: "echo run >> " + runs, Dir: dir, Oneshot: true,
-		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
-	api, _ := httpSpec(t, "api", "migrate")
+	dir, runs, migrate, api := migrateThenAPI(t)
 	g1, _ := NewGroup([]Spec{migrate, api}, nil)
 	if err := g1.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -600,10 +615,7 @@ func TestStartLeavesWhatItFoundUpWhenANewServiceFails(t *testing.T) {
 	migrateSt, _ := g1.Status("migrate")
 	g1.Close()
 
-	cmd, env := helper("exit", "CODE=3")
-	worker := Spec{Name: "worker", Cmd: cmd, Env: env, Dir: dir, DependsOn: []string{"api"}, Restart: RestartNo,
-		Health:  Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Interval: 50 * time.Millisecond, StartPeriod: time.Second},
-		LogPath: filepath.Join(dir, "worker.log"), StopTimeout: time.Second}
+	worker := failingSpec(t, dir, "worker", "api")
 	g2, err := NewGroup([]Spec{migrate, api, worker}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -632,11 +644,7 @@ func TestStartLeavesWhatItFoundUpWhenANewServiceFails(t *testing.T) {
 // service that fails takes down only itself. Statuses read meanwhile see
 // the group whole (run with -race).
 func TestAddedServicesStartBesideTheRunningOnes(t *testing.T) {
-	dir := t.TempDir()
-	runs := filepath.Join(dir, "migrate-runs")
-	migrate := Spec{Name: "migrate", Cmd: "echo run >> " + runs, Dir: dir, Oneshot: true,
-		LogPath: filepath.Join(dir, "migrate.log"), StopTimeout: time.Second}
-	api, _ := httpSpec(t, "api", "migrate")
+	dir, runs, migrate, api := migrateThenAPI(t)
 	g, _ := NewGroup([]Spec{migrate, api}, nil)
 	defer g.Stop(context.Background())
 	if err := g.Start(context.Background()); err != nil {
@@ -678,10 +686,7 @@ func TestAddedServicesStartBesideTheRunningOnes(t *testing.T) {
 	}
 	before, _ = g.Status("api")
 
-	cmd, env := helper("exit", "CODE=3")
-	broken := Spec{Name: "broken", Cmd: cmd, Env: env, Dir: dir, Restart: RestartNo,
-		Health:  Health{TCP: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Interval: 50 * time.Millisecond, StartPeriod: time.Second},
-		LogPath: filepath.Join(dir, "broken.log"), StopTimeout: time.Second}
+	broken := failingSpec(t, dir, "broken")
 	if err := g.Add([]Spec{broken}); err != nil {
 		t.Fatal(err)
 	}

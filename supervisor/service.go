@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"sync"
 )
 
 // StopService stops one service of the group, leaving the others (its
@@ -49,11 +48,9 @@ func (g *Group) StartService(ctx context.Context, name string) error {
 		p.mu.Unlock()
 		return fmt.Errorf("service %s is crashed and waiting to restart (%s): 'git binky service restart %s' restarts it now", name, msg, name)
 	}
-	if !p.running {
-		// This run's readiness, not the last one's: the first start closed
-		// ready, and a restarted service is not ready until probed again.
-		p.ready, p.readyOnce, p.isReady = make(chan struct{}), sync.Once{}, false
-	}
+	// This run's readiness, not the last one's: the first start closed
+	// ready, and a restarted service is not ready until probed again.
+	p.freshLocked()
 	p.mu.Unlock()
 	return p.start(ctx, deps, fells)
 }
