@@ -397,15 +397,7 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 	case api.OpDown:
 		return d.Down(ctx, req)
 	case api.OpReload:
-		// A file that no longer loads (a typo mid-edit) is refused before
-		// anything stops: the world runs on, as up leaves it.
-		if _, err := world.Open(d.home, req.Dir, req.Name); err != nil {
-			return nil, classify(err)
-		}
-		if _, err := d.Down(ctx, req); err != nil {
-			return nil, err
-		}
-		return d.Up(ctx, req, emit)
+		return d.Reload(ctx, req, emit)
 	case api.OpRemove:
 		return d.Remove(ctx, req)
 	case api.OpStatus:

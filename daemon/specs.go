@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/git-binky/git-binky/supervisor"
@@ -39,6 +40,21 @@ func serviceNames(cfg *world.Config, group string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// withServices is names and those of also that cfg still has (a service
+// deleted from the file is not started again), with what they depend on,
+// in depends_on order.
+func withServices(cfg *world.Config, names, also []string) ([]string, error) {
+	kept := slices.DeleteFunc(slices.Clone(also), func(n string) bool { return cfg.Services[n] == nil })
+	if len(kept) == 0 {
+		return names, nil
+	}
+	order, err := cfg.Order(append(slices.Clone(names), kept...))
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(order, func(n string) bool { return cfg.Services[n].Adapter != "" }), nil
 }
 
 // buildSpecs turns the world's services into supervisor specs; each

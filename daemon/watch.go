@@ -589,7 +589,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	if b, err := json.Marshal(env); err == nil && os.MkdirAll(filepath.Dir(savedEnv), 0o700) == nil {
 		_ = world.WriteFileAtomic(savedEnv, b, 0o600)
 	}
-	if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
+	if _, err := d.up(ctx, w, "", nil, env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
 }
@@ -779,7 +779,7 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 		return
 	}
 	running := r.group != nil || upping || d.failedByMove(rec.ID, wt)
-	env := r.env
+	env, ran := r.env, r.names
 	w, err := world.FromWorktree(d.home, repo, &wt)
 	untrusted := err == nil && !d.home.TrustedConfig(w.Config)
 	if running && untrusted && rec.Approved != "" {
@@ -830,7 +830,7 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 		if env == nil {
 			env = d.env
 		}
-		if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
+		if _, err := d.up(ctx, w, "", ran, env, func(api.Event) {}); err != nil {
 			d.log.Error("move: restart", "world", rec.Worktree, "err", err)
 		}
 	}
@@ -918,7 +918,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 			return
 		}
 		running := r.group != nil
-		env := r.env
+		env, ran := r.env, r.names
 		if running {
 			_ = d.stopLocked(ctx, r)
 		}
@@ -927,7 +927,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 			if env == nil {
 				env = d.env
 			}
-			if _, err := d.up(ctx, w, "", env, func(api.Event) {}); err != nil {
+			if _, err := d.up(ctx, w, "", ran, env, func(api.Event) {}); err != nil {
 				d.log.Error("reload on checkout", "worktree", wt.Path, "err", err)
 			}
 		}

@@ -243,6 +243,11 @@ func classify(err error) error {
 // runs (the user chose to run it) and registers the repository for the
 // watcher, then starts the world.
 func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
+	return d.upAlso(ctx, req, nil, emit)
+}
+
+// upAlso is Up starting the services also names beside req.Group's.
+func (d *Daemon) upAlso(ctx context.Context, req api.Request, also []string, emit func(api.Event)) (api.World, error) {
 	w, err := d.openWorld(ctx, req, true, emit)
 	if err != nil {
 		return api.World{}, err
@@ -277,7 +282,22 @@ func (d *Daemon) Up(ctx context.Context, req api.Request, emit func(api.Event)) 
 	if len(env) == 0 {
 		env = d.env
 	}
-	return d.up(ctx, w, req.Group, env, emit)
+	return d.up(ctx, w, req.Group, also, env, emit)
+}
+
+// Reload stops a world and starts it again on the same ports and data:
+// what it ran (the services an up --group added too) and req.Group's. A
+// file that no longer loads (a typo mid-edit) is refused before anything
+// stops: the world runs on, as up leaves it.
+func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
+	if _, err := world.Open(d.home, req.Dir, req.Name); err != nil {
+		return api.World{}, classify(err)
+	}
+	_, ran, err := d.down(ctx, req)
+	if err != nil {
+		return api.World{}, err
+	}
+	return d.upAlso(ctx, req, ran, emit)
 }
 
 // retireReplacedOf tears down, under the repository's lock, the world this
@@ -329,15 +349,19 @@ func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.Wo
 	return w
 }
 
-// up starts a world's services (those of group, or all): ports first, then
+// up starts a world's services (those of group, or all, and those of also
+// that the file still has, with what they depend on): ports first, then
 // services in depends_on order, each once its dependencies are healthy. It
 // is idempotent: a world already running them is left as it is.
-func (d *Daemon) up(ctx context.Context, w *world.World, group string, env []string, emit func(api.Event)) (api.World, error) {
+func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env []string, emit func(api.Event)) (api.World, error) {
 	// A blank template a plain slice found missing is built once no up
 	// is under way, not beside one (blank.go).
 	defer d.upStarted()()
 	names, err := serviceNames(w.Config, group)
 	if err != nil {
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
+	}
+	if names, err = withServices(w.Config, names, also); err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
 	// Every path that starts processes comes here, so this is where an
@@ -821,13 +845,19 @@ func (d *Daemon) setState(id string, state world.State, msg string) {
 
 // Down stops a world's processes and keeps its ports, files and data.
 func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
+	desc, _, err := d.down(ctx, req)
+	return desc, err
+}
+
+// down is Down, also returning the services the world's group ran.
+func (d *Daemon) down(ctx context.Context, req api.Request) (api.World, []string, error) {
 	w, warning, err := d.openRecorded(req)
 	if err != nil {
-		return api.World{}, err
+		return api.World{}, nil, err
 	}
 	if d.endQueuedUp(w.ID) && !d.home.HasRecord(w.ID) {
 		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
-			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil
+			Services: []api.Service{}, Message: "its up was waiting for its turn: taken out of the queue, nothing was started"}, nil, nil
 	}
 	// A new worktree's up (the hook's, the watcher's) that has not taken
 	// the world's lock yet, waiting for adoption or its repository's lock:
@@ -840,25 +870,26 @@ func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
 	d.mu.Unlock()
 	r, err := d.lockRunEnding(ctx, w.ID, (*worldRun).endStart)
 	if err != nil {
-		return api.World{}, err
+		return api.World{}, nil, err
 	}
 	defer r.mu.Unlock()
 	if !d.home.HasRecord(w.ID) && born {
 		return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateStopped,
-			Services: []api.Service{}, Message: "the up git worktree add asked for had not started: it starts nothing now"}, nil
+			Services: []api.Service{}, Message: "the up git worktree add asked for had not started: it starts nothing now"}, nil, nil
 	}
 	if !d.home.HasRecord(w.ID) {
-		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellArg(w.Name))}
+		return api.World{}, nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellArg(w.Name))}
 	}
+	ran := r.names
 	if err := d.stopLocked(ctx, r); err != nil {
-		return api.World{}, err
+		return api.World{}, nil, err
 	}
 	d.setState(w.ID, world.StateStopped, "")
 	desc, err := d.describe(w.ID, r)
 	if warning != "" {
 		desc.Message = warning
 	}
-	return desc, err
+	return desc, ran, err
 }
 
 // errTakenOutOfQueue ends an up a down or a remove took out of the

@@ -1197,6 +1197,31 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	}
 }
 
+// A reload starts again what the world ran, not only its default group:
+// the worker an up --group added comes back beside the API.
+func TestReloadStartsAgainTheServicesAnUpOfAnotherGroupAdded(t *testing.T) {
+	f := newFixture(t, grouped)
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	before := f.world("acme")
+
+	f.mustBinky(f.repo, "reload")
+	w := f.world("acme")
+	for _, name := range []string{"api", "worker"} {
+		was, s := service(before, name), service(w, name)
+		if s.PID == 0 || s.PID == was.PID || (s.State != "healthy" && s.State != "running") {
+			t.Errorf("after reload %s = %+v, want started again (was pid %d)", name, s, was.PID)
+		}
+		if pidAlive(was.PID) {
+			t.Errorf("%s's old process (pid %d) survived the reload", name, was.PID)
+		}
+	}
+	if s := service(w, "broken"); s.Name != "" {
+		t.Errorf("broken = %+v: a reload started a group the world never ran", s)
+	}
+	f.mustBinky(f.repo, "down")
+}
+
 // An up of another group restarts the running services after all when
 // they would not start as they run: an env_file changed since (a service
 // beside them with the new value, they with the old, is no world).

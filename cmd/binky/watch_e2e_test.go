@@ -279,6 +279,42 @@ func TestMovedWorktreeIsFollowedAndRestartedThere(t *testing.T) {
 	}
 }
 
+// A moved worktree's world starts again at the new path with what it ran:
+// the worker an up --group added too, not only the default group.
+func TestAMovedWorktreeStartsAgainEveryGroupItRan(t *testing.T) {
+	f := newFixture(t, grouped)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.waitHealthy("feat")
+	f.mustBinky(filepath.Join(f.tmp, "feat"), "up", "--group", "jobs")
+	before, _ := f.find("feat")
+	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	moved := filepath.Join(f.tmp, "moved")
+	f.eventually("api and worker started again at the new path", func() bool {
+		w, ok := f.find("feat")
+		return ok && w.Path == moved && service(w, "api").State == "healthy" && service(w, "api").PID != service(before, "api").PID &&
+			service(w, "worker").State == "running" && service(w, "worker").PID != service(before, "worker").PID
+	})
+}
+
+// reload_on_checkout restarts what the world ran, groups an up --group
+// added included.
+func TestReloadOnCheckoutStartsAgainEveryGroupItRan(t *testing.T) {
+	f := newFixture(t, strings.Replace(grouped, "name = \"acme\"\n", "name = \"acme\"\nreload_on_checkout = true\n", 1))
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.waitHealthy("feat")
+	feat := filepath.Join(f.tmp, "feat")
+	f.mustBinky(feat, "up", "--group", "jobs")
+	before, _ := f.find("feat")
+	f.mustGit(feat, "checkout", "-q", "-b", "feat2")
+	f.eventually("api and worker started again after the checkout", func() bool {
+		w, ok := f.find("feat")
+		return ok && service(w, "api").State == "healthy" && service(w, "api").PID != service(before, "api").PID &&
+			service(w, "worker").State == "running" && service(w, "worker").PID != service(before, "worker").PID
+	})
+}
+
 // A worktree moved while its world was coming up: the up failed at the
 // old path (the next service's folder was gone) and the move, seeing no
 // running services, left the world failed. It comes up at the new path.
