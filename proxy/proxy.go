@@ -29,6 +29,7 @@ type Route struct {
 	Project string
 	World   string
 	Service string
+	Group   string // the group that starts it, when a plain up does not
 	Port    int
 	// Up reports whether the service is meant to be running; a request for
 	// a service that is not gets a 503 naming the way to start it.
@@ -205,7 +206,11 @@ func unavailable(w http.ResponseWriter, rt Route, why string) {
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: git binky up %s\n", rt.Service, rt.World, rt.Project, why, world.ShellArg(rt.World))
+	start := "git binky up " + world.ShellArg(rt.World)
+	if rt.Group != "" {
+		start += " --group " + world.ShellArg(rt.Group)
+	}
+	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: %s\n", rt.Service, rt.World, rt.Project, why, start)
 }
 
 // notFound lists the hosts the proxy knows under the domain the request

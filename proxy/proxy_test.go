@@ -126,6 +126,13 @@ func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
 	if code != 503 || !strings.Contains(body, "service api of world w (acme) is stopped") || !strings.Contains(body, "git binky up w") {
 		t.Fatalf("stopped: %d %q", code, body)
 	}
+	// One a plain up does not start names its group.
+	inGroup := route
+	inGroup.Group = "ops"
+	p.SetRoutes([]Route{inGroup})
+	if code, body := get(t, srv.URL, route.Host, "/"); code != 503 || !strings.Contains(body, "Start it with: git binky up w --group ops\n") {
+		t.Fatalf("stopped, in a group: %d %q", code, body)
+	}
 	route.Up, route.State = true, "healthy"
 	p.SetRoutes([]Route{route})
 	if code, _ := get(t, srv.URL, route.Host, "/"); code != 200 {

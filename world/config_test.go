@@ -326,3 +326,40 @@ oneshot = true
 		t.Errorf("no warning of ${self.port} in a oneshot with no port: %v", Check(cfg, nil))
 	}
 }
+
+// A service a plain up leaves out names the group that starts it, for the
+// proxy's 503; the default group's services, and what they depend on, do
+// not. Without a default group a plain up starts them all.
+func TestHostGroupsNamesTheGroupThatStartsAService(t *testing.T) {
+	src := []byte(`[project]
+name = "acme"
+[services.db]
+cmd = "db"
+url = "db"
+[services.api]
+cmd = "api"
+url = "api"
+depends_on = ["db"]
+[services.admin]
+cmd = "admin"
+url = "admin"
+[services.worker]
+cmd = "worker"
+[groups]
+default = ["api"]
+ops = ["admin", "worker"]
+all = ["admin", "api"]
+`)
+	cfg, diags := ParseConfig("binky.toml", src)
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	got := cfg.HostGroups()
+	if len(got) != 1 || got["admin"] != "all" {
+		t.Errorf("HostGroups = %v, want admin started by all (the first group by name)", got)
+	}
+	delete(cfg.Groups, "default")
+	if got := cfg.HostGroups(); got != nil {
+		t.Errorf("without a default group HostGroups = %v, want none", got)
+	}
+}

@@ -107,6 +107,40 @@ func (c *Config) Order(only []string) ([]string, error) {
 }
 
 // Group returns the services of a named group.
+// HostGroups maps each service with a url that a plain up does not start
+// (the file has a default group without it or what depends on it) to the
+// first group by name that starts it.
+func (c *Config) HostGroups() map[string]string {
+	def, ok := c.Groups["default"]
+	if !ok {
+		return nil // a plain up starts every service
+	}
+	starts := func(group []string) map[string]bool {
+		in := map[string]bool{}
+		if len(group) == 0 {
+			return in // an empty group starts nothing
+		}
+		order, _ := c.Order(group)
+		for _, n := range order {
+			in[n] = true
+		}
+		return in
+	}
+	plain := starts(def)
+	out := map[string]string{}
+	for _, g := range sortedKeys(c.Groups) {
+		for n := range starts(c.Groups[g]) {
+			if _, done := out[n]; !done && !plain[n] && c.Services[n] != nil && c.Services[n].URL != "" {
+				out[n] = g
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func (c *Config) Group(name string) ([]string, error) {
 	g, ok := c.Groups[name]
 	if !ok {

@@ -253,6 +253,10 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 		rec.Hosts = hosts
 		dirty = true
 	}
+	if groups := w.Config.HostGroups(); !equalMaps(groups, rec.Groups) {
+		rec.Groups = groups
+		dirty = true
+	}
 	if dirty {
 		// The record must exist before any lease names it, or another
 		// allocator would see the lease as stale and take the port.

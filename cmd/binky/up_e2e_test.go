@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -1129,6 +1130,17 @@ func TestUpOfAnotherGroupLeavesTheRunningServicesRunning(t *testing.T) {
 	apiSvc := service(f.world("acme"), "api")
 	if apiSvc.State != "healthy" || apiSvc.PID == 0 {
 		t.Fatalf("api = %+v, want healthy", apiSvc)
+	}
+
+	// The proxy's 503 for a service of a group the world does not run
+	// names that group.
+	env := f.mustBinky(f.repo, "env", "--dotenv")
+	host := regexp.MustCompile(`BROKEN_URL=http://([^:]+):`).FindStringSubmatch(env)
+	if host == nil {
+		t.Fatalf("no BROKEN_URL in:\n%s", env)
+	}
+	if code, body, err := f.viaProxy(host[1], "/"); err != nil || code != 503 || !strings.Contains(body, " --group bad\n") {
+		t.Errorf("broken through the proxy: %d %q %v, want a 503 naming --group bad", code, body, err)
 	}
 
 	f.mustBinky(f.repo, "up", "--group", "jobs")
