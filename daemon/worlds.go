@@ -690,9 +690,19 @@ func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []stri
 	return true
 }
 
+// terminalVars are what names the terminal, pane or session a command ran
+// in, not how a program runs: two terminals of one user differ in them.
+var terminalVars = map[string]bool{
+	"TMUX_PANE": true, "WINDOWID": true, "WINDOW": true, "STY": true, "TERM_SESSION_ID": true, "ITERM_SESSION_ID": true,
+	"KITTY_WINDOW_ID": true, "WEZTERM_PANE": true, "ALACRITTY_WINDOW_ID": true, "KONSOLE_DBUS_WINDOW": true, "KONSOLE_DBUS_SESSION": true,
+	"GNOME_TERMINAL_SCREEN": true, "SSH_TTY": true, "SSH_CLIENT": true, "SSH_CONNECTION": true, "GPG_TTY": true,
+	"COLUMNS": true, "LINES": true, "VSCODE_GIT_IPC_HANDLE": true, "VSCODE_IPC_HOOK_CLI": true, "VSCODE_INJECTION": true,
+}
+
 // materialEnv is env sorted, without what a shell changes on its own (a
-// cd, a subshell, the last command): an up from another folder of the
-// worktree is the same world's.
+// cd, a subshell, the last command) and what names its terminal: an up
+// from another folder of the worktree, or another terminal, is the same
+// world's.
 func materialEnv(env []string) []string {
 	var gitExec string
 	for _, kv := range env {
@@ -702,7 +712,7 @@ func materialEnv(env []string) []string {
 	}
 	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k == "GIT_EXEC_PATH"
+		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k == "GIT_EXEC_PATH" || terminalVars[k]
 	})
 	// `git binky` is `binky` run by git, which puts its exec path first
 	// on PATH (and in GIT_EXEC_PATH): the same caller either way.
