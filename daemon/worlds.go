@@ -1267,7 +1267,16 @@ func (d *Daemon) Status(ctx context.Context, req api.Request) (api.Status, error
 		r := d.worlds[rec.ID]
 		d.mu.Unlock()
 		d.recheckTrust(rec)
-		out.Worlds = append(out.Worlds, d.describeRecord(rec, r))
+		desc := d.describeRecord(rec, r)
+		// A stopped world whose up waits for its turn: its record does
+		// not know, the queue does.
+		d.mu.Lock()
+		qw, queued := d.queued[rec.ID]
+		d.mu.Unlock()
+		if queued && qw.world.Message != "" && desc.State != world.StateRunning {
+			desc.State, desc.Message = world.StateQueued, qw.world.Message
+		}
+		out.Worlds = append(out.Worlds, desc)
 	}
 	// Worlds waiting for their turn that have no record yet (a new
 	// worktree's first up): only the queue knows them.

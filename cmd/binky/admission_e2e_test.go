@@ -104,6 +104,31 @@ func TestMaxParallelQueuesInOrder(t *testing.T) {
 	}
 }
 
+// A stopped world's up that waits for its turn shows in status as queued,
+// not as the stopped world its record still describes.
+func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	for _, n := range []string{"a", "b"} {
+		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
+	}
+	f.mustBinky(f.repo, "up", "b")
+	f.mustBinky(f.repo, "down", "b")
+	f.mustBinky(f.repo, "up", "a")
+	b, bq := f.startUp("b")
+	<-bq
+	if w, ok := f.find("b"); !ok || w.State != "queued" || !strings.Contains(w.Message, "position 1 of 1") {
+		t.Errorf("status while b waits: %+v (listed: %v)", w, ok)
+	}
+	f.mustBinky(f.repo, "down", "a")
+	if err := b.Wait(); err != nil {
+		t.Fatalf("up b: %v", err)
+	}
+	if w, _ := f.find("b"); w.State != "running" {
+		t.Errorf("b after its turn: %s (%s)", w.State, w.Message)
+	}
+}
+
 func fmtSettings(proxyPort int, extra string) string {
 	return "proxy_port = " + itoa(proxyPort) + "\n" + extra
 }
