@@ -194,6 +194,9 @@ const (
 	CodeNotFound = "not_found"
 	CodeConfig   = "config"
 	CodeUsage    = "usage"
+	// CodeStopping refuses a request a stopping daemon will not start:
+	// the client waits for it to exit, then asks the next daemon.
+	CodeStopping = "stopping"
 )
 
 // Hello is the daemon's answer to OpHello.
@@ -206,6 +209,9 @@ type Hello struct {
 	// Problems are parts of the daemon that could not start (the proxy's
 	// port taken, https without Caddy), each with what to do.
 	Problems []string `json:"problems,omitempty"`
+	// Stopping, set once the daemon is asked to stop, says what it
+	// finishes first (an up whose services are starting).
+	Stopping string `json:"stopping,omitempty"`
 }
 
 // World is one world as status, up and down report it.

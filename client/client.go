@@ -37,6 +37,10 @@ type Client struct {
 	Env []string
 	// NoStart makes calls fail with ErrNoDaemon instead of starting one.
 	NoStart bool
+	// Notice, when set, is told once what a call waits for when that is
+	// a stopping daemon finishing an up: the wait may be long, and the
+	// user can end it.
+	Notice func(string)
 }
 
 // New returns a client for home speaking as version.
@@ -55,7 +59,7 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 		return fmt.Errorf("the folder %q is not named in UTF-8, which binky needs for the paths it sends its daemon: rename it (or the worktree) to a UTF-8 name", req.Dir)
 	}
 	req.Version = c.Version
-	replaced := false
+	replaced, waited := false, false
 	for attempt := 0; ; attempt++ {
 		conn, err := c.dial(ctx)
 		if err != nil {
@@ -64,6 +68,14 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 		err = c.roundTrip(ctx, conn, req, onEvent, result)
 		var ae *api.Error
 		switch {
+		case errors.As(err, &ae) && ae.Code == api.CodeStopping && !waited:
+			// A daemon asked to stop, finishing an up: the next one takes
+			// this request once it has gone.
+			waited = true
+			if err := c.awaitExit(ctx, 0); err != nil {
+				return err
+			}
+			continue
 		case errors.As(err, &ae) && ae.Code == api.CodeVersion && !replaced:
 			// A daemon of another version: ask it to go (its services
 			// keep running) and start ours, which adopts them.
@@ -234,16 +246,56 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if err := c.roundTrip(ctx, conn, api.Request{Op: api.OpShutdown, Version: c.Version}, nil, &h); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for c.Running(ctx) || processAlive(h.PID) {
+	return c.awaitExit(ctx, h.PID)
+}
+
+// awaitExit waits for the daemon (pid, or the one that answers) to exit
+// after it was asked to stop. It waits as long as the daemon says it is
+// finishing an up (telling Notice so once, after a second), and 15
+// seconds past its last such word otherwise.
+func (c *Client) awaitExit(ctx context.Context, pid int) error {
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
+	told := false
+	for next := start; ; {
+		if time.Now().After(next) {
+			// Asked again each half second: a daemon that answers says
+			// what it still finishes.
+			next = time.Now().Add(500 * time.Millisecond)
+			h, err := c.hello(ctx)
+			if err == nil && pid == 0 {
+				pid = h.PID
+			}
+			if err == nil && h.PID == pid && h.Stopping != "" {
+				deadline = time.Now().Add(15 * time.Second)
+				if !told && time.Since(start) > time.Second && c.Notice != nil {
+					c.Notice(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, h.Stopping))
+					told = true
+				}
+			}
+		}
+		if !processAlive(pid) && (pid != 0 || !c.Running(ctx)) {
+			return nil
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon pid %d did not exit", h.PID)
+			return fmt.Errorf("daemon pid %d did not exit", pid)
 		}
 		if err := sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// hello asks the daemon that answers, starting none.
+func (c *Client) hello(ctx context.Context) (api.Hello, error) {
+	var h api.Hello
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
+	if err != nil {
+		return h, err
+	}
+	err = c.roundTrip(ctx, conn, api.Request{Op: api.OpHello, Version: c.Version}, nil, &h)
+	return h, err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

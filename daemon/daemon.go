@@ -14,6 +14,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -248,30 +250,45 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
+	// A stop drains: the requests that came before it finish (an up
+	// whose services are starting runs on: a migration is not cut off
+	// halfway), and the socket still answers meanwhile what a user needs
+	// then: a status, a down or a remove (which ends such an up). Other
+	// requests are told the daemon is stopping; their clients wait for
+	// the next daemon.
 	go func() {
 		<-ctx.Done()
+		d.mu.Lock()
+		d.draining = true
+		d.mu.Unlock()
+		d.requests.Wait()
 		ln.Close()
 	}()
+	var late sync.WaitGroup // requests that came during the drain
 	for {
 		conn, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			break
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
 			d.log.Error("accept", "err", err)
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		d.requests.Add(1)
+		if d.background() {
+			go func() {
+				defer d.requests.Done()
+				d.serve(ctx, conn.(*net.UnixConn), false)
+			}()
+			continue
+		}
+		late.Add(1)
 		go func() {
-			defer d.requests.Done()
-			d.serve(ctx, conn.(*net.UnixConn))
+			defer late.Done()
+			d.serve(context.WithoutCancel(ctx), conn.(*net.UnixConn), true)
 		}()
 	}
-	d.mu.Lock()
-	d.draining = true
-	d.mu.Unlock()
-	d.requests.Wait()
+	late.Wait()
 	if homeFate(d.gone.Load()) == homeDeleted {
 		d.endOrphans(hw)
 		d.log.Info("daemon stopped, its deleted home's services and shared servers with it")
@@ -298,8 +315,9 @@ func removeOwn(path string) func() {
 	}
 }
 
-// serve answers one request on conn.
-func (d *Daemon) serve(ctx context.Context, conn *net.UnixConn) {
+// serve answers one request on conn; one that came while the daemon
+// stops (late) only if it is of what a stopping daemon still answers.
+func (d *Daemon) serve(ctx context.Context, conn *net.UnixConn, late bool) {
 	defer conn.Close()
 	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
 		d.log.Warn("refused a client of another user", "uid", uid, "err", err)
@@ -324,6 +342,10 @@ func (d *Daemon) serve(ctx context.Context, conn *net.UnixConn) {
 	}
 	if req.Version != d.version && req.Op != api.OpShutdown && req.Op != api.OpHello {
 		send(api.Message{Error: &api.Error{Code: api.CodeVersion, Message: fmt.Sprintf("daemon is version %s, client %s", d.version, req.Version)}})
+		return
+	}
+	if late && !answeredWhileStopping(req.Op) {
+		send(api.Message{Error: &api.Error{Code: api.CodeStopping, Message: "the daemon is stopping: " + d.hello().Stopping}})
 		return
 	}
 	// The request lives as long as the client stays connected: Ctrl-C in
@@ -416,11 +438,30 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 	return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("unknown request %q", req.Op)}
 }
 
+// answeredWhileStopping reports whether a stopping daemon answers op: what
+// starts nothing, and what ends an up it waits for.
+func answeredWhileStopping(op string) bool {
+	switch op {
+	case api.OpHello, api.OpShutdown, api.OpStatus, api.OpDown, api.OpRemove:
+		return true
+	}
+	return false
+}
+
 func (d *Daemon) hello() api.Hello {
 	d.mu.Lock()
-	n := len(d.worlds)
+	n, draining := len(d.worlds), d.draining
+	var starting []string
+	for id, r := range d.worlds {
+		if r.starting.Load() != nil {
+			starting = append(starting, id)
+		}
+	}
 	d.mu.Unlock()
 	h := api.Hello{Version: d.version, PID: os.Getpid(), Started: d.started, Home: d.home.Dir, Worlds: n}
+	if draining {
+		h.Stopping = d.finishing(starting)
+	}
 	d.listenMu.Lock()
 	errs := []error{d.proxyErr, d.httpsErr}
 	d.listenMu.Unlock()
@@ -508,4 +549,23 @@ func suspendRecord(rec *world.Record, suspend, approved bool) {
 	case !suspend:
 		rec.SuspendedFrom, rec.SuspendedReason = "", ""
 	}
+}
+
+// finishing says what a stopping daemon finishes before it exits: the ups
+// of the worlds ids whose services are starting, and how to end one now.
+func (d *Daemon) finishing(ids []string) string {
+	var names []string
+	for _, id := range ids {
+		if rec, err := d.home.LoadRecord(id); err == nil {
+			names = append(names, rec.Worktree)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "it finishes the requests under way, then exits"
+	case 1:
+		return fmt.Sprintf("it exits once the up of %s has started its services ('git binky down %s' ends that up now)", names[0], world.ShellArg(names[0]))
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("it exits once the ups of %s have started their services ('git binky down <name>' ends one now)", strings.Join(names, ", "))
 }

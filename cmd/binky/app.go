@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -81,7 +82,9 @@ func (a *App) Client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(h, version.String()), nil
+	c := client.New(h, version.String())
+	c.Notice = func(msg string) { fmt.Fprintln(a.Err, "note: "+msg) }
+	return c, nil
 }
 
 func osEnviron() []string { return os.Environ() }

@@ -1025,6 +1025,49 @@ func (f *fixture) waitOneshotStarting(name string) int {
 	}
 }
 
+// A daemon asked to stop while an up waits for its oneshot does not cut
+// the oneshot off: it finishes the up first, and says so. Meanwhile it
+// still answers status and the down that ends that up; other requests
+// wait for the next daemon, which then takes them.
+func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testing.T) {
+	f := newFixture(t, gatedOneshot)
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up")
+	oneshot := f.waitOneshotStarting("acme")
+	old := f.daemonPID()
+
+	stop := f.startBinky(f.repo, "daemon", "stop")
+	time.Sleep(1500 * time.Millisecond)
+	if w := f.world("acme"); w.State != "starting" || !pidAlive(oneshot) {
+		t.Fatalf("during the stop: world %s, oneshot alive %v: want it left starting", w.State, pidAlive(oneshot))
+	}
+	other := f.startBinky(f.repo, "up", "feat") // waits for the next daemon
+	time.Sleep(1500 * time.Millisecond)
+	if f.daemonPID() != old {
+		t.Fatal("the daemon was replaced while it finished the up")
+	}
+	os.Remove(filepath.Join(f.gcDir, "hang"))
+	f.mustBinky(f.repo, "down") // ends the up: the oneshot sleeps
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came while its services started") {
+		t.Errorf("the up a down ended: %v\n%s", err, stderr)
+	}
+	stderr, err := stop()
+	if err != nil || !strings.Contains(stderr, "it exits once the up of acme has started its services ('git binky down acme' ends that up now)") {
+		t.Errorf("daemon stop: %v\n%s", err, stderr)
+	}
+	if stderr, err := other(); err != nil || !strings.Contains(stderr, "waiting for the daemon") {
+		t.Errorf("up feat during the stop: %v\n%s", err, stderr)
+	}
+	if f.daemonPID() == old {
+		t.Error("the stopped daemon still runs")
+	}
+	if s := service(f.world("feat"), "api"); s.State != "healthy" {
+		t.Errorf("feat's api = %+v: the next daemon did not take its up", s)
+	}
+	f.mustBinky(f.repo, "down", "feat")
+}
+
 // A down that came while the up was still stopping the world's old
 // processes (before it started any) was forgotten by the time the up
 // reached its oneshot, and waited behind it for good.
