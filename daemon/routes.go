@@ -166,7 +166,8 @@ func (d *Daemon) refreshRoutes() {
 func routesOf(rec *world.Record) []proxy.Route {
 	var out []proxy.Route
 	for svc, host := range rec.Hosts {
-		rt := proxy.Route{Host: host, Project: rec.Project, World: rec.Worktree, Service: svc, Group: rec.Groups[svc], Port: rec.Ports[svc], State: string(supervisor.Stopped)}
+		group, listed := rec.Groups[svc]
+		rt := proxy.Route{Host: host, Project: rec.Project, World: rec.Worktree, Service: svc, Group: group, Ungrouped: listed && group == "", Port: rec.Ports[svc], State: string(supervisor.Stopped)}
 		if s := rec.Services[svc]; s != nil {
 			rt.State = s.State
 			switch supervisor.State(s.State) {

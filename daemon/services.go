@@ -35,6 +35,10 @@ func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error
 		}
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: msg}
 	}
+	if _, ok := r.group.Spec(req.Service); !ok {
+		// The world's, but its process died while no daemon watched.
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s's service %s died while no daemon was watching: 'git binky up %s' starts it again (with --group of its group, if a plain up does not)", w.Name, req.Service, world.ShellArg(w.Name))}
+	}
 	// A start waits for a oneshot as long as it runs: a down or a remove
 	// of the world ends it rather than wait behind it (endStart).
 	sctx, end := context.WithCancelCause(ctx)

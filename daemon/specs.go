@@ -42,15 +42,24 @@ func serviceNames(cfg *world.Config, group string) ([]string, error) {
 	return out, nil
 }
 
-// withServices is names and those of also that cfg still has (a service
-// deleted from the file is not started again), with what they depend on,
-// in depends_on order.
-func withServices(cfg *world.Config, names, also []string) ([]string, error) {
+// startNames is what an up starts: group's services (see serviceNames)
+// and those of also (what a restarted world ran) that cfg still has, with
+// what they depend on, in depends_on order. With no group named, what the
+// world ran is all it starts, unless the file has none of it left: a world
+// that ran one group comes back with that group, not the default too.
+func startNames(cfg *world.Config, group string, also []string) ([]string, error) {
 	kept := slices.DeleteFunc(slices.Clone(also), func(n string) bool { return cfg.Services[n] == nil })
+	var names []string
+	if group != "" || len(kept) == 0 {
+		var err error
+		if names, err = serviceNames(cfg, group); err != nil {
+			return nil, err
+		}
+	}
 	if len(kept) == 0 {
 		return names, nil
 	}
-	order, err := cfg.Order(append(slices.Clone(names), kept...))
+	order, err := cfg.Order(append(names, kept...))
 	if err != nil {
 		return nil, err
 	}

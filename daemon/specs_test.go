@@ -43,7 +43,8 @@ func TestMaterialEnvLeavesOutWhatAShellOrGitChanges(t *testing.T) {
 	if a, b := materialEnv(shell), materialEnv(git); !slices.Equal(a, b) {
 		t.Errorf("binky and git binky from the same shell differ: %q vs %q", a, b)
 	}
-	pane := append(slices.Clone(shell), "TMUX_PANE=%3", "SSH_TTY=/dev/pts/4", "SSH_CONNECTION=127.0.0.1 50312 127.0.0.1 22", "COLUMNS=120")
+	pane := append(slices.Clone(shell), "TMUX_PANE=%3", "SSH_TTY=/dev/pts/4", "SSH_CONNECTION=127.0.0.1 50312 127.0.0.1 22", "COLUMNS=120",
+		"TMUX=/tmp/tmux-0/default,100,1", "TERM=screen", "XDG_SESSION_ID=7")
 	if a, b := materialEnv(shell), materialEnv(pane); !slices.Equal(a, b) {
 		t.Errorf("two terminals of one shell differ: %q vs %q", a, b)
 	}

@@ -290,10 +290,24 @@ func (d *Daemon) upAlso(ctx context.Context, req api.Request, also []string, emi
 // file that no longer loads (a typo mid-edit) is refused before anything
 // stops: the world runs on, as up leaves it.
 func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
-	if _, err := world.Open(d.home, req.Dir, req.Name); err != nil {
-		return api.World{}, classify(err)
+	w, err := d.openWorld(ctx, req, false, emit)
+	if err != nil {
+		return api.World{}, err
 	}
-	_, ran, err := d.down(ctx, req)
+	env := req.Env
+	if len(env) == 0 {
+		env = d.env
+	}
+	// What would refuse the up refuses the reload before anything stops:
+	// a group the file lacks, a ${env.X} the caller has not set.
+	startable := func(ran []string) error {
+		names, err := startNames(w.Config, req.Group, ran)
+		if err != nil {
+			return &api.Error{Code: api.CodeUsage, Message: err.Error()}
+		}
+		return unsetEnv(w, names, env)
+	}
+	_, ran, err := d.down(ctx, req, startable)
 	if err != nil {
 		return api.World{}, err
 	}
@@ -357,11 +371,8 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	// A blank template a plain slice found missing is built once no up
 	// is under way, not beside one (blank.go).
 	defer d.upStarted()()
-	names, err := serviceNames(w.Config, group)
+	names, err := startNames(w.Config, group, also)
 	if err != nil {
-		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
-	}
-	if names, err = withServices(w.Config, names, also); err != nil {
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: err.Error()}
 	}
 	// Every path that starts processes comes here, so this is where an
@@ -429,8 +440,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		if widen {
 			err = d.stopUnwell(ctx, r)
 			admitted = holdsPlace(r.group)
-		} else {
-			err = d.stopLocked(ctx, r)
+		} else if err = d.stopLocked(ctx, r); err == nil {
+			// Nothing runs until this up starts it again: said, should
+			// it wait for its turn, or end there.
+			d.setState(w.ID, world.StateStopped, "")
 		}
 		if err != nil {
 			return api.World{}, err
@@ -697,6 +710,8 @@ var terminalVars = map[string]bool{
 	"KITTY_WINDOW_ID": true, "WEZTERM_PANE": true, "ALACRITTY_WINDOW_ID": true, "KONSOLE_DBUS_WINDOW": true, "KONSOLE_DBUS_SESSION": true,
 	"GNOME_TERMINAL_SCREEN": true, "SSH_TTY": true, "SSH_CLIENT": true, "SSH_CONNECTION": true, "GPG_TTY": true,
 	"COLUMNS": true, "LINES": true, "VSCODE_GIT_IPC_HANDLE": true, "VSCODE_IPC_HOOK_CLI": true, "VSCODE_INJECTION": true,
+	"TMUX": true, "TERM": true, "COLORTERM": true, "TERM_PROGRAM": true, "TERM_PROGRAM_VERSION": true, "WT_SESSION": true,
+	"XDG_SESSION_ID": true, "XDG_VTNR": true, "SSH_AUTH_SOCK": true,
 }
 
 // materialEnv is env sorted, without what a shell changes on its own (a
@@ -855,12 +870,14 @@ func (d *Daemon) setState(id string, state world.State, msg string) {
 
 // Down stops a world's processes and keeps its ports, files and data.
 func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
-	desc, _, err := d.down(ctx, req)
+	desc, _, err := d.down(ctx, req, nil)
 	return desc, err
 }
 
-// down is Down, also returning the services the world's group ran.
-func (d *Daemon) down(ctx context.Context, req api.Request) (api.World, []string, error) {
+// down is Down, also returning the services the world's group ran. When
+// check is set, it is asked, with those services, before anything stops;
+// its error leaves the world as it is.
+func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []string) error) (api.World, []string, error) {
 	w, warning, err := d.openRecorded(req)
 	if err != nil {
 		return api.World{}, nil, err
@@ -891,6 +908,11 @@ func (d *Daemon) down(ctx context.Context, req api.Request) (api.World, []string
 		return api.World{}, nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to stop (start one with: git binky up %s)", w.Name, world.ShellArg(w.Name))}
 	}
 	ran := r.names
+	if check != nil {
+		if err := check(ran); err != nil {
+			return api.World{}, nil, err
+		}
+	}
 	if err := d.stopLocked(ctx, r); err != nil {
 		return api.World{}, nil, err
 	}
@@ -1532,6 +1554,15 @@ func (d *Daemon) adopt(ctx context.Context, rec *world.Record) {
 			names = append(names, s.Name)
 		} else if st := rec.Services[s.Name]; !ok && st != nil && g.AdoptDone(s.Name, toStatus(s.Name, st)) {
 			names = append(names, s.Name)
+		}
+	}
+	// Those that crashed, or died while no daemon watched, are the
+	// world's still, though no process of theirs is adopted: an up or a
+	// reload starts them again, as it would had this daemon seen them
+	// crash.
+	for n, s := range rec.Services {
+		if (s.State == string(supervisor.Crashed) || slices.Contains(dead, n)) && !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	r := d.run(rec.ID)

@@ -30,7 +30,9 @@ type Route struct {
 	World   string
 	Service string
 	Group   string // the group that starts it, when a plain up does not
-	Port    int
+	// Ungrouped: neither a plain up nor any group starts it.
+	Ungrouped bool
+	Port      int
 	// Up reports whether the service is meant to be running; a request for
 	// a service that is not gets a 503 naming the way to start it.
 	Up    bool
@@ -206,11 +208,14 @@ func unavailable(w http.ResponseWriter, rt Route, why string) {
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	start := "git binky up " + world.ShellArg(rt.World)
+	start := "Start it with: git binky up " + world.ShellArg(rt.World)
 	if rt.Group != "" {
 		start += " --group " + world.ShellArg(rt.Group)
 	}
-	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\nStart it with: %s\n", rt.Service, rt.World, rt.Project, why, start)
+	if rt.Ungrouped {
+		start = "Neither a plain 'git binky up' nor a group of binky.toml starts it: add it to a group in [groups]."
+	}
+	fmt.Fprintf(w, "binky: service %s of world %s (%s) %s.\n%s\n", rt.Service, rt.World, rt.Project, why, start)
 }
 
 // notFound lists the hosts the proxy knows under the domain the request

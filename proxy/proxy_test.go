@@ -133,6 +133,13 @@ func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
 	if code, body := get(t, srv.URL, route.Host, "/"); code != 503 || !strings.Contains(body, "Start it with: git binky up w --group ops\n") {
 		t.Fatalf("stopped, in a group: %d %q", code, body)
 	}
+	// One nothing starts says so, rather than name an up that would not.
+	inNone := route
+	inNone.Ungrouped = true
+	p.SetRoutes([]Route{inNone})
+	if code, body := get(t, srv.URL, route.Host, "/"); code != 503 || strings.Contains(body, "git binky up w") || !strings.Contains(body, "add it to a group in [groups]") {
+		t.Fatalf("stopped, in no group: %d %q", code, body)
+	}
 	route.Up, route.State = true, "healthy"
 	p.SetRoutes([]Route{route})
 	if code, _ := get(t, srv.URL, route.Host, "/"); code != 200 {

@@ -345,6 +345,9 @@ cmd = "admin"
 url = "admin"
 [services.worker]
 cmd = "worker"
+[services.docs]
+cmd = "docs"
+url = "docs"
 [groups]
 default = ["api"]
 ops = ["admin", "worker"]
@@ -355,8 +358,8 @@ all = ["admin", "api"]
 		t.Fatal(diags)
 	}
 	got := cfg.HostGroups()
-	if len(got) != 1 || got["admin"] != "all" {
-		t.Errorf("HostGroups = %v, want admin started by all (the first group by name)", got)
+	if docs, listed := got["docs"]; len(got) != 2 || got["admin"] != "all" || !listed || docs != "" {
+		t.Errorf("HostGroups = %v, want admin started by all (the first group by name), docs by none", got)
 	}
 	delete(cfg.Groups, "default")
 	if got := cfg.HostGroups(); got != nil {

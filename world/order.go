@@ -109,7 +109,7 @@ func (c *Config) Order(only []string) ([]string, error) {
 // Group returns the services of a named group.
 // HostGroups maps each service with a url that a plain up does not start
 // (the file has a default group without it or what depends on it) to the
-// first group by name that starts it.
+// first group by name that starts it, or to "" when no group does.
 func (c *Config) HostGroups() map[string]string {
 	def, ok := c.Groups["default"]
 	if !ok {
@@ -133,6 +133,11 @@ func (c *Config) HostGroups() map[string]string {
 			if _, done := out[n]; !done && !plain[n] && c.Services[n] != nil && c.Services[n].URL != "" {
 				out[n] = g
 			}
+		}
+	}
+	for n, s := range c.Services {
+		if _, done := out[n]; !done && !plain[n] && s.URL != "" && s.Adapter == "" {
+			out[n] = ""
 		}
 	}
 	if len(out) == 0 {

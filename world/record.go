@@ -44,7 +44,8 @@ type Record struct {
 	// Hosts maps each service with a url to the proxy host that reaches it.
 	Hosts map[string]string `json:"hosts,omitempty"`
 	// Groups maps each service with a url that a plain up does not start
-	// to a group that does, for the proxy's hint on how to start it.
+	// to a group that does ("" when none does), for the proxy's hint on
+	// how to start it.
 	Groups map[string]string `json:"groups,omitempty"`
 	// Slices are the adapter slices provisioned for this world.
 	Slices []SliceRecord `json:"slices,omitempty"`

@@ -104,14 +104,21 @@ func TestMaxParallelQueuesInOrder(t *testing.T) {
 	}
 }
 
-// A stopped world's up that waits for its turn shows in status as queued,
-// not as the stopped world its record still describes.
-func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
-	f := newFixture(t, oneService)
+// oneAtATime is a fixture of cfg with worktrees a and b, where one world
+// runs at a time (max_parallel 1).
+func oneAtATime(t *testing.T, cfg string) *fixture {
+	f := newFixture(t, cfg)
 	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
 	for _, n := range []string{"a", "b"} {
 		f.mustGit(f.repo, "worktree", "add", "-q", "../"+n, "-b", n)
 	}
+	return f
+}
+
+// A stopped world's up that waits for its turn shows in status as queued,
+// not as the stopped world its record still describes.
+func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
+	f := oneAtATime(t, oneService)
 	f.mustBinky(f.repo, "up", "b")
 	f.mustBinky(f.repo, "down", "b")
 	f.mustBinky(f.repo, "up", "a")
@@ -127,6 +134,33 @@ func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
 	if w, _ := f.find("b"); w.State != "running" {
 		t.Errorf("b after its turn: %s (%s)", w.State, w.Message)
 	}
+}
+
+// An up of another group that restarts a running world (its caller's
+// environment differs) stops its services first: while it waits for its
+// turn the world is queued, not running, and an up ended there leaves it
+// stopped.
+func TestARestartingUpThatWaitsForItsTurnLeavesTheWorldQueuedThenStopped(t *testing.T) {
+	f := oneAtATime(t, webAndJobs)
+	f.mustBinky(f.repo, "up", "a")
+	b, bq := f.startUp("b")
+	<-bq
+	a := exec.Command(filepath.Join(binDir, "git-binky"), "up", "a", "--group", "jobs")
+	a.Dir, a.Env = f.repo, append(append(os.Environ(), f.env()...), "FOO=1")
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("a queued behind b", func() bool { w, _ := f.find("a"); return w.State == "queued" })
+	if err := b.Wait(); err != nil {
+		t.Fatalf("up b: %v", err)
+	}
+	a.Process.Signal(syscall.SIGINT)
+	a.Wait()
+	f.eventually("a stopped once its up ended in the queue", func() bool { w, _ := f.find("a"); return w.State == "stopped" })
+	if w, _ := f.find("a"); service(w, "web").PID != 0 {
+		t.Errorf("a = %+v, want nothing running", w)
+	}
+	f.mustBinky(f.repo, "down", "b")
 }
 
 func fmtSettings(proxyPort int, extra string) string {

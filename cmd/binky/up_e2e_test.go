@@ -1277,6 +1277,88 @@ func TestReloadStartsAgainTheServicesAnUpOfAnotherGroupAdded(t *testing.T) {
 	f.mustBinky(f.repo, "down")
 }
 
+// A reload that its up would refuse (a group the file lacks, a ${env.X}
+// of a service the world ran that the caller has not set) is refused
+// before anything stops: the world runs on, what it ran intact.
+func TestAReloadItsUpWouldRefuseLeavesTheWorldRunning(t *testing.T) {
+	f := newFixture(t, strings.Replace(grouped, `cmd = "exec sleep 60"`, `cmd = "exec sleep 60 ${env.WTOK}"`, 1))
+	withWTOK := func(args ...string) {
+		t.Helper()
+		f.extraEnv = append(f.extraEnv, "WTOK=5")
+		defer func() { f.extraEnv = f.extraEnv[:len(f.extraEnv)-1] }()
+		f.mustBinky(f.repo, args...)
+	}
+	f.mustBinky(f.repo, "up")
+	withWTOK("up", "--group", "jobs")
+	before := f.world("acme")
+
+	if _, stderr, err := f.binky(f.repo, "reload", "--group", "nope"); err == nil || !strings.Contains(stderr, `no group "nope"`) {
+		t.Errorf("reload --group nope: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := f.binky(f.repo, "reload"); err == nil || !strings.Contains(stderr, "WTOK") {
+		t.Errorf("reload without WTOK: %v\n%s", err, stderr)
+	}
+	w := f.world("acme")
+	for _, name := range []string{"api", "worker"} {
+		if s := service(w, name); s.PID != service(before, name).PID || !pidAlive(s.PID) {
+			t.Errorf("%s = %+v after refused reloads, want pid %d still running", name, s, service(before, name).PID)
+		}
+	}
+	withWTOK("reload")
+	if s := service(f.world("acme"), "worker"); s.State != "running" || s.PID == service(before, "worker").PID {
+		t.Errorf("worker after a reload with WTOK = %+v, want started again", s)
+	}
+	f.mustBinky(f.repo, "down")
+}
+
+// webAndJobs is two processes of their own, each in its own group.
+const webAndJobs = `[project]
+name = "acme"
+[services.web]
+cmd = "exec sleep 60"
+[services.worker]
+cmd = "exec sleep 60"
+[groups]
+default = ["web"]
+jobs = ["worker"]
+`
+
+// A reload of a world that ran one group alone starts that group again,
+// not the default group beside it.
+func TestAReloadOfAWorldThatRanOneGroupStartsThatGroup(t *testing.T) {
+	f := newFixture(t, webAndJobs)
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	before := service(f.world("acme"), "worker")
+	f.mustBinky(f.repo, "reload")
+	w := f.world("acme")
+	if s := service(w, "worker"); s.State != "running" || s.PID == before.PID {
+		t.Errorf("worker = %+v, want running again (was pid %d)", s, before.PID)
+	}
+	if s := service(w, "web"); s.PID != 0 {
+		t.Errorf("web = %+v: the reload started the default group, which the world did not run", s)
+	}
+	f.mustBinky(f.repo, "down")
+}
+
+// A service an up --group added that crashed is the world's still after
+// a daemon restart: a reload starts it again.
+func TestAReloadAfterADaemonRestartStartsAnAddedServiceThatCrashed(t *testing.T) {
+	f := newFixture(t, strings.Replace(grouped, `cmd = "exec sleep 60"`, `cmd = "sleep 1; exit 3"
+restart = "no"`, 1))
+	f.mustBinky(f.repo, "up")
+	f.mustBinky(f.repo, "up", "--group", "jobs")
+	f.eventually("worker crashed", func() bool { return service(f.world("acme"), "worker").State == "crashed" })
+	f.mustBinky(f.repo, "daemon", "stop")
+	out := f.mustBinky(f.repo, "reload")
+	if !strings.Contains(out, "reloaded") {
+		t.Logf("reload said: %s", out)
+	}
+	if s := service(f.world("acme"), "worker"); s.Restarts != 0 || (s.State != "running" && s.State != "crashed") || s.Started == nil {
+		t.Errorf("worker after the reload = %+v, want started again", s)
+	}
+	f.mustBinky(f.repo, "down")
+}
+
 // An up of another group restarts the running services after all when
 // they would not start as they run: an env_file changed since (a service
 // beside them with the new value, they with the old, is no world).
