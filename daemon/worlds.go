@@ -945,7 +945,7 @@ func (d *Daemon) endQueuedUp(id string) bool {
 
 // errEndedByDown is why an up's start of its services ended when a down or
 // a remove came meanwhile.
-var errEndedByDown = errors.New("a down or remove came while its services started: what had started was stopped")
+var errEndedByDown = errors.New("a down, reload or remove came while its services started: what had started was stopped")
 
 // lockRunEnding is lockRunOf for what must not wait behind the world's
 // up or service start (a down, a remove, a teardown): until it has the

@@ -916,7 +916,7 @@ depends_on = ["migrate"]
 	}
 	err := up.Wait()
 	ended = true
-	if err == nil || !strings.Contains(upErr.String(), "a down or remove came") {
+	if err == nil || !strings.Contains(upErr.String(), "a down, reload or remove came") {
 		t.Errorf("up: %v, stderr:\n%s", err, upErr.String())
 	}
 	if w := f.world("acme"); w.State != "stopped" {
@@ -1049,7 +1049,7 @@ func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testi
 	}
 	os.Remove(filepath.Join(f.gcDir, "hang"))
 	f.mustBinky(f.repo, "down") // ends the up: the oneshot sleeps
-	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came while its services started") {
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down, reload or remove came while its services started") {
 		t.Errorf("the up a down ended: %v\n%s", err, stderr)
 	}
 	stderr, err := stop()
@@ -1089,7 +1089,7 @@ func TestADownThatComesBeforeTheUpStartsStillEndsIt(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("down took %s behind the up's oneshot", took)
 	}
-	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came") {
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down, reload or remove came") {
 		t.Errorf("up: %v, stderr:\n%s", err, stderr)
 	}
 	if w := f.world("acme"); w.State != "stopped" {
@@ -1111,7 +1111,7 @@ func TestADownEndsAServiceRestartWaitingForAOneshot(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("down took %s behind the restart's oneshot", took)
 	}
-	if stderr, err := restart(); err == nil || !strings.Contains(stderr, "a down or remove came") {
+	if stderr, err := restart(); err == nil || !strings.Contains(stderr, "a down, reload or remove came") {
 		t.Errorf("service restart: %v, stderr:\n%s", err, stderr)
 	}
 	if signalPID(pid, 0) == nil {
