@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/git-binky/git-binky/supervisor"
 	"github.com/git-binky/git-binky/world"
@@ -65,6 +66,12 @@ func startNames(cfg *world.Config, group string, also []string) ([]string, error
 	}
 	return slices.DeleteFunc(order, func(n string) bool { return cfg.Services[n].Adapter != "" }), nil
 }
+
+// noProbeSettle is how long a service binky cannot probe (no port, no
+// health check: a worker) must run before its up counts it as up. A
+// worker that dies at once (a bad command, a module missing, a password
+// refused) failed nothing: its up said ✓ while it crash-looped.
+const noProbeSettle = time.Second
 
 // buildSpecs turns the world's services into supervisor specs; each
 // process gets world.ProcessEnvFor, over coordinates worked out once.
@@ -138,6 +145,9 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		} else if port != 0 {
 			// A service with a port is ready when it accepts connections.
 			spec.Health.TCP = addr
+		}
+		if spec.Health.HTTP == "" && spec.Health.TCP == "" && spec.Health.Cmd == "" {
+			spec.Settle = noProbeSettle
 		}
 		specs = append(specs, spec)
 	}

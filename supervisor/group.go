@@ -640,7 +640,11 @@ func (p *proc) supervise(ctx context.Context, adopted *Status, done chan struct{
 			// a restart that does is retried as any crash is: what it
 			// waited for (a server down a moment) may come back.
 			if attempt == 0 && adopted == nil {
-				p.exitFailed(fmt.Sprintf("service %s %s before it became healthy%s", p.spec.Name, desc, p.logTail()), code)
+				when := "before it became healthy"
+				if p.spec.Health.none() {
+					when = fmt.Sprintf("within %s of its start (it has no health check: one that dies that soon fails its up)", p.spec.Settle)
+				}
+				p.exitFailed(fmt.Sprintf("service %s %s %s%s", p.spec.Name, desc, when, p.logTail()), code)
 				return
 			}
 			desc += " before it became healthy"
@@ -845,6 +849,9 @@ func (p *proc) healthLoop(ctx context.Context) {
 	// for ready (Start) has seen the event when it returns.
 	if h.none() {
 		p.set(func(s *Status) { s.State, s.Message = Running, "no health check" })
+		if p.spec.Settle > 0 && !sleepCtx(ctx, p.spec.Settle) {
+			return // it exited first: not ready, which fails its first start
+		}
 		p.markReady()
 		return
 	}

@@ -483,6 +483,33 @@ func TestAServiceWithNothingToProbeIsRunningNotHealthy(t *testing.T) {
 	}
 }
 
+// A service with nothing to probe and a Settle counts as ready only once
+// it has run that long: one that dies sooner fails the Start (and a
+// dependent waits that long), rather than crash-loop behind a Start that
+// succeeded.
+func TestAServiceWithNothingToProbeThatDiesAtOnceFailsItsStart(t *testing.T) {
+	dir := t.TempDir()
+	settle := 400 * time.Millisecond
+	dying := Spec{Name: "worker", Cmd: "echo boom >&2; sleep 0.1; exit 3", Dir: dir, LogPath: filepath.Join(dir, "worker.log"), Settle: settle}
+	g, _ := NewGroup([]Spec{dying}, nil)
+	err := g.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "service worker exited with code 3 within 400ms of its start") || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Start of a worker that exits at once: %v", err)
+	}
+
+	steady := Spec{Name: "worker", Cmd: "exec sleep 60", Dir: dir, LogPath: filepath.Join(dir, "worker.log"), Settle: settle, StopTimeout: time.Second}
+	api := Spec{Name: "api", Cmd: "exec sleep 60", Dir: dir, DependsOn: []string{"worker"}, LogPath: filepath.Join(dir, "api.log"), StopTimeout: time.Second}
+	g, _ = NewGroup([]Spec{steady, api}, nil)
+	defer g.Stop(context.Background())
+	began := time.Now()
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatalf("Start of a worker that runs: %v", err)
+	}
+	if took := time.Since(began); took < settle {
+		t.Errorf("Start returned after %s, before the worker had run %s", took, settle)
+	}
+}
+
 // A service started while the oneshot it depends on is still running stops
 // waiting when that oneshot fails: it waited for good, holding its world's
 // lock, for a readiness that would never come.

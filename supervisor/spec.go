@@ -37,10 +37,15 @@ type Spec struct {
 	// end fails the Start waiting for it. It is never restarted, has no
 	// health probe and no start period: it takes what it takes.
 	Oneshot bool
+	// Settle is how long a service with no probe must run before it
+	// counts as ready (0: at once): one that dies in that time fails its
+	// Start, as a probed one that dies before it is healthy does, rather
+	// than crash-loop behind a Start that succeeded.
+	Settle time.Duration
 }
 
 // Health is a readiness and liveness probe. A zero Health means "ready once
-// started": a service without a probe never makes its dependents wait.
+// started" (or once it has run Spec.Settle).
 type Health struct {
 	HTTP string // URL to GET; 2xx and 3xx are healthy
 	TCP  string // host:port to dial

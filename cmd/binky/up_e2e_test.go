@@ -1311,6 +1311,27 @@ func TestAReloadItsUpWouldRefuseLeavesTheWorldRunning(t *testing.T) {
 	f.mustBinky(f.repo, "down")
 }
 
+// A worker binky cannot probe (no port, no health check) that dies at once
+// fails its up, rather than crash-loop behind a ✓.
+func TestAnUpFailsWhenAWorkerWithNothingToProbeDiesAtOnce(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+[services.worker]
+cmd = "echo 'NOPERM this user has no permissions' >&2; exit 3"
+`)
+	stdout, stderr, err := f.binky(f.repo, "up")
+	if err == nil || !strings.Contains(stderr, "service worker exited with code 3 within 1s of its start") || !strings.Contains(stderr, "NOPERM") || strings.Contains(stdout, "✓") {
+		t.Fatalf("up with a dying worker: %v\n%s%s", err, stdout, stderr)
+	}
+	if w := f.world("acme"); w.State == "running" {
+		t.Errorf("world = %s, want not running", w.State)
+	}
+}
+
 // webAndJobs is two processes of their own, each in its own group.
 const webAndJobs = `[project]
 name = "acme"
