@@ -341,6 +341,13 @@ func check(c *Config, info AdapterInfo, shell bool) []Diagnostic {
 				warn(append(key, f.key...), "a password is written inline in %s: use ${env.NAME} (or env_file) so it is not committed", strings.Join(f.key, "."))
 			}
 		}
+		if s.Adapter != "" {
+			for _, d := range s.DependsOn {
+				if dep := c.Services[d]; dep != nil && dep.Adapter == "" {
+					warn(append(key, "depends_on"), "a slice does not wait for process %q: every slice is made, migrated and seeded before any process starts, so what %s's migrate or seed needs from it (an install, a build) belongs in the migrate itself (as migrate = \"npm ci && node migrate.js\")", d, name)
+				}
+			}
+		}
 		if len(s.GoldenKey) > 0 && s.CloneFrom != "golden" {
 			warn(append(key, "golden_key"), "golden_key is only read with clone_from = \"golden\": add it, or drop golden_key")
 		}

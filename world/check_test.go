@@ -64,3 +64,33 @@ func TestOnlyAnAdaptersOwnFieldsCollide(t *testing.T) {
 		}
 	}
 }
+
+// A slice's depends_on on a process is never waited for (slices are made
+// before any process starts): check says so, at the key, rather than let
+// a migrate run before the install it needs.
+func TestASliceDependingOnAProcessIsWarnedOf(t *testing.T) {
+	cfg, diags := ParseConfig("binky.toml", []byte(`[project]
+name = "shop"
+[services.deps]
+cmd = "npm ci"
+oneshot = true
+[services.cache]
+adapter = "redis"
+[services.db]
+adapter = "postgres"
+migrate = "node migrate.js"
+depends_on = ["deps", "cache"]
+`))
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	var got []Diagnostic
+	for _, d := range Check(cfg, nil) {
+		if strings.Contains(d.Message, "does not wait for process") {
+			got = append(got, d)
+		}
+	}
+	if len(got) != 1 || got[0].Severity != SeverityWarning || !strings.Contains(got[0].Message, `process "deps"`) || got[0].Line != 11 {
+		t.Errorf("warnings = %+v, want one at line 11 naming deps (not the slice cache)", got)
+	}
+}
