@@ -397,6 +397,27 @@ func refusedEarly(r map[string]any) bool {
 	return pe != nil && pe["code"] == float64(mcp.INVALID_REQUEST) && strings.Contains(fmt.Sprint(pe["message"]), "initialize")
 }
 
+// A client that writes its first messages at once (initialize, the
+// initialized notification, a tool call) has them answered in turn: what
+// follows an initialize request waits for its answer, and is not refused.
+func TestRequestsWrittenWithInitializeWaitForItsAnswer(t *testing.T) {
+	c, ran := probeServer(t)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}`)
+	if r := c.response(1, nil); r["protocolVersion"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	if r := c.response(2, nil); refusedEarly(r) || text(r) != "ran" {
+		t.Errorf("a tool call written with initialize: %v, want it run", r)
+	}
+	select {
+	case <-ran:
+	default:
+		t.Error("the probe did not run")
+	}
+}
+
 // A session starts with initialize: a tool call before its answer is
 // refused and does not run (it could be an up or a remove), whether no
 // initialize came, one came as a notification or one failed; a ping is

@@ -30,6 +30,7 @@ type cancelFilter struct {
 	// answered yet, and whether one was answered with a result.
 	initializing map[string]bool
 	initialized  atomic.Bool
+	answered     *sync.Cond // on mu: an initialize request was answered
 
 	// Error codes a resource handler chose, by request id: mcp-go answers
 	// every handler error with -32603 (internal error), and a world that
@@ -38,7 +39,21 @@ type cancelFilter struct {
 }
 
 func newCancelFilter(out io.Writer) *cancelFilter {
-	return &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}, codes: map[string]int{}}
+	f := &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}, codes: map[string]int{}}
+	f.answered = sync.NewCond(&f.mu)
+	return f
+}
+
+// awaitInitialize holds what a client sent behind an initialize request
+// until that is answered: a client that writes its first requests at once
+// (initialize, initialized, tools/list) has them answered in turn, not
+// refused for coming before an answer it could not yet have read.
+func (f *cancelFilter) awaitInitialize() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for !f.initialized.Load() && len(f.initializing) > 0 {
+		f.answered.Wait()
+	}
 }
 
 // watch returns in as mcp-go should read it, noting cancellations.
@@ -54,6 +69,7 @@ func (f *cancelFilter) watch(in io.Reader) io.Reader {
 			}
 			if len(line) > 0 {
 				f.note(line)
+				f.awaitInitialize()
 				if f.refuseEarly(line) {
 					continue
 				}
@@ -176,7 +192,7 @@ func (f *cancelFilter) refuseEarly(line []byte) bool {
 	}
 	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
 		"code":    mcp.INVALID_REQUEST,
-		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request, and other requests wait for its answer", m.Method),
+		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request (what comes after one waits for its answer), and none has succeeded", m.Method),
 	}})
 	if err != nil {
 		return false
@@ -211,9 +227,11 @@ func (f *cancelFilter) noteInitializedLocked(line []byte) {
 	switch {
 	case len(m.Result) == 0 || bytes.Equal(m.Result, []byte("null")):
 		delete(f.initializing, key) // an error: initialize failed
+		f.answered.Broadcast()
 	case json.Unmarshal(m.Result, &res) == nil && res.ProtocolVersion != "":
 		delete(f.initializing, key)
 		f.initialized.Store(true)
+		f.answered.Broadcast()
 	}
 }
 
