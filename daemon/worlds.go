@@ -165,7 +165,7 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 		return w, nil // made by an up that held the lock before us
 	}
 	emit(api.Event{Message: fmt.Sprintf("creating worktree %s at %s", req.Name, path)})
-	wt, err := repo.AddWorktree(ctx, path, req.Name)
+	wt, err := repo.AddWorktree(ctx, path, req.Name, req.Dir)
 	if err != nil {
 		return nil, err
 	}

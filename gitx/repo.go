@@ -606,9 +606,10 @@ func (r *Repo) BranchExists(branch string) bool {
 const AddingEnv = "GIT_BINKY_ADDING"
 
 // AddWorktree creates a linked worktree at path on branch: the existing branch
-// when there is one, a new branch from HEAD otherwise. go-git cannot create
-// linked worktrees, so this runs `git worktree add`.
-func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree, error) {
+// when there is one, otherwise a new branch from the HEAD of the worktree
+// holding the folder from (the repository's HEAD when from is ""). go-git
+// cannot create linked worktrees, so this runs `git worktree add`.
+func (r *Repo) AddWorktree(ctx context.Context, path, branch, from string) (*Worktree, error) {
 	if strings.HasPrefix(branch, "-") || strings.HasPrefix(path, "-") {
 		return nil, fmt.Errorf("add worktree %q on branch %q: a name beginning with '-' would be read as an option", path, branch)
 	}
@@ -618,6 +619,11 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch string) (*Worktree,
 		args = append(args, path, branch)
 	} else {
 		args = append(args, "-b", branch, path)
+		if from != "" {
+			// Run there, git starts the branch at that worktree's HEAD,
+			// as 'git worktree add -b' typed in it does.
+			dir = from
+		}
 	}
 	if _, err := git(ctx, dir, []string{AddingEnv + "=1"}, args...); err != nil {
 		return nil, err

@@ -141,7 +141,7 @@ func TestDirtyAndAddRemove(t *testing.T) {
 	repo, _, _ := gitx.Discover(main)
 	ctx := context.Background()
 
-	wt, err := repo.AddWorktree(ctx, filepath.Join(tmp, "new-branch"), "new-branch")
+	wt, err := repo.AddWorktree(ctx, filepath.Join(tmp, "new-branch"), "new-branch", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDirtyAndAddRemove(t *testing.T) {
 		t.Errorf("new worktree on %q", wt.Branch)
 	}
 	gittest.Git(t, main, "branch", "existing")
-	wt2, err := repo.AddWorktree(ctx, filepath.Join(tmp, "existing"), "existing")
+	wt2, err := repo.AddWorktree(ctx, filepath.Join(tmp, "existing"), "existing", "")
 	if err != nil || wt2.Branch != "existing" {
 		t.Fatalf("AddWorktree on an existing branch: %+v, %v", wt2, err)
 	}
@@ -169,6 +169,38 @@ func TestDirtyAndAddRemove(t *testing.T) {
 	}
 	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
 		t.Errorf("worktree folder still there: %v", err)
+	}
+}
+
+// A new branch starts where the worktree asking for it stands, as 'git
+// worktree add -b' typed there does, not at the repository's HEAD.
+func TestANewWorktreesBranchStartsAtTheHeadOfTheWorktreeItIsAddedFrom(t *testing.T) {
+	tmp := t.TempDir()
+	main := gittest.NewRepo(t, tmp, "acme", map[string]string{"a.txt": "a"})
+	repo, _, _ := gitx.Discover(main)
+	ctx := context.Background()
+	feat, err := repo.AddWorktree(ctx, filepath.Join(tmp, "feat"), "feat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.WriteFiles(t, feat.Path, map[string]string{"b.txt": "b"})
+	gittest.Git(t, feat.Path, "add", "-A")
+	gittest.Git(t, feat.Path, "commit", "-qm", "feat's own")
+	ahead := strings.TrimSpace(gittest.Git(t, feat.Path, "rev-parse", "HEAD"))
+
+	next, err := repo.AddWorktree(ctx, filepath.Join(tmp, "next"), "next", filepath.Join(feat.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, next.Path, "rev-parse", "HEAD")); got != ahead {
+		t.Errorf("next starts at %s, want feat's HEAD %s", got, ahead)
+	}
+	other, err := repo.AddWorktree(ctx, filepath.Join(tmp, "other"), "other", main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, other.Path, "rev-parse", "HEAD")); got == ahead {
+		t.Error("a branch added from the main worktree starts at feat's commit")
 	}
 }
 
