@@ -143,6 +143,42 @@ services:
 	}
 }
 
+// A host given without its port (compose relied on the server's default
+// port) gets the slice's port beside it, under its prefix: libpq reads
+// PGPORT, and would otherwise go to 5432, where binky's server is not. A
+// host that carries its port keeps it, and gets no other.
+func TestAHostWithoutItsPortGetsThePortBesideIt(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  api:
+    build: .
+    command: node server.js
+    depends_on: [db, cache]
+    environment:
+      PGHOST: db
+      PGUSER: shop
+      PGPASSWORD: shop
+      CACHE_HOST: cache:6379
+  db:
+    image: postgres:15
+    environment:
+      POSTGRES_USER: shop
+      POSTGRES_PASSWORD: shop
+  cache:
+    image: redis:7
+`})
+	env := cfg.Services["api"].Env
+	if env["PGHOST"] != "${db.host}" || env["PGPORT"] != "${db.port}" {
+		t.Errorf("PGHOST = %q, PGPORT = %q: want the slice's host and port", env["PGHOST"], env["PGPORT"])
+	}
+	if _, added := env["CACHE_PORT"]; added || env["CACHE_HOST"] != "${cache.host}:${cache.port}" {
+		t.Errorf("CACHE_HOST = %q, CACHE_PORT added %v: a host with its port needs no other", env["CACHE_HOST"], added)
+	}
+	if !slices.ContainsFunc(res.Guessed, func(g string) bool { return strings.Contains(g, "added PGPORT = ${db.port}") }) {
+		t.Errorf("guessed %q does not say PGPORT was added", res.Guessed)
+	}
+}
+
 // TestWiringComesFromTheTable adds a kind to a copy of the adapter table,
 // as the adapters of this wave do: init knows its images and env names
 // from the row alone.

@@ -188,6 +188,31 @@ func (c *converter) convertEnv(sv *service) {
 			sv.env = append(sv.env, line{key: k, value: tomlString(out), comment: note + "; overrides " + commentText(f.Path)})
 		}
 	}
+	// A host given without its port (compose relied on the server's
+	// default port, which binky's shared server does not listen on) gets
+	// the port beside it, under its prefix (PGHOST → PGPORT): libpq and
+	// most apps read one there, and would go to the default port.
+	for _, p := range slices.Sorted(maps.Keys(sv.prefixes)) {
+		t := sv.prefixes[p]
+		if !hasField(t.kind.Fields, "port") || !wired[t]["host"] {
+			continue
+		}
+		host, port := false, false
+		for k := range vals {
+			if kp, f, ok := splitField(k, t.kind.Fields); ok && kp == p {
+				host = host || f == "host" && !strings.Contains(vals[k], ":")
+				port = port || f == "port" || f == "url"
+			}
+		}
+		name := p + "PORT"
+		if _, taken := vals[name]; !host || port || taken {
+			continue
+		}
+		vals[name] = ""
+		sv.env = append(sv.env, line{key: name, value: tomlString("${" + t.name + ".port}"),
+			comment: "added: the " + t.name + " slice's port (compose relied on the default port, which binky's server does not use)"})
+		c.guessed = append(c.guessed, fmt.Sprintf("%s: added %s = ${%s.port} beside its host (compose relied on the default port, which binky's server does not use; an app that reads the port elsewhere, as host:port in its host variable, needs ${%s.host}:${%s.port} there)", sv.name, name, t.name, t.name, t.name))
+	}
 	// An app given only the parts gets the URL too, under the first name
 	// the kind's row gives for it (DATABASE_URL).
 	for _, t := range sv.slices {
