@@ -170,6 +170,11 @@ func routesOf(rec *world.Record) []proxy.Route {
 		rt := proxy.Route{Host: host, Project: rec.Project, World: rec.Worktree, Service: svc, Group: group, Ungrouped: listed && group == "", Port: rec.Ports[svc], State: string(supervisor.Stopped)}
 		if s := rec.Services[svc]; s != nil {
 			rt.State = s.State
+			// Its first line only: binky's own sentence, not the log
+			// tail a crash report carries below it.
+			if reason, _, _ := strings.Cut(s.Message, "\n"); len(reason) <= 300 {
+				rt.Reason = strings.TrimSuffix(strings.TrimSpace(reason), ":")
+			}
 			switch supervisor.State(s.State) {
 			case supervisor.Healthy, supervisor.Running, supervisor.Unhealthy, supervisor.Starting:
 				rt.Up = s.PID != 0

@@ -37,6 +37,9 @@ type Route struct {
 	// a service that is not gets a 503 naming the way to start it.
 	Up    bool
 	State string
+	// Reason is binky's word on why a service that is not up is so (a
+	// crash, a port another program holds), one line.
+	Reason string
 }
 
 // Proxy is an http.Handler over a route table that can change at any time.
@@ -187,7 +190,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !rt.Up {
 		ownAnswer(w, r)
-		unavailable(w, rt, "is "+orDefault(rt.State, "stopped"))
+		why := "is " + orDefault(rt.State, "stopped")
+		if rt.Reason != "" {
+			why += " (" + rt.Reason + ")"
+		}
+		unavailable(w, rt, why)
 		return
 	}
 	if isUpgrade(r) {

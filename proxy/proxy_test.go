@@ -126,6 +126,13 @@ func TestStoppedServiceGets503ThenRoutesChangeLive(t *testing.T) {
 	if code != 503 || !strings.Contains(body, "service api of world w (acme) is stopped") || !strings.Contains(body, "git binky up w") {
 		t.Fatalf("stopped: %d %q", code, body)
 	}
+	// Binky's word on why is said, its first line.
+	crashed := route
+	crashed.State, crashed.Reason = "crashed", "port 4521 is in use by another program"
+	p.SetRoutes([]Route{crashed})
+	if code, body := get(t, srv.URL, route.Host, "/"); code != 503 || !strings.Contains(body, "is crashed (port 4521 is in use by another program).") {
+		t.Fatalf("crashed: %d %q", code, body)
+	}
 	// One a plain up does not start names its group.
 	inGroup := route
 	inGroup.Group = "ops"
