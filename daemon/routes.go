@@ -173,7 +173,7 @@ func routesOf(rec *world.Record) []proxy.Route {
 			// Its first line only: binky's own sentence, not the log
 			// tail a crash report carries below it.
 			if reason, _, _ := strings.Cut(s.Message, "\n"); len(reason) <= 300 {
-				rt.Reason = strings.TrimSuffix(strings.TrimSpace(reason), ":")
+				rt.Reason = strings.TrimSuffix(strings.TrimSpace(reason), "; last output:")
 			}
 			switch supervisor.State(s.State) {
 			case supervisor.Healthy, supervisor.Running, supervisor.Unhealthy, supervisor.Starting:
