@@ -206,6 +206,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer removeOwn(sock)()
 	defer ln.Close()
 
+	// Two lives: ctx ends when the daemon is asked to stop (nothing new
+	// starts after), life once it has finished what it was doing: the
+	// requests under way, the proxy serving every world meanwhile, the
+	// watch on its home.
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
 	ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
 	d.ctx = ctx
@@ -228,10 +234,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if every <= 0 {
 			every = homeCheckEvery
 		}
-		go d.watchHome(ctx, hw, every)
+		go d.watchHome(life, hw, every)
 	}
 
-	d.startProxy(ctx)
+	d.startProxy(life)
 	if err := d.newWatcher(); err != nil {
 		d.log.Error("watcher not started: worktrees added or removed will be noticed only by the next daemon", "err", err)
 	}
@@ -261,6 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.mu.Lock()
 		d.draining = true
 		d.mu.Unlock()
+		d.endQueuedUps(errDaemonStopping)
 		d.requests.Wait()
 		ln.Close()
 	}()
@@ -275,17 +282,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		// A request lives as long as its client stays connected, not
+		// as long as the daemon is not asked to stop: what it started it
+		// finishes (a migration is not cut off halfway).
 		if d.background() {
 			go func() {
 				defer d.requests.Done()
-				d.serve(ctx, conn.(*net.UnixConn), false)
+				d.serve(life, conn.(*net.UnixConn), false)
 			}()
 			continue
 		}
 		late.Add(1)
 		go func() {
 			defer late.Done()
-			d.serve(context.WithoutCancel(ctx), conn.(*net.UnixConn), true)
+			d.serve(life, conn.(*net.UnixConn), true)
 		}()
 	}
 	late.Wait()
@@ -393,7 +403,16 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 	case api.OpHello:
 		return d.hello(), nil
 	case api.OpHook:
-		go d.hook(d.ctx, req)
+		// Counted as a request, so that a stop finishes its up too; one
+		// that comes during the stop is left for the next daemon.
+		if !d.background() {
+			d.deferHook(req)
+			return map[string]bool{"accepted": true}, nil
+		}
+		go func() {
+			defer d.requests.Done()
+			d.hook(context.WithoutCancel(d.ctx), req)
+		}()
 		return map[string]bool{"accepted": true}, nil
 	case api.OpShutdown:
 		d.log.Info("shutdown requested")
@@ -554,18 +573,19 @@ func suspendRecord(rec *world.Record, suspend, approved bool) {
 // finishing says what a stopping daemon finishes before it exits: the ups
 // of the worlds ids whose services are starting, and how to end one now.
 func (d *Daemon) finishing(ids []string) string {
-	var names []string
+	var names, paths []string
 	for _, id := range ids {
 		if rec, err := d.home.LoadRecord(id); err == nil {
-			names = append(names, rec.Worktree)
+			names, paths = append(names, rec.Worktree), append(paths, rec.Path)
 		}
 	}
 	switch len(names) {
 	case 0:
 		return "it finishes the requests under way, then exits"
 	case 1:
-		return fmt.Sprintf("it exits once the up of %s has started its services ('git binky down %s' ends that up now)", names[0], world.ShellArg(names[0]))
+		// Its folder named: 'down' finds a world from where it is run.
+		return fmt.Sprintf("it exits once the up of %s has started its services ('git -C %s binky down' ends that up now)", names[0], world.ShellArg(paths[0]))
 	}
 	slices.Sort(names)
-	return fmt.Sprintf("it exits once the ups of %s have started their services ('git binky down <name>' ends one now)", strings.Join(names, ", "))
+	return fmt.Sprintf("it exits once the ups of %s have started their services ('git -C <worktree> binky down' ends one now)", strings.Join(names, ", "))
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,6 +133,17 @@ func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every time.Duratio
 		}
 		d.gone.Store(int32(fate))
 		d.stop()
+		if fate == homeDeleted {
+			// A stop drains the ups under way; in a deleted home they
+			// would only make orphans.
+			d.mu.Lock()
+			runs := slices.Collect(maps.Values(d.worlds))
+			d.mu.Unlock()
+			for _, r := range runs {
+				r.endStartBecause(errHomeDeleted)
+			}
+			d.endQueuedUps(errHomeDeleted)
+		}
 		return
 	}
 }

@@ -535,7 +535,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 	pending := pendingUpPath(wt.AdminDir)
 	savedEnv := d.lostEnvPath(world.WorldID(repo.CommonDir, wt.AdminDir))
 	defer func() {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !d.stopping() {
 			os.Remove(pending)
 			os.Remove(savedEnv)
 		}
@@ -579,19 +579,39 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		}
 		return
 	}
-	if _, err := world.MakeStateDir(wt.AdminDir, wt.Path); err == nil {
-		_ = os.WriteFile(pending, nil, 0o600)
-	}
-	// And the environment it starts with (the shell's that ran `git
-	// worktree add`), in the home beside the other copies of worlds'
-	// secrets, never in the repository: the next daemon's up of it would
-	// otherwise have whichever command woke that daemon's.
-	if b, err := json.Marshal(env); err == nil && os.MkdirAll(filepath.Dir(savedEnv), 0o700) == nil {
-		_ = world.WriteFileAtomic(savedEnv, b, 0o600)
-	}
+	d.markLost(repo, wt, env)
 	if _, err := d.up(ctx, w, "", nil, env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 	}
+}
+
+// markLost marks a new worktree as one whose up only this daemon knows of
+// (findLost), with the environment it starts with: the shell's that ran
+// `git worktree add`, kept in the home beside the other copies of worlds'
+// secrets, never in the repository, since the next daemon's up of it would
+// otherwise have whichever command woke that daemon's.
+func (d *Daemon) markLost(repo *gitx.Repo, wt *gitx.Worktree, env []string) {
+	if _, err := world.MakeStateDir(wt.AdminDir, wt.Path); err == nil {
+		_ = os.WriteFile(pendingUpPath(wt.AdminDir), nil, 0o600)
+	}
+	savedEnv := d.lostEnvPath(world.WorldID(repo.CommonDir, wt.AdminDir))
+	if b, err := json.Marshal(env); err == nil && os.MkdirAll(filepath.Dir(savedEnv), 0o700) == nil {
+		_ = world.WriteFileAtomic(savedEnv, b, 0o600)
+	}
+}
+
+// deferHook leaves a git event that came while the daemon stops to the
+// next daemon: a new worktree is marked as one whose up is lost, which the
+// next daemon starts with the environment of the command that made it.
+// (A checkout's reload, or a start after an approval, is the next up's.)
+func (d *Daemon) deferHook(req api.Request) {
+	repo, wt, err := gitx.Discover(req.Dir)
+	if err != nil || req.Event != api.EventBorn || wt.Main {
+		d.log.Info("a git event came while the daemon stops: left to the next up", "event", req.Event, "dir", world.Inert(req.Dir))
+		return
+	}
+	d.markLost(repo, wt, hookEnv(req, d.env))
+	d.log.Info("a new worktree came while the daemon stops: the next daemon starts its world", "worktree", world.Inert(wt.Path))
 }
 
 // autoBorn is auto for a worktree seen born, once however many saw it:

@@ -478,6 +478,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		if tornDown() && errors.Is(context.Cause(ctx), errTakenOutOfQueue) {
 			return api.World{}, fmt.Errorf("up %s: %w", w.Name, errTakenOutOfQueue)
 		}
+		if tornDown() && errors.Is(context.Cause(ctx), errDaemonStopping) {
+			// Nothing started: the client asks the next daemon.
+			return api.World{}, &api.Error{Code: api.CodeStopping, Message: fmt.Sprintf("up %s: %v", w.Name, errDaemonStopping)}
+		}
 		if tornDown() {
 			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
 		}
@@ -924,6 +928,28 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 	return desc, ran, err
 }
 
+// errDaemonStopping ends an up waiting in the admission queue when the
+// daemon is asked to stop: its client sends it again to the next daemon.
+var errDaemonStopping = errors.New("the daemon stopped while it waited for its turn")
+
+// endQueuedUps ends every up waiting in the admission queue with cause.
+func (d *Daemon) endQueuedUps(cause error) {
+	d.mu.Lock()
+	var runs []*worldRun
+	for id := range d.queued {
+		if r := d.worlds[id]; r != nil {
+			runs = append(runs, r)
+		}
+	}
+	d.mu.Unlock()
+	for _, r := range runs {
+		r.endUp(cause)
+	}
+}
+
+// stopping reports whether the daemon has been asked to stop.
+func (d *Daemon) stopping() bool { return d.ctx != nil && d.ctx.Err() != nil }
+
 // errTakenOutOfQueue ends an up a down or a remove took out of the
 // admission queue.
 var errTakenOutOfQueue = errors.New("a down or remove took it out of the queue while it waited for its turn")
@@ -979,11 +1005,19 @@ func (d *Daemon) lockRunEnding(ctx context.Context, id string, end func(*worldRu
 // endStart ends the start of services of the up that holds r's lock, if
 // one is starting them, or the start of one service (service start or
 // restart).
-func (r *worldRun) endStart() {
+func (r *worldRun) endStart() { r.endStartBecause(errEndedByDown) }
+
+// endStartBecause ends the start of the up that holds r's lock, if one is
+// starting services, with cause.
+func (r *worldRun) endStartBecause(cause error) {
 	if end := r.starting.Load(); end != nil {
-		(*end)(errEndedByDown)
+		(*end)(cause)
 	}
 }
+
+// errHomeDeleted ends the starts under way when the daemon's home is
+// deleted: what they start would be orphans.
+var errHomeDeleted = errors.New("the daemon's home was deleted while its services started: what had started was stopped")
 
 // endUp ends the up that holds r's lock, if one does, with cause (nil: its
 // worktree was removed), and reports whether there was one.

@@ -42,6 +42,9 @@ func newDaemonCmd(app *App) *cobra.Command {
 			for _, p := range h.Problems {
 				fmt.Fprintf(app.Out, "problem: %s\n", p)
 			}
+			if h.Stopping != "" {
+				fmt.Fprintf(app.Out, "stopping: %s\n", h.Stopping)
+			}
 			if h.Version != c.Version {
 				fmt.Fprintf(app.Out, "this git-binky is %s: the next command replaces the daemon\n", c.Version)
 			}

@@ -527,6 +527,33 @@ migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
 	}
 }
 
+// A daemon asked to stop while an up runs a slice's migrate finishes the
+// up, migrate and all, rather than kill the migrate halfway (the world
+// then failed, said to be cancelled by its client).
+func TestADaemonStopFinishesAnUpInItsMigrate(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.db]
+adapter = "postgres"
+migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/migrated"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { SERVICE = "api" }
+depends_on = ["db"]
+`)
+	f.upUntilItsMigrateStarts()
+	f.mustBinky(f.repo, "daemon", "stop")
+	if _, err := os.Stat(filepath.Join(f.gcDir, "migrated")); err != nil {
+		t.Error("the daemon stopped before the migrate finished")
+	}
+	w := f.world("acme")
+	if w.State != "running" || service(w, "api").State != "healthy" {
+		t.Errorf("world = %s (%s), api %+v: want the up finished", w.State, w.Message, service(w, "api"))
+	}
+	f.mustBinky(f.repo, "down")
+}
+
 // upUntilItsMigrateStarts runs `git binky up` in the background, on the
 // managed PostgreSQL, until the migrate touches $GC_DIR/started (the
 // first up makes the server: a minute at most); the up is waited for when
@@ -1053,7 +1080,7 @@ func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testi
 		t.Errorf("the up a down ended: %v\n%s", err, stderr)
 	}
 	stderr, err := stop()
-	if err != nil || !strings.Contains(stderr, "it exits once the up of acme has started its services ('git binky down acme' ends that up now)") {
+	if err != nil || !strings.Contains(stderr, "it exits once the up of acme has started its services ('git -C "+f.repo+" binky down' ends that up now)") {
 		t.Errorf("daemon stop: %v\n%s", err, stderr)
 	}
 	if stderr, err := other(); err != nil || !strings.Contains(stderr, "waiting for the daemon") {
@@ -1066,6 +1093,25 @@ func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testi
 		t.Errorf("feat's api = %+v: the next daemon did not take its up", s)
 	}
 	f.mustBinky(f.repo, "down", "feat")
+}
+
+// An up waiting for its turn when the daemon is asked to stop is not lost:
+// its client sends it to the next daemon, where it runs.
+func TestAnUpQueuedWhenTheDaemonStopsRunsOnTheNextDaemon(t *testing.T) {
+	f := oneAtATime(t, oneService)
+	f.mustBinky(f.repo, "up", "a")
+	b, bq := f.startUp("b")
+	<-bq
+	old := f.daemonPID()
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.mustBinky(f.repo, "down", "a") // on the next daemon: b's turn
+	if err := b.Wait(); err != nil {
+		t.Fatalf("the queued up of b: %v", err)
+	}
+	if w, _ := f.find("b"); w.State != "running" || f.daemonPID() == old {
+		t.Errorf("b = %s on daemon %d (was %d): want it running on the next daemon", w.State, f.daemonPID(), old)
+	}
+	f.mustBinky(f.repo, "down", "b")
 }
 
 // A down that came while the up was still stopping the world's old
@@ -1364,7 +1410,7 @@ func TestAReloadOfAWorldThatRanOneGroupStartsThatGroup(t *testing.T) {
 // A service an up --group added that crashed is the world's still after
 // a daemon restart: a reload starts it again.
 func TestAReloadAfterADaemonRestartStartsAnAddedServiceThatCrashed(t *testing.T) {
-	f := newFixture(t, strings.Replace(grouped, `cmd = "exec sleep 60"`, `cmd = "sleep 1; exit 3"
+	f := newFixture(t, strings.Replace(grouped, `cmd = "exec sleep 60"`, `cmd = "sleep 2; exit 3"
 restart = "no"`, 1))
 	f.mustBinky(f.repo, "up")
 	f.mustBinky(f.repo, "up", "--group", "jobs")

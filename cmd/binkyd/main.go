@@ -53,6 +53,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// (the client seals them; one started by hand does not): every
 		// service it starts would inherit it.
 		procgroup.DropInheritedMarks()
+		// The first signal stops it as 'daemon stop' does, finishing the
+		// ups under way; a second ends it at once, as a kill would (the
+		// next daemon ends what it cut off).
+		context.AfterFunc(ctx, stop)
 		return runDaemon(ctx, home, stderr)
 	case "mcp":
 		return runMCP(ctx, home, stdin, stdout, stderr)
