@@ -463,6 +463,8 @@ func answeredWhileStopping(op string) bool {
 	switch op {
 	case api.OpHello, api.OpShutdown, api.OpStatus, api.OpDown, api.OpRemove:
 		return true
+	case api.OpHook:
+		return true // answered at once, its work left to the next daemon (deferHook)
 	}
 	return false
 }

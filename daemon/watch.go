@@ -223,7 +223,16 @@ func (d *Daemon) reconcileRepo(ctx context.Context, common string) {
 		if saved, ok := d.lostUpEnv(common, wt); ok {
 			env = saved // the environment its hook gave the up a daemon lost
 		}
-		wg.Go(func() { d.autoBorn(ctx, repo, &wt, env) })
+		// Counted as a request, so that a stop finishes it; one seen
+		// while the daemon stops is the next daemon's.
+		if !d.background() {
+			d.markLost(repo, &wt, env)
+			continue
+		}
+		wg.Go(func() {
+			defer d.requests.Done()
+			d.autoBorn(context.WithoutCancel(ctx), repo, &wt, env)
+		})
 	}
 	wg.Wait()
 }

@@ -462,6 +462,12 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	d.queued[w.ID] = queuedWorld{common: w.Repo.CommonDir, world: api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path,
 		Branch: w.Worktree.Branch, State: world.StateQueued, Ports: map[string]int{}, Services: []api.Service{}}}
 	d.mu.Unlock()
+	// A stop ends the wait for a turn (the client asks the next daemon),
+	// whenever it comes: before this wait began, or during it.
+	unwatch := func() bool { return false }
+	if d.ctx != nil {
+		unwatch = context.AfterFunc(d.ctx, func() { endUp(errDaemonStopping) })
+	}
 	err = d.admission.Acquire(ctx, w.ID, w.Name, func(q Queued) {
 		emit(api.Event{World: w.Name, State: string(world.StateQueued), Message: q.String(w.Name)})
 		d.mu.Lock()
@@ -471,6 +477,15 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		}
 		d.mu.Unlock()
 	})
+	if !unwatch() && d.ctx != nil && err == nil {
+		// Its turn came as the stop did: nothing started yet, so it is
+		// the next daemon's, as a queued one is. (A place the world held
+		// before, for what runs, it keeps.)
+		if !admitted {
+			d.admission.Release(w.ID)
+		}
+		err = errDaemonStopping
+	}
 	d.mu.Lock()
 	delete(d.queued, w.ID)
 	d.mu.Unlock()

@@ -1095,6 +1095,44 @@ func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testi
 	f.mustBinky(f.repo, "down", "feat")
 }
 
+// A worktree added while the daemon stops is not lost, nor does git wait
+// for the stop: its hook is answered at once, and the next daemon starts
+// the world with the environment of the command that added it.
+func TestAWorktreeAddedWhileTheDaemonStopsIsTheNextDaemons(t *testing.T) {
+	f := newFixture(t, gatedOneshot+`[services.rec]
+cmd = "echo \"$MYVAR\" > $GC_DIR/myvar-$(basename \"$PWD\"); exec sleep 60"
+`)
+	f.mustBinky(f.repo, "install")
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up")
+	f.waitOneshotStarting("acme")
+	stop := f.startBinky(f.repo, "daemon", "stop")
+	f.eventually("the daemon stopping", func() bool {
+		out, _, _ := f.binky(f.repo, "daemon", "status")
+		return strings.Contains(out, "stopping: ")
+	})
+	f.extraEnv = append(f.extraEnv, "MYVAR=from-the-shell")
+	began := time.Now()
+	f.mustGit(f.repo, "worktree", "add", "-q", "../late", "-b", "late")
+	took := time.Since(began)
+	f.extraEnv = f.extraEnv[:len(f.extraEnv)-1]
+	if took > 2*time.Second {
+		t.Errorf("git worktree add took %s during the stop: its hook waited for it", took)
+	}
+	os.Remove(filepath.Join(f.gcDir, "hang"))
+	f.mustBinky(f.repo, "down")
+	up()
+	if _, err := stop(); err != nil {
+		t.Fatalf("daemon stop: %v", err)
+	}
+	f.mustBinky(f.repo, "status") // starts the next daemon
+	f.eventually("late's world started by the next daemon", func() bool {
+		b, _ := os.ReadFile(filepath.Join(f.gcDir, "myvar-late"))
+		return string(b) == "from-the-shell\n"
+	})
+	f.mustBinky(f.repo, "down", "late")
+}
+
 // An up waiting for its turn when the daemon is asked to stop is not lost:
 // its client sends it to the next daemon, where it runs.
 func TestAnUpQueuedWhenTheDaemonStopsRunsOnTheNextDaemon(t *testing.T) {
