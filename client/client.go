@@ -72,7 +72,13 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 			// A daemon asked to stop, finishing an up: the next one takes
 			// this request once it has gone.
 			waited = true
-			if err := c.awaitExit(ctx, 0); err != nil {
+			// Said as the call's own progress where it has some (an MCP
+			// agent's up sees it there), else to the user.
+			notify := c.Notice
+			if onEvent != nil {
+				notify = func(msg string) { onEvent(api.Event{State: api.EventNotice, Message: msg}) }
+			}
+			if err := c.awaitExit(ctx, 0, notify); err != nil {
 				return err
 			}
 			continue
@@ -246,14 +252,14 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if err := c.roundTrip(ctx, conn, api.Request{Op: api.OpShutdown, Version: c.Version}, nil, &h); err != nil {
 		return err
 	}
-	return c.awaitExit(ctx, h.PID)
+	return c.awaitExit(ctx, h.PID, c.Notice)
 }
 
 // awaitExit waits for the daemon (pid, or the one that answers) to exit
-// after it was asked to stop. It waits as long as the daemon says it is
-// finishing an up (telling Notice so once, after a second), and 15
-// seconds past its last such word otherwise.
-func (c *Client) awaitExit(ctx context.Context, pid int) error {
+// after it was asked to stop. It waits as long as the daemon says what it
+// is finishing (telling notify so once, after a second), and 15 seconds
+// past its last such word otherwise.
+func (c *Client) awaitExit(ctx context.Context, pid int, notify func(string)) error {
 	start := time.Now()
 	deadline := start.Add(15 * time.Second)
 	told := false
@@ -268,8 +274,8 @@ func (c *Client) awaitExit(ctx context.Context, pid int) error {
 			}
 			if err == nil && h.PID == pid && h.Stopping != "" {
 				deadline = time.Now().Add(15 * time.Second)
-				if !told && time.Since(start) > time.Second && c.Notice != nil {
-					c.Notice(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, h.Stopping))
+				if !told && time.Since(start) > time.Second && notify != nil {
+					notify(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, h.Stopping))
 					told = true
 				}
 			}
