@@ -267,8 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.mu.Lock()
 		d.draining = true
 		d.mu.Unlock()
-		d.endQueuedUps(errDaemonStopping)
-		d.requests.Wait()
+		d.requests.Wait() // an up waiting for its turn leaves at once (up's AfterFunc)
 		ln.Close()
 	}()
 	var late sync.WaitGroup // requests that came during the drain
@@ -474,7 +473,7 @@ func (d *Daemon) hello() api.Hello {
 	n, draining := len(d.worlds), d.draining
 	var starting []string
 	for id, r := range d.worlds {
-		if r.starting.Load() != nil {
+		if draining && r.starting.Load() != nil {
 			starting = append(starting, id)
 		}
 	}

@@ -142,7 +142,6 @@ func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every time.Duratio
 			for _, r := range runs {
 				r.endStartBecause(errHomeDeleted)
 			}
-			d.endQueuedUps(errHomeDeleted)
 		}
 		return
 	}

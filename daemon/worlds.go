@@ -947,21 +947,6 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 // daemon is asked to stop: its client sends it again to the next daemon.
 var errDaemonStopping = errors.New("the daemon stopped while it waited for its turn")
 
-// endQueuedUps ends every up waiting in the admission queue with cause.
-func (d *Daemon) endQueuedUps(cause error) {
-	d.mu.Lock()
-	var runs []*worldRun
-	for id := range d.queued {
-		if r := d.worlds[id]; r != nil {
-			runs = append(runs, r)
-		}
-	}
-	d.mu.Unlock()
-	for _, r := range runs {
-		r.endUp(cause)
-	}
-}
-
 // stopping reports whether the daemon has been asked to stop.
 func (d *Daemon) stopping() bool { return d.ctx != nil && d.ctx.Err() != nil }
 
