@@ -45,7 +45,7 @@ type Client struct {
 
 // New returns a client for home speaking as version.
 func New(home world.Home, version string) *Client {
-	return &Client{Home: home, Version: version, Env: os.Environ()}
+	return &Client{Home: home, Version: version, Env: world.WithoutGitExecPath(os.Environ())}
 }
 
 // Call sends req and returns the result, passing progress events to onEvent
@@ -476,7 +476,7 @@ func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
 	if err := c.Home.Trust(src, file); err != nil {
 		return Trusted{}, err
 	}
-	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file), Env: os.Environ()}, nil, nil)
+	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file), Env: world.WithoutGitExecPath(os.Environ())}, nil, nil)
 	t := Trusted{File: file, Hash: world.TrustHash(src), Auto: "up"}
 	if cfg, _ := world.ParseConfig(file, src); cfg != nil && cfg.Project.Auto != "" {
 		t.Auto = cfg.Project.Auto

@@ -738,23 +738,13 @@ var terminalVars = map[string]bool{
 // from another folder of the worktree, or another terminal, is the same
 // world's.
 func materialEnv(env []string) []string {
-	var gitExec string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GIT_EXEC_PATH="); ok {
-			gitExec = v
-		}
-	}
-	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k == "GIT_EXEC_PATH" || terminalVars[k]
-	})
 	// `git binky` is `binky` run by git, which puts its exec path first
-	// on PATH (and in GIT_EXEC_PATH): the same caller either way.
-	for i, kv := range out {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok && gitExec != "" {
-			out[i] = "PATH=" + strings.TrimPrefix(v, gitExec+string(os.PathListSeparator))
-		}
-	}
+	// on PATH (and in GIT_EXEC_PATH): the same caller either way (clients
+	// since 2026-12-07 take it off themselves).
+	out := slices.DeleteFunc(slices.Clone(world.WithoutGitExecPath(env)), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || terminalVars[k]
+	})
 	slices.Sort(out)
 	return out
 }

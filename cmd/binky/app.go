@@ -87,4 +87,6 @@ func (a *App) Client() (*client.Client, error) {
 	return c, nil
 }
 
-func osEnviron() []string { return os.Environ() }
+// osEnviron is the caller's environment, as its shell had it (git's exec
+// path taken back off PATH).
+func osEnviron() []string { return world.WithoutGitExecPath(os.Environ()) }

@@ -1547,3 +1547,36 @@ slow = ["slow"]
 		t.Errorf("slow = %+v (pid %d alive: %v), want stopped and gone", s, slow.PID, pidAlive(slow.PID))
 	}
 }
+
+// Git runs `git binky` (and its hook) with git's exec path first on PATH
+// and in GIT_EXEC_PATH. A service gets the PATH of the shell that ran git,
+// as after `binky up`: not git's helper programs ahead of the user's own.
+func TestAServiceGetsTheShellsPathNotGits(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.show]
+cmd = "echo \"$PATH|${GIT_EXEC_PATH:-unset}\" > ${env.GC_DIR}/${worktree.name}.path"
+oneshot = true
+`)
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitCore := strings.TrimSpace(string(execPath))
+	shellPath := binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	if strings.HasPrefix(shellPath, gitCore) {
+		t.Skipf("this shell's PATH already starts with git's exec path %s", gitCore)
+	}
+	f.mustGit(f.repo, "binky", "up")                                    // by git, as a user types it
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat") // the hook's up
+	for _, name := range []string{"acme", "feat"} {
+		var b []byte
+		f.eventually(name+"'s service ran", func() bool {
+			b, err = os.ReadFile(filepath.Join(f.gcDir, name+".path"))
+			return err == nil && len(b) > 0
+		})
+		if got, want := strings.TrimSpace(string(b)), shellPath+"|unset"; got != want {
+			t.Errorf("%s's service saw PATH|GIT_EXEC_PATH\n%s\nwant the shell's\n%s", name, got, want)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func runMCP(ctx context.Context, home world.Home, stdin io.Reader, stdout, stder
 	if err != nil {
 		dir = "/"
 	}
-	s := &mcpserver.Server{Client: client.New(home, version.String()), Home: home, Dir: dir, Version: version.String(), Env: os.Environ()}
+	s := &mcpserver.Server{Client: client.New(home, version.String()), Home: home, Dir: dir, Version: version.String(), Env: world.WithoutGitExecPath(os.Environ())}
 	if d, err := time.ParseDuration(os.Getenv("BINKY_MCP_HEARTBEAT")); err == nil && d > 0 {
 		s.Heartbeat = d // tests shorten it; agents keep the default
 	}
