@@ -50,6 +50,11 @@ type service struct {
 	env           []line
 }
 
+type hostPort struct {
+	sv     *service
+	target string
+}
+
 type line struct {
 	key, value, comment string
 }
@@ -60,6 +65,10 @@ type converter struct {
 	services  []*service
 	byCompose map[string]*service
 	byHost    map[string]*service
+	// published is what localhost:PORT reached from the machine (a
+	// browser, an app run outside compose): the service that published
+	// host port PORT, and the container port behind it.
+	published map[string]hostPort
 	secrets   map[string]bool   // env names holding credentials
 	refs      map[string]bool   // every ${env.NAME} written
 	secretVal map[string]string // literal credential → the env name it became
@@ -74,7 +83,7 @@ type converter struct {
 }
 
 func newConverter(s *source) *converter {
-	c := &converter{src: s, byCompose: map[string]*service{}, byHost: map[string]*service{},
+	c := &converter{src: s, byCompose: map[string]*service{}, byHost: map[string]*service{}, published: map[string]hostPort{},
 		secrets: map[string]bool{}, refs: map[string]bool{}, secretVal: map[string]string{}, named: map[string]bool{}}
 	c.project = label(s.project.Name)
 	names := make([]string, 0, len(s.project.Services))
@@ -113,6 +122,11 @@ func newConverter(s *source) *converter {
 	c.dropBucketJobs()
 	for _, sv := range c.services {
 		sv.readPorts()
+		for _, p := range sv.cfg.Ports {
+			if _, taken := c.published[p.Published]; isPort(p.Published) && !strings.EqualFold(p.Protocol, "udp") && !taken {
+				c.published[p.Published] = hostPort{sv, strconv.FormatUint(uint64(p.Target), 10)}
+			}
+		}
 	}
 	c.discoverPorts()
 	for _, sv := range c.services {
@@ -926,7 +940,9 @@ func (c *converter) discoverPorts() {
 				texts = append(texts, fmt.Sprint(v))
 				// ADDRESS: 0.0.0.0:8000 is where its own process listens.
 				if m := listenAddr.FindStringSubmatch(fmt.Sprint(v)); m != nil && sv.kind == nil {
-					sv.addPort(m[2])
+					if t, _ := c.target(sv, m[1], m[2], true); t == nil || t == sv {
+						sv.addPort(m[2])
+					}
 				}
 			}
 		}

@@ -1251,3 +1251,49 @@ services:
 		t.Errorf("the jobs that do more are not marked:\n%s", res.TOML)
 	}
 }
+
+// localhost:PORT in an env value is what a browser (or an app run outside
+// compose) reached on the machine: the service that published host port
+// PORT. In a world it is that service's address, or its URL for http to
+// its main port, never the fixed port, which another world may hold.
+func TestLocalhostAtAPublishedPortIsThatServiceInThisWorld(t *testing.T) {
+	_, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  web:
+    build: ./web
+    command: npm run dev
+    ports: ["3000:3000"]
+    environment:
+      NEXT_PUBLIC_API_URL: http://localhost:8080/v1
+      PUBLIC_URL: http://localhost:3000/
+      METRICS: localhost:9100
+      NOTHING_PUBLISHED: http://localhost:7777
+  api:
+    build: ./api
+    command: ./api
+    ports: ["8080:4000", "9100:9100"]
+    depends_on: [db]
+    environment:
+      CORS_ORIGIN: http://localhost:3000
+      DATABASE_URL: postgres://shop:shop@localhost:5432/shop
+  db:
+    image: postgres:15
+    ports: ["5432:5432"]
+    environment:
+      POSTGRES_USER: shop
+      POSTGRES_PASSWORD: shop
+`})
+	web, api := cfg.Services["web"].Env, cfg.Services["api"].Env
+	for _, c := range []struct{ what, got, want string }{
+		{"the api's main port, published on 8080", web["NEXT_PUBLIC_API_URL"], "${api.url}/v1"},
+		{"its own published port", web["PUBLIC_URL"], "${self.url}"},
+		{"another port the api published", web["METRICS"], "${api.host}:${api.ports.p9100}"},
+		{"a port no service published", web["NOTHING_PUBLISHED"], "http://localhost:7777"},
+		{"the web's published port", api["CORS_ORIGIN"], "${web.url}"},
+		{"the database's published port", api["DATABASE_URL"], "${db.url}"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+		}
+	}
+}

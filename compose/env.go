@@ -334,7 +334,7 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 		v, masked = c.maskURLPassword(key, val)
 	}
 	if hostKey(key) || strings.Contains(v, ":") {
-		v = c.rewriteHosts(sv, v)
+		v = c.rewriteHosts(sv, v, true)
 	}
 	if m := listenAddr.FindStringSubmatch(v); m != nil {
 		if tok, ok := sv.portToken("self", m[2]); ok {
@@ -356,6 +356,13 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 	}
 	if v != val {
 		note := "another service's address in this world"
+		if m := loopbackAt.FindStringSubmatch(val); m != nil {
+			if hp, ok := c.published[m[2]]; ok {
+				note = "was " + m[0] + ", which compose published for " + hp.sv.compose + ": its address in this world"
+			}
+		} else if !strings.Contains(strings.ReplaceAll(v, "${self.", ""), "${") {
+			note = "this service's own address in this world"
+		}
 		if masked {
 			note = "its credential is kept out; hosts are this world's"
 		}
@@ -378,13 +385,13 @@ func (c *converter) maskIfSecret(key, v string) string {
 // host:port or a bare host.
 func (c *converter) sliceRef(key, v string) (*service, string) {
 	if m := urlParts.FindStringSubmatch(v); m != nil {
-		if t := c.byHost[strings.ToLower(m[4])]; t != nil && t.kind != nil {
+		if t, _ := c.target(nil, m[4], strings.TrimPrefix(m[5], ":"), true); t != nil && t.kind != nil {
 			return t, "url"
 		}
 		return nil, ""
 	}
 	if h, p, ok := strings.Cut(v, ":"); ok && isPort(p) {
-		if t := c.byHost[strings.ToLower(h)]; t != nil && t.kind != nil {
+		if t, _ := c.target(nil, h, p, true); t != nil && t.kind != nil {
 			return t, "hostport"
 		}
 	}
@@ -557,17 +564,25 @@ var urlIn = regexp.MustCompile(`(?:jdbc:)?[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"]+`)
 var hostPortIn = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])([A-Za-z0-9][A-Za-z0-9_.-]*)(:\d{1,5})?`)
 
 // rewriteHosts replaces another service's host:port (or URL host) in v by
-// its address in this world.
-func (c *converter) rewriteHosts(sv *service, v string) string {
+// its address in this world. In an env value (env), localhost:PORT is
+// also what compose published on that host port (target).
+func (c *converter) rewriteHosts(sv *service, v string, env bool) string {
 	if m := urlParts.FindStringSubmatch(v); m != nil {
-		t := c.byHost[strings.ToLower(m[4])]
+		t, port := c.target(sv, m[4], strings.TrimPrefix(m[5], ":"), env)
 		if t == nil {
 			return v
 		}
 		if t.kind != nil {
 			return c.sliceURL(t, v)
 		}
-		addr, ok := c.processAddr(t, tokenName(t, sv), m[2], strings.TrimPrefix(m[5], ":"))
+		if port != strings.TrimPrefix(m[5], ":") || c.byHost[strings.ToLower(m[4])] == nil {
+			// localhost:PORT, as a browser reached it: an http URL to a
+			// service's main port is the service's URL in this world.
+			if m[1] == "" && m[3] == "" && strings.EqualFold(m[2], "http") && t.main != nil && t.main.target == parseTarget(port) {
+				return "${" + tokenName(t, sv) + ".url}" + strings.TrimSuffix(m[6], "/")
+			}
+		}
+		addr, ok := c.processAddr(t, tokenName(t, sv), m[2], port)
 		if !ok {
 			return v
 		}
@@ -585,19 +600,60 @@ func (c *converter) rewriteHosts(sv *service, v string) string {
 		if m[3] == "" {
 			return s
 		}
-		t := c.byHost[strings.ToLower(m[2])]
+		t, port := c.target(sv, m[2], m[3][1:], env)
 		if t == nil {
 			return s
 		}
 		if t.kind != nil {
 			return m[1] + "${" + t.name + ".host}:${" + t.name + ".port}"
 		}
-		if addr, ok := c.processAddr(t, tokenName(t, sv), "", m[3][1:]); ok {
+		if addr, ok := c.processAddr(t, tokenName(t, sv), "", port); ok {
 			return m[1] + addr
 		}
 		return s
 	})
 }
+
+// target is the service host:port names, seen from sv (nil: any), and its
+// container port: a compose host (db:5432); in an env value (env), also
+// the service that published that host port on the machine's own loopback
+// (localhost:8080, host.docker.internal:8080: what a browser or an app
+// run outside compose reached), else sv's own container port. (In a
+// command, localhost is the container's own: ownPorts.)
+func (c *converter) target(sv *service, host, port string, env bool) (*service, string) {
+	if t := c.byHost[strings.ToLower(host)]; t != nil {
+		return t, port
+	}
+	if !env {
+		return nil, ""
+	}
+	switch strings.ToLower(host) {
+	case "localhost", "127.0.0.1", "host.docker.internal":
+	default:
+		return nil, ""
+	}
+	if hp, ok := c.published[port]; ok && port != "" {
+		return hp.sv, hp.target
+	}
+	if sv != nil && sv.kind == nil {
+		if _, own := sv.portToken("self", port); own {
+			return sv, port
+		}
+	}
+	return nil, ""
+}
+
+// parseTarget is port as a container port (0 for none).
+func parseTarget(port string) uint32 {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// loopbackAt finds a host:port on the machine's own loopback.
+var loopbackAt = regexp.MustCompile(`(?i)(localhost|127\.0\.0\.1|host\.docker\.internal):(\d{1,5})`)
 
 // tokenName is how sv's config names t: self for itself.
 func tokenName(t, sv *service) string {
@@ -725,11 +781,11 @@ func (c *converter) text(sv *service, s string, ownPorts bool) string {
 		}
 		u, _ = c.maskURLPassword(world.EnvStem(sv.name), u)
 		if t != nil {
-			return c.rewriteHosts(sv, u)
+			return c.rewriteHosts(sv, u, false)
 		}
 		return u
 	})
-	v = c.rewriteHosts(sv, v)
+	v = c.rewriteHosts(sv, v, false)
 	if ownPorts {
 		v = c.ownPorts(sv, v)
 	}
