@@ -259,7 +259,9 @@ type Slice struct {
 	Template string `json:"template,omitempty"`
 	TookMS   int64  `json:"took_ms,omitempty"`
 	// Ran are the steps that ran on a provisioned slice ("migrate",
-	// "seed"); a slice made by an older binky does not say.
+	// "seed"), or on a cloned one ("migrate", for the branch's
+	// migrations; in TookMS too); a slice made by an older binky does not
+	// say.
 	Ran []string `json:"ran,omitempty"`
 }
 

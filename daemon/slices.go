@@ -226,10 +226,15 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			}
 			start := time.Now()
 			var made, tmpl string
-			if s, made, tmpl, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
+			var migrated bool
+			if s, made, tmpl, migrated, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
 				return rec, err
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()
+			if migrated {
+				// The clone's migrate is in TookMS too: status says so.
+				sl.Ran, sl.RanKnown = []string{"migrate"}, true
+			}
 			if made == world.MadeProvisioned {
 				sl.RanKnown = true
 				for _, step := range []struct{ name, cmd string }{{"migrate", svc.Migrate}, {"seed", svc.Seed}} {
@@ -405,7 +410,7 @@ func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRe
 // on cloning, only speed does. It returns how the slice was made, and from
 // which template.
 func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, error) {
+	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, bool, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
 	for salt := 0; ; salt++ {
@@ -419,10 +424,10 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		// theirs recognisable as this slice's.
 		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options)}
 		if _, err := d.saveSlice(ctx, w, pending); err != nil {
-			return s, "", "", err
+			return s, "", "", false, err
 		}
 		if err := d.step("slice.pending_saved"); err != nil {
-			return s, "", "", err
+			return s, "", "", false, err
 		}
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
@@ -438,16 +443,17 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 					err = errors.New("clone failed on purpose (BINKY_TEST_FAIL_CLONE is set)")
 				} else if err = cloner.Clone(ctx, tmpl, s); err == nil {
 					copied := time.Since(start)
-					if err := d.migrateClone(ctx, w, rec, n, a, s, origin, callerEnv, emit); err != nil {
-						return s, "", "", err
+					migrated, err := d.migrateClone(ctx, w, rec, n, a, s, origin, callerEnv, emit)
+					if err != nil {
+						return s, "", "", false, err
 					}
 					if err = d.step("slice.cloned"); err != nil {
-						return s, "", "", err
+						return s, "", "", false, err
 					}
 					// took_ms is the copy and the clone's migrate; clone_ms the copy alone.
 					d.log.Info("slice cloned", "world", w.Name, "service", n, "slice", s.Name, "template", tmpl,
 						"took_ms", time.Since(start).Milliseconds(), "clone_ms", copied.Milliseconds())
-					return s, world.MadeCloned, tmpl, nil
+					return s, world.MadeCloned, tmpl, migrated, nil
 				}
 				nameTaken = errors.Is(err, adapters.ErrTaken)
 			}
@@ -487,7 +493,7 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 			continue
 		}
 		if err != nil {
-			return s, "", "", fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
+			return s, "", "", false, fmt.Errorf("service %s: provision %s: %w", n, s.Name, err)
 		}
 		return d.migrateProvisioned(ctx, w, rec, n, a, s, callerEnv, emit)
 	}
@@ -496,18 +502,18 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 // migrateProvisioned runs the migrate and seed of a slice made new (by
 // Provision, or from the blank template), which holds nothing of them.
 func (d *Daemon) migrateProvisioned(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, error) {
+	callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, bool, error) {
 	if err := d.step("slice.provisioned"); err != nil {
-		return s, "", "", err
+		return s, "", "", false, err
 	}
 	addr, err := a.Resolve(ctx, s)
 	if err != nil {
-		return s, "", "", err
+		return s, "", "", false, err
 	}
 	if err := d.migrate(ctx, w, rec, n, addr, "slice", callerEnv, emit); err != nil {
-		return s, "", "", err
+		return s, "", "", false, err
 	}
-	return s, world.MadeProvisioned, "", nil
+	return s, world.MadeProvisioned, "", false, nil
 }
 
 // migrate runs the service's migrate and seed commands in the worktree,

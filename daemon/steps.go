@@ -110,22 +110,23 @@ func conventionalEnv(adapter string, addr adapters.Address) map[string]string {
 // exactly the files the template was built from (migrateNeedless): each
 // run costs a process and a connection (~65 ms here), and seconds for a
 // framework's migrate (Rails, Django), on every new worktree of a commit.
+// It reports whether the migrate ran.
 func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	origin templateOrigin, callerEnv []string, emit func(api.Event)) error {
+	origin templateOrigin, callerEnv []string, emit func(api.Event)) (bool, error) {
 	svc := w.Config.Services[n]
 	if svc.Migrate == "" {
-		return nil
+		return false, nil
 	}
 	if skip, why := migrateNeedless(ctx, w, n, origin); skip {
 		emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate on the clone " + why})
 		d.log.Info("clone migrate skipped", "world", w.Name, "service", n, "template", origin.Name, "why", why)
-		return nil
+		return false, nil
 	} else if why != "" {
 		emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: "migrate on the clone " + why})
 	}
 	addr, err := a.Resolve(ctx, s)
 	if err != nil {
-		return fmt.Errorf("service %s: %w", n, err)
+		return false, fmt.Errorf("service %s: %w", n, err)
 	}
 	tmp := *rec
 	tmp.Slices = append([]world.SliceRecord(nil), rec.Slices...)
@@ -136,19 +137,19 @@ func (d *Daemon) migrateClone(ctx context.Context, w *world.World, rec *world.Re
 	}
 	env, err := stepEnv(w, &tmp, n, addr, callerEnv)
 	if err != nil {
-		return err
+		return false, err
 	}
 	lookup := w.Lookup(w.Coordinates(&tmp), "", env)
 	emit(api.Event{World: w.Name, Service: n, State: "migrate", Message: "migrate (on the clone, for this branch's migrations): " + svc.Migrate})
 	logPath := filepath.Join(world.LogDir(w.Worktree.AdminDir), n+".log")
 	line, err := world.InterpolateShell(svc.Migrate, lookup)
 	if err != nil {
-		return fmt.Errorf("service %s: migrate: %w", n, err)
+		return false, fmt.Errorf("service %s: migrate: %w", n, err)
 	}
 	if err := d.runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, svc.Migrate, logPath); err != nil {
-		return fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
+		return false, fmt.Errorf("service %s: migrate %q on the clone of the golden template failed: %w", n, svc.Migrate, err)
 	}
-	return nil
+	return true, nil
 }
 
 // migrateNeedless says, for a service with clone_migrate = "changed",

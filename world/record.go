@@ -94,7 +94,8 @@ type SliceRecord struct {
 	Made     string `json:"made,omitempty"`
 	Template string `json:"template,omitempty"`
 	// Ran are the steps that ran on a provisioned slice: "migrate",
-	// "seed", neither when the config gives none. RanKnown says Ran is
+	// "seed", neither when the config gives none; on a cloned one,
+	// "migrate" when the clone was migrated. RanKnown says Ran is
 	// whole (an older binky recorded no steps at all).
 	Ran       []string  `json:"ran,omitempty"`
 	RanKnown  bool      `json:"ran_known,omitempty"`

@@ -82,6 +82,9 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 				made = "incomplete"
 			case "cloned":
 				made = fmt.Sprintf("cloned from %s in %d ms", sl.Template, sl.TookMS)
+				if slices.Contains(sl.Ran, "migrate") {
+					made = fmt.Sprintf("cloned from %s and migrated in %d ms", sl.Template, sl.TookMS)
+				}
 			case "provisioned":
 				made = fmt.Sprintf("%s in %d ms", provisionedWith(sl.Ran), sl.TookMS)
 			}

@@ -95,8 +95,29 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	}
 	out := app.Style()
 	printServices(app.Out, out, w, "  ")
-	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%d services)", verb, w.Worktree, len(w.Services))))
+	fmt.Fprintln(app.Out, out.ok(fmt.Sprintf("%s: %s (%s)", verb, w.Worktree, servicesCount(w))))
 	return nil
+}
+
+// servicesCount says how many services the world runs: "2 services", or
+// "2 of 3 services running" when some are stopped (outside the group this
+// up started), crashed or suspended, which a plain count would pass off
+// as running.
+func servicesCount(w api.World) string {
+	up := 0
+	for _, s := range w.Services {
+		if s.State != "stopped" && s.State != "crashed" && s.State != "suspended" {
+			up++
+		}
+	}
+	noun := "services"
+	if len(w.Services) == 1 {
+		noun = "service"
+	}
+	if up == len(w.Services) {
+		return fmt.Sprintf("%d %s", up, noun)
+	}
+	return fmt.Sprintf("%d of %d %s running", up, len(w.Services), noun)
 }
 
 // failureJSON is what a --json command prints on stdout when it fails:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +185,16 @@ clone_migrate = "changed"
 	}
 	if !tableExists(t, feat["DB_URL"], "entries") {
 		t.Error("feat's clone lacks migration 002")
+	}
+	// Status says which clones were migrated: their time counts it.
+	status := f.mustBinky(f.repo, "status")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`feeds_two \(cloned from binky_golden_\S+ in \d+ ms\)`),
+		regexp.MustCompile(`feeds_feat \(cloned from binky_golden_\S+ and migrated in \d+ ms\)`),
+	} {
+		if !want.MatchString(status) {
+			t.Errorf("status does not match %s:\n%s", want, status)
+		}
 	}
 }
 
