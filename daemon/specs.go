@@ -83,6 +83,9 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		run[n] = true
 	}
 	var specs []supervisor.Spec
+	// What binky quotes of a service (its last output, a probe's) hides
+	// every credential a process of the world could print.
+	hide := w.ProcessHider(rec, callerEnv)
 	for _, name := range names {
 		s := cfg.Services[name]
 		env, err := w.ProcessEnvFor(coords, rec, callerEnv, name)
@@ -111,6 +114,7 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			Mark:        serviceMark(rec, w.Home, name),
 			Oneshot:     s.Oneshot,
 			PortsFree:   portsFree(rec, s),
+			Hide:        hide,
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts

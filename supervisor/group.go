@@ -861,6 +861,7 @@ func (p *proc) healthLoop(ctx context.Context) {
 	startWait := 5 * time.Millisecond
 	for {
 		ok, res := probe(ctx, &p.spec)
+		res = p.spec.hide(res)
 		if ctx.Err() != nil {
 			return
 		}
@@ -988,7 +989,7 @@ func (p *proc) logTail() string {
 		}
 		lines = tail
 	}
-	return "; last output:\n    " + strings.Join(lines, "\n    ")
+	return "; last output:\n    " + p.spec.hide(strings.Join(lines, "\n    "))
 }
 
 // errorLine is a line of output that names an error.

@@ -42,6 +42,19 @@ type Spec struct {
 	// Start, as a probed one that dies before it is healthy does, rather
 	// than crash-loop behind a Start that succeeded.
 	Settle time.Duration
+	// Hide, when set, hides the service's credentials in what binky
+	// quotes of it (its last output, a probe's result and command): a
+	// crash message is kept in the world's record and shown by status,
+	// MCP and the daemon's log.
+	Hide func(string) string
+}
+
+// hide is s with the spec's credentials hidden.
+func (sp *Spec) hide(s string) string {
+	if sp.Hide == nil {
+		return s
+	}
+	return sp.Hide(s)
 }
 
 // Health is a readiness and liveness probe. A zero Health means "ready once

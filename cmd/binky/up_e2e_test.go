@@ -1580,3 +1580,43 @@ oneshot = true
 		}
 	}
 }
+
+// A service that prints its credentials and dies: up's error, status and
+// the daemon's log quote its last output and its health command with the
+// credentials hidden, as logs and verify do. They showed the world's
+// password in clear, and the record kept it for every later status.
+func TestACrashQuotesTheServicesOutputWithItsCredentialsHidden(t *testing.T) {
+	const token = "k3y-5f1c9a7e2b4d6080a1b2"
+	for what, c := range map[string]struct{ config, quote string }{
+		"its last output": {`[services.api]
+cmd = "echo connecting with $API_TOKEN; exit 3"
+url = "api"
+env = { API_TOKEN = "${env.SHOP_TOKEN}" }
+`, "connecting with"},
+		"its health command and what it printed": {`[services.api]
+cmd = "exec testsvc"
+url = "api"
+env = { SERVICE = "api", PROBE_TOKEN = "${env.SHOP_TOKEN}" }
+health = { cmd = "echo denied for $PROBE_TOKEN ${env.SHOP_TOKEN}; exit 1", start_period = "1s" }
+`, "denied for"},
+	} {
+		t.Run(what, func(t *testing.T) {
+			f := newFixture(t, "[project]\nname = \"acme\"\n"+c.config)
+			f.extraEnv = append(f.extraEnv, "SHOP_TOKEN="+token)
+			_, stderr, err := f.binky(f.repo, "up")
+			if err == nil {
+				t.Fatal("up succeeded")
+			}
+			if !strings.Contains(stderr, c.quote) {
+				t.Fatalf("up's error does not quote %q, so this test proves nothing:\n%s", c.quote, stderr)
+			}
+			statusOut, _, _ := f.binky(f.repo, "status", "--json")
+			log, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+			for where, text := range map[string]string{"up's error": stderr, "status": statusOut, "the daemon's log": string(log)} {
+				if strings.Contains(text, token) {
+					t.Errorf("%s shows the credential:\n%s", where, text)
+				}
+			}
+		})
+	}
+}
