@@ -5,6 +5,8 @@ package verify
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,16 +68,37 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 		}
 		c := Check{Cmd: line}
 		cmd := procgroup.Command(ctx, c.Cmd)
-		cmd.Dir, cmd.Env = w.Worktree.Path, world.SortedEnv(env)
+		cmd.Dir = w.Worktree.Path
+		mark := checkMark()
+		marked := procgroup.Mark(cmd, world.SortedEnv(env), mark)
 		tail := &tailBuffer{max: keep}
 		var sink io.Writer = tail
 		if out != nil {
 			sink = io.MultiWriter(out, tail)
 		}
 		cmd.Stdout, cmd.Stderr = sink, sink
+		// A check is done when its command exits. What it left running (a
+		// server started with &) held its output open, and verify waited
+		// for that to end, for good with a dev server: its output is read
+		// a second more, then it is stopped, in its group or its session.
+		cmd.WaitDelay = time.Second
 		start := time.Now()
-		err = cmd.Run()
+		err = cmd.Start()
+		marked()
+		if err == nil {
+			err = cmd.Wait()
+		}
 		c.Seconds = time.Since(start).Seconds()
+		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+			err = nil
+		}
+		if leftovers(cmd, mark) {
+			note := "binky: stopped what this check left running\n"
+			if out != nil {
+				fmt.Fprint(out, note)
+			}
+			tail.Write([]byte(note))
+		}
 		c.Output = tail.String()
 		var ee *exec.ExitError
 		switch {
@@ -83,6 +106,8 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 			c.Passed = true
 		case errors.As(err, &ee):
 			c.ExitCode = ee.ExitCode()
+		case errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil:
+			c.ExitCode = cmd.ProcessState.ExitCode()
 		default:
 			c.ExitCode = -1
 			c.Output += "\n" + err.Error()
@@ -94,6 +119,25 @@ func Run(ctx context.Context, w *world.World, rec *world.Record, base []string, 
 		res.Checks = append(res.Checks, c)
 	}
 	return res, nil
+}
+
+// checkMark is a mark of its own for one check's run: what it starts in a
+// session of its own (setsid) carries it too.
+func checkMark() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "verify." + hex.EncodeToString(b[:])
+}
+
+// leftovers stops what a check that has exited left running, in its
+// process group or carrying its mark, and reports whether there was any.
+func leftovers(cmd *exec.Cmd, mark string) bool {
+	if cmd.Process == nil {
+		return false
+	}
+	left := procgroup.GroupAlive(cmd.Process.Pid)
+	procgroup.Stop(cmd.Process.Pid, 2*time.Second)
+	return procgroup.KillMarked(mark) > 0 || left
 }
 
 // tailBuffer keeps the last max bytes written to it.
