@@ -473,12 +473,18 @@ func (c *Client) Trust(ctx context.Context, dir, path string) (Trusted, error) {
 	if err != nil {
 		return Trusted{}, fmt.Errorf("trust: %w", err)
 	}
+	// An approval of a file binky cannot use starts nothing: trust said
+	// the world was starting, and only the daemon's log said why not.
+	cfg, diags := world.ParseConfig(file, src)
+	if world.HasErrors(diags) {
+		return Trusted{}, fmt.Errorf("not trusted: %w; fix it, then trust it", &world.ConfigError{Diagnostics: diags})
+	}
 	if err := c.Home.Trust(src, file); err != nil {
 		return Trusted{}, err
 	}
 	_ = c.Call(ctx, api.Request{Op: api.OpHook, Event: api.EventTrusted, Dir: filepath.Dir(file), Env: world.WithoutGitExecPath(os.Environ())}, nil, nil)
 	t := Trusted{File: file, Hash: world.TrustHash(src), Auto: "up"}
-	if cfg, _ := world.ParseConfig(file, src); cfg != nil && cfg.Project.Auto != "" {
+	if cfg.Project.Auto != "" {
 		t.Auto = cfg.Project.Auto
 	}
 	return t, nil

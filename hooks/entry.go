@@ -122,6 +122,16 @@ func PostCheckout(ctx context.Context, c Checkout) {
 	if err != nil {
 		return // no binky.toml on this branch (or none binky reads): nothing to do
 	}
+	if event == api.EventBorn {
+		if _, diags := world.ParseConfig(filepath.Join(wt.Path, world.ConfigFile), src); world.HasErrors(diags) {
+			// Neither an approval nor the daemon can start it: the daemon
+			// only logged why, and a trust said it was starting.
+			fmt.Fprintf(c.Err, "git-binky: %s: its binky.toml cannot be used, so its world is not started: %s\n"+
+				"git-binky: fix it ('git binky check' in %s lists every problem), then run 'git binky up' there.\n",
+				world.Inert(wt.Name), world.Inert((&world.ConfigError{Diagnostics: diags}).Error()), world.Inert(wt.Path))
+			return
+		}
+	}
 	if event == api.EventBorn && !c.Home.TrustedHere(src, filepath.Join(wt.Path, world.ConfigFile)) {
 		fmt.Fprintf(c.Err, "git-binky: %s: %s, so its world is not started.\n"+
 			"git-binky: read it, then run 'git binky trust' in %s to approve and start it.\n", world.Inert(wt.Name), c.Home.Untrusted(src, filepath.Join(wt.Path, world.ConfigFile)), world.Inert(wt.Path))

@@ -268,6 +268,10 @@ func LoadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
+// HasErrors reports whether diags hold an error (not only warnings): a
+// config that cannot be used.
+func HasErrors(diags []Diagnostic) bool { return hasErrors(diags) }
+
 func hasErrors(diags []Diagnostic) bool {
 	for _, d := range diags {
 		if d.Severity == SeverityError {

@@ -383,6 +383,32 @@ func TestAChangedConfigWaitsForTrust(t *testing.T) {
 	f.addWaitsForTrustThenStarts("changed")
 }
 
+// A branch whose binky.toml binky cannot use: the hook says what is wrong
+// (file, line, column) rather than ask for an approval that would start
+// nothing, and trust refuses it. trust said "its world is starting" and
+// only the daemon's log said why nothing did.
+func TestABrokenConfigIsSaidByTheHookAndRefusedByTrust(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "install")
+	f.commitOnBranch("broken", "binky.toml", oneService+"[services.worker]\ncmd = \"testsvc\"\ndepend_on = [\"api\"]\n")
+	out := f.mustGit(f.repo, "worktree", "add", "-q", "../broken", "broken")
+	for _, want := range []string{"binky.toml:9:1", "depend_on", "cannot be used", "git binky check"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the hook does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "git binky trust") {
+		t.Errorf("the hook asks for an approval that would start nothing:\n%s", out)
+	}
+	stdout, stderr, err := f.binky(filepath.Join(f.tmp, "broken"), "trust")
+	if err == nil || !strings.Contains(stderr, "not trusted") || !strings.Contains(stderr, "binky.toml:9:1") || strings.Contains(stdout, "starting") {
+		t.Errorf("trust of a broken binky.toml: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, _, err := f.binky(f.repo, "trust", "/etc/passwd"); err == nil {
+		t.Error("trust approved /etc/passwd")
+	}
+}
+
 // Moving an unapproved worktree records its new place, and still gives it
 // no port (a review took the whole range by moving eight of them).
 func TestAMovedUnapprovedWorktreeHoldsNoPorts(t *testing.T) {
