@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/world"
@@ -1294,6 +1295,48 @@ services:
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+		}
+	}
+}
+
+// compose's start_period is a grace period, after which retries failures
+// an interval apart make a service unhealthy; binky's start_period is the
+// deadline itself. A Spring service given 5s of grace and 12 probes 10s
+// apart failed its up after 5s.
+func TestStartPeriodIsComposesWholeTimeToGiveUp(t *testing.T) {
+	_, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  spring:
+    build: .
+    command: ./gradlew bootRun
+    ports: ["8080:8080"]
+    healthcheck:
+      test: ["CMD", "curl", "-f", "http://localhost:8080/actuator/health"]
+      interval: 10s
+      timeout: 5s
+      retries: 12
+      start_period: 5s
+  defaults:
+    build: .
+    command: ./run
+    ports: ["3000:3000"]
+    healthcheck:
+      test: ["CMD", "curl", "-f", "http://localhost:3000/"]
+  fast:
+    build: .
+    command: ./fast
+    ports: ["4000:4000"]
+    healthcheck:
+      test: ["CMD", "curl", "-f", "http://localhost:4000/"]
+      interval: 20s
+`})
+	for name, want := range map[string]time.Duration{
+		"spring":   5*time.Second + 12*10*time.Second,
+		"defaults": 3 * 30 * time.Second, // compose's defaults: no grace, 3 probes 30s apart
+		"fast":     0,                    // 3 × 20s is binky's own 60s: nothing to write
+	} {
+		if h := cfg.Services[name].Health; h == nil || h.StartPeriod.Duration != want {
+			t.Errorf("%s: health %+v, want start_period %s", name, h, want)
 		}
 	}
 }

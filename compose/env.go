@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/smallfile"
 	"github.com/git-binky/git-binky/world"
@@ -1579,15 +1580,47 @@ func (c *converter) convertHealth(sv *service) {
 	for _, d := range []struct {
 		k string
 		v *time.Duration
-	}{{"interval", durPtr(h.Interval)}, {"timeout", durPtr(h.Timeout)}, {"start_period", durPtr(h.StartPeriod)}} {
+	}{{"interval", durPtr(h.Interval)}, {"timeout", durPtr(h.Timeout)}} {
 		if d.v != nil && *d.v > 0 {
 			opts = append(opts, d.k+" = "+tomlString(d.v.String()))
 		}
+	}
+	if deadline, why := startDeadline(h); deadline != binkyStartPeriod {
+		opts = append(opts, "start_period = "+tomlString(deadline.String()))
+		note += "; start_period: compose gave up after " + why
 	}
 	if h.Retries != nil && *h.Retries <= math.MaxInt32 {
 		opts = append(opts, fmt.Sprintf("retries = %d", *h.Retries))
 	}
 	c.add(sv, "health", "{ "+strings.Join(opts, ", ")+" }", note)
+}
+
+// binkyStartPeriod is binky's own start_period when a config gives none.
+const binkyStartPeriod = 60 * time.Second
+
+// startDeadline is how long compose gives a service to become healthy
+// before it calls it unhealthy (and fails what depends on it): its
+// start_period, in which failures do not count, then retries failures an
+// interval apart (compose's defaults: 0, 3 and 30s). binky's start_period
+// is that deadline itself; carried as is, compose's grace period of 5s
+// failed a service that compose would wait for two minutes.
+func startDeadline(h *types.HealthCheckConfig) (time.Duration, string) {
+	grace, interval, retries := time.Duration(0), 30*time.Second, uint64(3)
+	if d := durPtr(h.StartPeriod); d != nil && *d > 0 {
+		grace = *d
+	}
+	if d := durPtr(h.Interval); d != nil && *d > 0 {
+		interval = *d
+	}
+	if h.Retries != nil && *h.Retries > 0 && *h.Retries <= 10000 {
+		retries = *h.Retries
+	}
+	deadline := grace + time.Duration(retries)*interval
+	why := fmt.Sprintf("%d failed probes %s apart", retries, interval)
+	if grace > 0 {
+		why = fmt.Sprintf("%s of grace, then %s", grace, why)
+	}
+	return deadline, why
 }
 
 func durPtr[T ~int64](d *T) *time.Duration {

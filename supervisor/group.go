@@ -562,7 +562,7 @@ func (p *proc) waitReady(ctx context.Context) error {
 		if last == "" {
 			last = "no probe finished"
 		}
-		return fmt.Errorf("service %s did not become healthy within %s; last probe: %s", p.spec.Name, p.spec.Health.StartPeriod, last)
+		return fmt.Errorf("service %s did not become healthy within %s; last probe: %s (if it only starts slowly, raise its health start_period)", p.spec.Name, p.spec.Health.StartPeriod, last)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

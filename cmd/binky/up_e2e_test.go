@@ -498,7 +498,7 @@ health = { http = "/unhealthy", start_period = "1s" }
 `)
 	_, stderr, err := f.binky(f.repo, "up")
 	if err == nil || !strings.Contains(stderr, "service api did not become healthy within 1s; last probe: GET http://127.0.0.1:") ||
-		!strings.Contains(stderr, "503 Service Unavailable") {
+		!strings.Contains(stderr, "503 Service Unavailable") || !strings.Contains(stderr, "raise its health start_period") {
 		t.Fatalf("err=%v stderr=%s", err, stderr)
 	}
 	for _, s := range f.world("acme").Services {
