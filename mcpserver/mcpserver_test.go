@@ -705,3 +705,51 @@ func TestAMessageOverTheLimitIsRefusedAndTheSessionGoesOn(t *testing.T) {
 		t.Errorf("a ping after the oversized message: %v", r)
 	}
 }
+
+// A request that also carries a result (or an error) member is an invalid
+// request, answered as one: mcp-go took it for a response to a request of
+// its own and dropped it, and an initialize sent so wedged the session,
+// end of input included, for good.
+func TestARequestWithAResultMemberIsRefusedNotLost(t *testing.T) {
+	c, ran := probeServer(t)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","result":{},"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	r := c.response(1, nil)
+	if pe, _ := r["protocolError"].(map[string]any); pe == nil || pe["code"] != float64(mcp.INVALID_REQUEST) {
+		t.Fatalf("an initialize with a result member: %v, want an invalid-request error", r)
+	}
+	c.id = 1
+	if r := c.call("ping", `{}`); r["protocolError"] != nil {
+		t.Errorf("a ping after it: %v", r)
+	}
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.id++
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","error":{"code":1,"message":"x"},"params":{"name":"probe","arguments":{}}}`, c.id))
+	if r := c.response(c.id, nil); r["protocolError"] == nil || len(ran) != 0 {
+		t.Errorf("a tools/call with an error member: %v (ran %d), want it refused, not run", r, len(ran))
+	}
+	// A text that merely holds the words is a request like any other.
+	if r := c.call("ping", `{"_meta":{"note":"\"result\": and \"error\":"}}`); r["protocolError"] != nil {
+		t.Errorf("a ping whose params hold the words: %v", r)
+	}
+}
+
+// An initialize mcp-go never answers holds what follows for a bounded
+// time, not for good: end of input ends the session.
+func TestAnUnansweredInitializeHoldsTheSessionOnlySoLong(t *testing.T) {
+	f := newCancelFilter(io.Discard)
+	f.initializing[`1`] = true
+	was := initializeWait
+	initializeWait = 50 * time.Millisecond
+	t.Cleanup(func() { initializeWait = was })
+	done := make(chan struct{})
+	go func() { f.awaitInitialize(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("awaitInitialize still waits")
+	}
+	if len(f.initializing) != 0 {
+		t.Error("the unanswered initialize is still pending: every later line would wait again")
+	}
+}

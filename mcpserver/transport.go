@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -48,12 +49,66 @@ func newCancelFilter(out io.Writer) *cancelFilter {
 // until that is answered: a client that writes its first requests at once
 // (initialize, initialized, tools/list) has them answered in turn, not
 // refused for coming before an answer it could not yet have read.
+//
+// It waits at most initializeWait: a request mcp-go never answers held
+// every line after it, end of input included, and the session with it.
 func (f *cancelFilter) awaitInitialize() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.initialized.Load() || len(f.initializing) == 0 {
+		return
+	}
+	deadline := time.Now().Add(initializeWait)
+	wake := time.AfterFunc(initializeWait, func() {
+		f.mu.Lock()
+		f.answered.Broadcast()
+		f.mu.Unlock()
+	})
+	defer wake.Stop()
 	for !f.initialized.Load() && len(f.initializing) > 0 {
+		if !time.Now().Before(deadline) {
+			clear(f.initializing) // unanswered: what follows is refused as early
+			return
+		}
 		f.answered.Wait()
 	}
+}
+
+// initializeWait bounds the wait for an initialize's answer, which mcp-go
+// gives at once.
+var initializeWait = 10 * time.Second
+
+// refuseInvalid answers a request that also carries a result or an error
+// member (JSON-RPC's Invalid Request) and reports whether it did: mcp-go
+// takes such a line for a response to a request of its own and drops it,
+// and the client waited for good, an initialize among them.
+func (f *cancelFilter) refuseInvalid(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"result"`)) && !bytes.Contains(line, []byte(`"error"`)) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == nil || (m.Result == nil && m.Error == nil) {
+		return false
+	}
+	if len(m.ID) == 0 || bytes.Equal(m.ID, []byte("null")) {
+		return true // a notification: no one waits for an answer
+	}
+	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
+		"code":    mcp.INVALID_REQUEST,
+		"message": fmt.Sprintf("%s with a result or an error member: a request carries neither (JSON-RPC)", *m.Method),
+	}})
+	if err != nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Write(append(resp, '\n'))
+	return true
 }
 
 // watch returns in as mcp-go should read it, noting cancellations.
@@ -68,6 +123,9 @@ func (f *cancelFilter) watch(in io.Reader) io.Reader {
 				continue
 			}
 			if len(line) > 0 {
+				if f.refuseInvalid(line) {
+					continue
+				}
 				f.note(line)
 				f.awaitInitialize()
 				if f.refuseEarly(line) {
