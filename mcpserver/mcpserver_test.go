@@ -181,6 +181,10 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		{"env", `{"zz":1,"aa":2,"mm":3}`, `unknown arguments "aa", "mm", "zz" (it takes dir, name, reveal)`},
 		{"env", `{"name":"` + strings.Repeat("x", 500) + `","reveal":"` + strings.Repeat("y", 500) + `"}`, `argument "reveal" must be a boolean, got the string "yyyyyyyy`},
 		{"restart", `{"service":""}`, `argument "service" must not be empty`},
+		// An empty name acted on the server's own worktree: a model that
+		// fills every argument stopped (or removed) the wrong world.
+		{"down", `{"name":""}`, `argument "name" must not be empty: leave it out`},
+		{"remove", `{"name":""}`, `argument "name" must not be empty`},
 		{"curl", `{"service":"api","headers":["a: b",7]}`, `argument "headers[1]" must be a string, got the number 7`},
 		// A relative dir was joined to the server's folder, and acted on
 		// the server's own worktree.

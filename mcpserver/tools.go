@@ -59,7 +59,7 @@ func newTool(name, desc string, h hints, opts ...mcp.ToolOption) mcp.Tool {
 
 func worldArgs() []mcp.ToolOption {
 	return []mcp.ToolOption{
-		mcp.WithString(argName, mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
+		mcp.WithString(argName, mcp.MinLength(1), mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
 		mcp.WithString(argDir, mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
 	}
 }

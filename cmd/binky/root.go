@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,9 +77,15 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 // root keeps cobra's own check: an unknown command exits 1, as git's does.
 func argsAreUsage(c *cobra.Command) {
 	if check := c.Args; check != nil {
+		names := strings.Contains(c.Use, "[name]") || strings.Contains(c.Use, "<name>")
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
 				return usageError{err}
+			}
+			// `git binky down "$WT"` with WT unset acted on the worktree
+			// it ran in, as if no name were given.
+			if names && slices.Contains(args, "") {
+				return usageError{fmt.Errorf("an empty argument where a worktree name goes: leave it out for the worktree you are in")}
 			}
 			return nil
 		}
