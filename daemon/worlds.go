@@ -269,13 +269,18 @@ func (d *Daemon) upAlso(ctx context.Context, req api.Request, also []string, emi
 	}
 	w.PinEnvFiles()
 	approved := d.home.TrustedWorld(w)
+	why := ""
+	if !approved {
+		why = d.home.Untrusted(w.Config.Source, w.Config.Path)
+	}
 	if err := d.home.Trust(w.Config.Source, w.Config.Path); err != nil {
 		return api.World{}, err
 	}
 	if !approved {
-		// up (and reload, which is down then up) approves the file as
-		// it is: said, since the hook and the watcher would not have run it.
-		emit(api.Event{World: w.Name, State: api.EventNotice, Message: fmt.Sprintf("approved %s for this repository on this machine (new, or changed since it was last approved): the hook and the watcher may now start it", w.Config.Path)})
+		// up (and reload, which is down then up) approves the files as
+		// they are: said, since the hook and the watcher would not have
+		// run them, with which one was new (an env file, not binky.toml).
+		emit(api.Event{World: w.Name, State: api.EventNotice, Message: fmt.Sprintf("approved %s for this repository on this machine (%s): the hook and the watcher may now start it", w.Config.Path, why)})
 	}
 	defer d.registerRepo(ctx, w)()
 	env := req.Env
@@ -411,6 +416,10 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		rec, err := d.home.LoadRecord(w.ID)
 		if err == nil && rec.Approved != "" && rec.Approved != approved {
 			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, running the binky.toml it started with: the changed one is approved now, and 'git binky reload' restarts the services with it"})
+		} else if err == nil && !runsAsSpecified(w, rec, r, env) {
+			// An env file edited (or the caller's environment changed):
+			// the approval is the same binky.toml's, and up said nothing.
+			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, its services running with the environment they started with: an env_file (or a variable of your shell they read) changed since, and 'git binky reload' restarts them with it"})
 		} else {
 			emit(api.Event{World: w.Name, Message: "already up"})
 		}
@@ -709,7 +718,25 @@ func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []stri
 		}
 		have = append(have, st.Name)
 	}
-	now, err := buildSpecs(w, rec, have, env)
+	return sameSpecs(w, rec, r, have, env)
+}
+
+// runsAsSpecified reports whether the running services of r would be
+// started now as they run: same command, folder and environment.
+func runsAsSpecified(w *world.World, rec *world.Record, r *worldRun, env []string) bool {
+	var have []string
+	for _, st := range r.group.Statuses() {
+		if w.Config.Services[st.Name] != nil && isUp(st) {
+			have = append(have, st.Name)
+		}
+	}
+	return sameSpecs(w, rec, r, have, env)
+}
+
+// sameSpecs reports whether the services names of r's group run as they
+// would be started now from w, rec and env.
+func sameSpecs(w *world.World, rec *world.Record, r *worldRun, names []string, env []string) bool {
+	now, err := buildSpecs(w, rec, names, env)
 	if err != nil {
 		return false
 	}

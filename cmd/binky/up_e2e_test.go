@@ -1620,3 +1620,42 @@ health = { cmd = "echo denied for $PROBE_TOKEN ${env.SHOP_TOKEN}; exit 1", start
 		})
 	}
 }
+
+// An env file edited under a running world: up approves it and says so
+// (naming the env file, not binky.toml), and says the services still run
+// with what they started with until a reload, which starts them with it.
+func TestUpOfARunningWorldWhoseEnvFileChangedSaysReloadRunsIt(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+env_file = ".env"
+[services.api]
+cmd = "echo secret=$APP_SECRET > ${env.GC_DIR}/seen; exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`)
+	envFile := filepath.Join(f.repo, ".env")
+	os.WriteFile(envFile, []byte("APP_SECRET=first\n"), 0o600)
+	f.mustBinky(f.repo, "up")
+	os.WriteFile(envFile, []byte("APP_SECRET=second\n"), 0o600)
+	_, stderr, err := f.binky(f.repo, "up")
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"the env file .env", "already up, its services running with the environment they started with", "'git binky reload'"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("up does not say %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "binky.toml it started with") {
+		t.Errorf("up blames binky.toml, which did not change:\n%s", stderr)
+	}
+	// After a reload the service runs with the new file, and an up has
+	// nothing to say.
+	f.mustBinky(f.repo, "reload")
+	if b, _ := os.ReadFile(filepath.Join(f.gcDir, "seen")); strings.TrimSpace(string(b)) != "secret=second" {
+		t.Errorf("after reload the service saw %q", b)
+	}
+	if _, stderr, _ := f.binky(f.repo, "up"); strings.Contains(stderr, "environment they started with") || strings.Contains(stderr, "approved") {
+		t.Errorf("an up after the reload still says something changed:\n%s", stderr)
+	}
+}
