@@ -12,7 +12,9 @@ import (
 // Service stops, starts or restarts one service of a running world, on the
 // world's ports, leaving its other services as they are.
 func (d *Daemon) Service(ctx context.Context, req api.Request) (api.World, error) {
-	w, err := world.Open(d.home, req.Dir, req.Name)
+	// A running world's services are restarted as they run, from the
+	// config it was started with, though binky.toml is mid-edit.
+	w, _, err := world.OpenApproved(d.home, req.Dir, req.Name)
 	if err != nil {
 		return api.World{}, classify(err)
 	}

@@ -183,13 +183,15 @@ func (s *Server) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil || name == "" {
 		return result(st, err)
 	}
-	w, err := world.Open(s.Home, s.dir(req), name)
+	// Only the world's id: a binky.toml mid-edit does not hide its status.
+	repo, wt, err := world.Locate(s.dir(req), name)
 	if err != nil {
 		return result(nil, err)
 	}
+	id := world.WorldID(repo.CommonDir, wt.AdminDir)
 	worlds := []api.World{}
 	for _, x := range st.Worlds {
-		if x.ID == w.ID {
+		if x.ID == id {
 			worlds = append(worlds, x)
 		}
 	}
@@ -234,10 +236,13 @@ func (s *Server) verify(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 type Logs struct {
 	World    string                      `json:"world"`
 	Services map[string]world.ServiceLog `json:"services"`
+	// Warning says the logs are those of the config the world was
+	// started with, its binky.toml not loading now.
+	Warning string `json:"warning,omitempty"`
 }
 
 func (s *Server) logs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	w, err := world.Open(s.Home, s.dir(req), req.GetString(argName, ""))
+	w, warning, err := world.OpenApproved(s.Home, s.dir(req), req.GetString(argName, ""))
 	if err != nil {
 		return result(nil, err)
 	}
@@ -256,7 +261,7 @@ func (s *Server) logs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 			}
 		}
 	}
-	return result(Logs{World: w.Name, Services: logs}, nil)
+	return result(Logs{World: w.Name, Services: logs, Warning: warning}, nil)
 }
 
 // revealArg is the reveal argument of a tool whose result can carry what
@@ -304,7 +309,7 @@ type CurlResult struct {
 const maxCurlBody = 256 << 10
 
 func (s *Server) curl(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	w, err := world.Open(s.Home, s.dir(req), req.GetString(argName, ""))
+	w, _, err := world.OpenApproved(s.Home, s.dir(req), req.GetString(argName, ""))
 	if err != nil {
 		return result(nil, err)
 	}

@@ -318,6 +318,31 @@ func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
 	return cfg, diags
 }
 
+// newlineLine is the line of an error the TOML parser placed at line n,
+// column col, past that line's end: its column is one past the previous
+// line's end, the parser having counted the newline it choked on ("got
+// '\n' instead") before it said where.
+func newlineLine(src []byte, n, col int) int {
+	lines := strings.Split(string(src), "\n")
+	if n < 2 || n > len(lines) || col-1 <= len(lines[n-1]) || col-1 != len(lines[n-2]) {
+		return n
+	}
+	return n - 1
+}
+
+// keyOnLine reports whether line n of src (from 1) names the last part
+// of the dotted key.
+func keyOnLine(src []byte, n int, key string) bool {
+	if key == "" || n < 1 {
+		return false
+	}
+	lines := strings.SplitN(string(src), "\n", n+1)
+	if len(lines) < n {
+		return false
+	}
+	return strings.Contains(lines[n-1], key[strings.LastIndex(key, ".")+1:])
+}
+
 // decodeDiagnostic turns a BurntSushi error into a positioned diagnostic.
 // Syntax errors are toml.ParseError with a position; type errors are plain
 // errors of the form `toml: line N (last key "a.b"): message`.
@@ -328,6 +353,12 @@ func decodeDiagnostic(path string, src []byte, err error) Diagnostic {
 	if errors.As(err, &pe) {
 		d.Line, d.Column = pe.Position.Line, pe.Position.Col
 		d.Message, lastKey = pe.Message, pe.LastKey
+		d.Line = newlineLine(src, d.Line, d.Column)
+		if !keyOnLine(src, d.Line, lastKey) {
+			// The key parsed last, on an earlier line: an unclosed
+			// [services.bad was said to be "at key services.web".
+			lastKey = ""
+		}
 	} else if rest, ok := strings.CutPrefix(d.Message, "toml: "); ok {
 		d.Message = rest
 		if rest, ok := strings.CutPrefix(rest, "line "); ok {

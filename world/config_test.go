@@ -79,6 +79,14 @@ func TestParseConfigErrors(t *testing.T) {
 			want: "strings cannot contain newlines",
 		},
 		{
+			// The key parsed last is on another line: naming it blamed a
+			// table that is fine.
+			name:     "an unclosed table header names no other key",
+			src:      "[services.api]\ncmd = \"x\"\n[services.bad\n",
+			wantLine: 3, wantCol: 14,
+			want: "expected '.' or ']' to end table name, but got '\\n' instead",
+		},
+		{
 			name:     "wrong type",
 			src:      "[services.api]\ncmd = 3\n",
 			wantLine: 2, wantCol: 1,

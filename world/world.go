@@ -116,6 +116,37 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 	return FromConfig(home, repo, wt, cfg)
 }
 
+// OpenApproved is Open, except for a worktree whose binky.toml does not
+// load (a typo mid-edit) and whose world was started: its world as the
+// approved config it was started with, which its services run, and a
+// warning that says so and why. An agent editing binky.toml lost the
+// running world's logs, restart and curl until the edit was done, exactly
+// when it needed them.
+func OpenApproved(home Home, dir, name string) (*World, string, error) {
+	repo, wt, err := Locate(dir, name)
+	if err != nil {
+		return nil, "", err
+	}
+	w, err := FromWorktree(home, repo, wt)
+	var ce *ConfigError
+	if err == nil || !errors.As(err, &ce) {
+		return w, "", err
+	}
+	rec, rerr := home.LoadRecord(WorldID(repo.CommonDir, wt.AdminDir))
+	if rerr != nil || rec.Approved == "" {
+		return nil, "", err
+	}
+	cfg, aerr := home.ApprovedConfig(rec.Approved, filepath.Join(wt.Path, ConfigFile))
+	if aerr != nil {
+		return nil, "", err
+	}
+	approved, werr := FromConfig(home, repo, wt, cfg)
+	if werr != nil {
+		return nil, "", err
+	}
+	return approved, fmt.Sprintf("%s is broken, so binky used the config its world was started with: %v", ConfigFile, err), nil
+}
+
 // FromConfig is the world of a known worktree with the config cfg, which
 // need not be the worktree's current file (a restart runs the approved one).
 func FromConfig(home Home, repo *gitx.Repo, wt *gitx.Worktree, cfg *Config) (*World, error) {

@@ -54,7 +54,7 @@ func newCurlCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w, err := world.Open(home, app.Dir, opts.Name)
+			w, _, err := world.OpenApproved(home, app.Dir, opts.Name)
 			if err != nil {
 				return err
 			}

@@ -47,9 +47,12 @@ func runLogs(cmd *cobra.Command, app *App, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
-	w, err := world.Open(home, app.Dir, opts.Name)
+	w, warning, err := world.OpenApproved(home, app.Dir, opts.Name)
 	if err != nil {
 		return err
+	}
+	if warning != "" {
+		fmt.Fprintln(app.Err, "warning: "+world.Inert(warning))
 	}
 	// The same reading as the MCP logs tool: the last lines of each log.
 	logs, err := w.Logs(opts.Service, opts.Lines, -1)

@@ -1659,3 +1659,33 @@ env = { SERVICE = "api" }
 		t.Errorf("an up after the reload still says something changed:\n%s", stderr)
 	}
 }
+
+// A binky.toml mid-edit (it does not load) does not cut a running world
+// off its logs, a service restart or curl: they act from the config the
+// world was started with, which its services run, and logs says so.
+func TestARunningWorldsLogsAndRestartOutliveABrokenFile(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "down") })
+	was := service(f.world("acme"), "api").PID
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(twoServices+"[services.bad\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := f.binky(f.repo, "logs", "--service", "api")
+	if err != nil || !strings.Contains(stderr, "binky.toml is broken, so binky used the config its world was started with") || !strings.Contains(stderr, "binky.toml:13:14") {
+		t.Errorf("logs with a broken binky.toml: %v\n%s%s", err, out, stderr)
+	}
+	if _, stderr, err := f.binky(f.repo, "service", "restart", "api"); err != nil {
+		t.Fatalf("service restart with a broken binky.toml: %v\n%s", err, stderr)
+	}
+	if now := service(f.world("acme"), "api"); now.PID == was || now.State != "healthy" {
+		t.Errorf("api after the restart: %+v (was pid %d)", now, was)
+	}
+	if out, stderr, err := f.binky(f.repo, "curl", "acme", "api", "/healthz"); err != nil {
+		t.Errorf("curl with a broken binky.toml: %v\n%s%s", err, out, stderr)
+	}
+	// What acts on the file itself still names its problem.
+	if _, stderr, err := f.binky(f.repo, "env"); err == nil || !strings.Contains(stderr, "binky.toml:13:14") {
+		t.Errorf("env with a broken binky.toml: %v\n%s", err, stderr)
+	}
+}
