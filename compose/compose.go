@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/gitx"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -74,7 +75,15 @@ func Convert(ctx context.Context, path string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return convert(ctx, path, nil, dotenv, filepath.Base(filepath.Dir(path)))
+	return convert(ctx, path, nil, dotenv, filepath.Base(filepath.Dir(path)), len(dotenv) > 0 && dotenvTracked(ctx, filepath.Dir(path)))
+}
+
+// dotenvTracked reports whether the .env in dir is committed, and so in
+// every worktree already: nothing to copy. (A variable: tests of the
+// conversion do not depend on the repository they run in.)
+var dotenvTracked = func(ctx context.Context, dir string) bool {
+	_, err := gitx.Git(ctx, dir, "ls-files", "--error-unmatch", "--", ".env")
+	return err == nil
 }
 
 // ConvertBytes converts compose source as if it were the file at path,
@@ -84,10 +93,10 @@ func ConvertBytes(ctx context.Context, path string, src []byte, dotenv map[strin
 	if dotenv == nil {
 		dotenv = map[string]string{}
 	}
-	return convert(ctx, path, src, dotenv, project)
+	return convert(ctx, path, src, dotenv, project, false)
 }
 
-func convert(ctx context.Context, path string, src []byte, dotenv map[string]string, project string) (res Result, err error) {
+func convert(ctx context.Context, path string, src []byte, dotenv map[string]string, project string, dotenvTracked bool) (res Result, err error) {
 	defer func() {
 		// Bad input must be an error, never a crash: the loader is not ours.
 		if r := recover(); r != nil {
@@ -98,6 +107,7 @@ func convert(ctx context.Context, path string, src []byte, dotenv map[string]str
 	if err != nil {
 		return Result{}, err
 	}
+	s.dotenvTracked = dotenvTracked
 	c := newConverter(s)
 	out := c.render()
 	res = Result{Source: path, Files: s.files, TOML: out, Secrets: slices.Sorted(maps.Keys(c.secrets)), Mapped: c.mapped, Guessed: c.guessed, Left: c.left,

@@ -816,8 +816,10 @@ func (c *converter) render() string {
 	fmt.Fprintf(&b, "\n[project]\nname = %s\n", tomlString(c.project))
 	if len(c.src.dotenv) > 0 {
 		b.WriteString("env_file = \".env\"   # compose read .env for ${VAR}; here ${env.VAR} reads it at run time\n")
-		b.WriteString("# left to you: .env must exist in every worktree (it is seldom committed): copy it there, or export its variables and drop env_file\n")
-		c.left = append(c.left, ".env must exist in every worktree (env_file = \".env\"): copy it there, or export its variables and drop env_file")
+		if !c.src.dotenvTracked {
+			b.WriteString("# left to you: .env must exist in every worktree (it is not committed): copy it there, or export its variables and drop env_file\n")
+			c.left = append(c.left, ".env must exist in every worktree (env_file = \".env\"): copy it there, or export its variables and drop env_file")
+		}
 	}
 	groups := map[string][]string{}
 	var plain []string

@@ -1340,3 +1340,39 @@ services:
 		}
 	}
 }
+
+// A URL that becomes the slice's whole URL loses the app's options and a
+// Redis database number: init says so, naming the options but not their
+// values (a value can be a credential).
+func TestWhatASlicesURLDoesNotCarryIsLeftToTheUser(t *testing.T) {
+	res, cfg := converted(t, map[string]string{"docker-compose.yml": `
+services:
+  app:
+    build: .
+    command: ./app
+    depends_on: [db, cache]
+    environment:
+      DATABASE_URL: mysql://root:example@db:3306/app?charset=utf8mb4&sslpassword=hunter2
+      CACHE_URL: redis://cache:6379/2
+      SESSION_URL: redis://cache:6379/0
+  db:
+    image: mysql:8
+    environment:
+      MYSQL_ROOT_PASSWORD: example
+  cache:
+    image: redis:7
+`})
+	env := cfg.Services["app"].Env
+	if env["DATABASE_URL"] != "${db.url}" || env["CACHE_URL"] != "${cache.url}" {
+		t.Fatalf("env %v", env)
+	}
+	left := strings.Join(res.Left, "\n")
+	for _, want := range []string{"DATABASE_URL: the app's URL had the options charset, sslpassword", "CACHE_URL: the app used Redis database 2"} {
+		if !strings.Contains(left, want) {
+			t.Errorf("left to the user does not say %q:\n%s", want, left)
+		}
+	}
+	if strings.Contains(res.TOML, "hunter2") || strings.Contains(left, "SESSION_URL") {
+		t.Errorf("an option's value is written, or database 0 noted:\n%s", res.TOML)
+	}
+}

@@ -311,7 +311,11 @@ func (c *converter) envValue(sv *service, key, val string, raw map[string]any, w
 		switch {
 		case kind == "url":
 			c.wire(wired, t, "url")
-			return c.sliceURL(t, val), "the " + t.name + " slice (was a URL to the " + t.compose + " container)"
+			v := c.sliceURL(t, val)
+			if lost := lostURLParts(t, val, v); lost != "" {
+				c.leave(sv, key+": "+lost)
+			}
+			return v, "the " + t.name + " slice (was a URL to the " + t.compose + " container)"
 		case kind == "hostport" && field == "brokers":
 			c.wire(wired, t, "brokers")
 			return "${" + t.name + ".brokers}", "the " + t.name + " slice's brokers"
@@ -421,6 +425,30 @@ func hostKey(key string) bool {
 func isPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n > 0 && n < 65536
+}
+
+// lostURLParts says what of the app's URL v to slice t the slice's
+// whole URL (written, ${t.url}) does not carry: its options (the query's
+// names only, since values can be credentials), or a Redis database other
+// than 0, which a world does not have. "" when nothing is lost.
+func lostURLParts(t *service, v, written string) string {
+	if written != "${"+t.name+".url}" {
+		return "" // written from its parts: the app's path and query kept
+	}
+	m := urlParts.FindStringSubmatch(v)
+	if m == nil {
+		return ""
+	}
+	path, query, _ := strings.Cut(m[6], "?")
+	var lost []string
+	if q, err := url.ParseQuery(query); err == nil && len(q) > 0 {
+		lost = append(lost, fmt.Sprintf("the app's URL had the options %s, which ${%s.url} does not carry: add them to its connection settings if it needs them",
+			strings.Join(slices.Sorted(maps.Keys(q)), ", "), t.name))
+	}
+	if db := strings.Trim(path, "/"); t.kind.Name == "redis" && db != "" && db != "0" {
+		lost = append(lost, fmt.Sprintf("the app used Redis database %s; a world has database 0 only, its keys under ${%s.prefix}: data the app kept in separate databases now shares one, so keep their key names apart", db, t.name))
+	}
+	return strings.Join(lost, "; ")
 }
 
 // sliceURL is a URL to slice t in the form the app wrote: the slice's own

@@ -27,12 +27,14 @@ import (
 // the .env beside it; and the same model uninterpolated, which is where the
 // text written to binky.toml comes from, so that no value of .env is copied.
 type source struct {
-	path    string   // the main compose file
-	dir     string   // the project folder
-	files   []string // every file read, main first
-	dotenv  map[string]string
-	project *types.Project
-	raw     map[string]any // services.NAME.* as written, not interpolated
+	path   string   // the main compose file
+	dir    string   // the project folder
+	files  []string // every file read, main first
+	dotenv map[string]string
+	// dotenvTracked says .env is committed: every worktree has it.
+	dotenvTracked bool
+	project       *types.Project
+	raw           map[string]any // services.NAME.* as written, not interpolated
 	// numbers holds how each environment value that YAML reads as a number
 	// or a boolean was written (3.10, 0755, yes): compose's model has the
 	// number, binky.toml wants the text.
