@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -69,6 +70,18 @@ func renderStatus(out io.Writer, s api.Status, st style) {
 		state := string(w.State)
 		if w.Missing {
 			state += ", worktree missing"
+		}
+		if w.State == world.StateRunning {
+			// A world whose API crash-loops read [running] like a well one.
+			var ill []string
+			for _, s := range w.Services {
+				if s.State == "crashed" || s.State == "unhealthy" {
+					ill = append(ill, s.Name+" "+s.State)
+				}
+			}
+			if len(ill) > 0 {
+				state += ": " + strings.Join(ill, ", ")
+			}
 		}
 		fmt.Fprintf(out, "  %s  [%s]  %s\n", world.Inert(w.Worktree), st.state(state), world.Inert(w.Path))
 		if w.Message != "" {

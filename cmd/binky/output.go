@@ -34,6 +34,9 @@ func (s style) state(state string) string {
 	case "unhealthy", "crashed", string(world.StateFailed):
 		return s.wrap("31", state)
 	}
+	if strings.HasPrefix(state, string(world.StateRunning)+": ") {
+		return s.wrap("31", state) // running, a service crashed or unhealthy
+	}
 	return state
 }
 
@@ -80,7 +83,9 @@ func printServices(w io.Writer, st style, wd api.World, indent string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s%s\t\t:%d\t\t\n", indent, strings.Replace(k, ".", " ", 1), wd.Ports[k])
+		// A port held for a service this world has not started (outside
+		// the group its up started, or env was run, not up).
+		fmt.Fprintf(tw, "%s%s\t\t:%d\t%s\t\n", indent, strings.Replace(k, ".", " ", 1), wd.Ports[k], st.state("not started"))
 	}
 	tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -199,5 +200,26 @@ func TestEnvOnATerminalPrintsAPathsEscapeSequencesAsText(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "\x1b]0;TITLE") {
 		t.Errorf("piped env changed the path: %q", out)
+	}
+}
+
+// A running world whose service crash-loops is not shown as well as any
+// other, and a port held for a service it did not start says so (its
+// state column was empty).
+func TestStatusSaysWhatOfARunningWorldIsNotWell(t *testing.T) {
+	s := api.Status{Worlds: []api.World{{
+		Project: "acme", Worktree: "feat", Path: "/src/acme-feat", State: "running",
+		Ports: map[string]int{"api": 4100, "web": 4101, "adminer": 4102},
+		Services: []api.Service{{Name: "api", State: "crashed", Port: 4100}, {Name: "web", State: "healthy", PID: 7, Port: 4101},
+			{Name: "worker", State: "unhealthy", PID: 8}},
+	}}}
+	app, out, _ := testApp(t, t.TempDir(), false)
+	renderStatus(app.Out, s, app.Style())
+	got := out.String()
+	if !strings.Contains(got, "[running: api crashed, worker unhealthy]") {
+		t.Errorf("the world's line does not say what is not well:\n%s", got)
+	}
+	if !regexp.MustCompile(`adminer\s+:4102\s+not started`).MatchString(got) {
+		t.Errorf("adminer's port line does not say it was not started:\n%s", got)
 	}
 }
