@@ -426,6 +426,17 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		if _, err := d.saveSlice(ctx, w, pending); err != nil {
 			return s, "", "", false, err
 		}
+		// Another world of this home holds a slice of this name on this
+		// server (ab-c's, for ab_c): the next name, whatever the server
+		// says. A Redis killed before it saved its keys lost the marker
+		// that said whose it was, and its user, which this home's secret
+		// made, passed for the asking world's: the two worlds shared one
+		// slice, and removing one dropped the other's data. Saved before
+		// this look, as the other world's was before it provisioned, so
+		// that of two ups at once at least one sees the other.
+		if salt < 8 && d.sliceHeldByAnother(w.ID, pending) {
+			continue
+		}
 		if err := d.step("slice.pending_saved"); err != nil {
 			return s, "", "", false, err
 		}
@@ -497,6 +508,24 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		}
 		return d.migrateProvisioned(ctx, w, rec, n, a, s, callerEnv, emit)
 	}
+}
+
+// sliceHeldByAnother reports whether a world of this home other than id
+// records a slice named as sl, of its kind, on its server (unreadable
+// records aside: a name is only held by what is known).
+func (d *Daemon) sliceHeldByAnother(id string, sl world.SliceRecord) bool {
+	recs, _ := d.home.Records()
+	for _, rec := range recs {
+		if rec.ID == id {
+			continue
+		}
+		for _, o := range rec.Slices {
+			if o.Name == sl.Name && adapters.Canonical(o.Adapter) == sl.Adapter && fmt.Sprint(o.Config["admin"]) == fmt.Sprint(sl.Config["admin"]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // migrateProvisioned runs the migrate and seed of a slice made new (by

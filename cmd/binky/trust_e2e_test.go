@@ -582,3 +582,37 @@ func TestARemoveWhoseClientGoesAwayStillDropsTheWorldsData(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A Redis killed before it saved its keys keeps its users (the ACL file is
+// saved at once) but loses binky's markers. A world whose name folds to
+// another's slice name (ab_c beside ab-c) then found that world's user,
+// made with this home's secret, took it for its own, and shared the
+// slice: removing it dropped the other world's keys. A name another world
+// of the home records is never given out, whatever the server says.
+func TestAWorldNeverTakesAnotherWorldsSliceWhoseMarkerWasLost(t *testing.T) {
+	_, rd := needServers(t)
+	project := "fold" + runID()
+	f := newFixture(t, trustConfig(project, false))
+	f.mustBinky(f.repo, "up", "ab-c")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "ab-c", "--force") })
+	first := f.envOf("ab-c")
+	ctx := context.Background()
+	if err := redisClient(t, first["CACHE_URL"]).Set(ctx, first["CACHE_PREFIX"]+"precious", "42", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash before the save loses: the marker, not the user.
+	admin := redisClient(t, rd)
+	if n, err := admin.Del(ctx, "binky:slice:"+first["CACHE_USER"]).Result(); err != nil || n != 1 {
+		t.Fatalf("deleting ab-c's marker: %d, %v", n, err)
+	}
+
+	f.mustBinky(f.repo, "up", "ab_c")
+	second := f.envOf("ab_c")
+	if second["CACHE_USER"] == first["CACHE_USER"] || second["CACHE_URL"] == first["CACHE_URL"] {
+		t.Fatalf("ab_c shares ab-c's redis slice %s", first["CACHE_USER"])
+	}
+	f.mustBinky(f.repo, "remove", "ab_c", "--force")
+	if v, err := redisClient(t, first["CACHE_URL"]).Get(ctx, first["CACHE_PREFIX"]+"precious").Result(); err != nil || v != "42" {
+		t.Errorf("after removing ab_c, ab-c's key reads %q, %v", v, err)
+	}
+}
