@@ -556,8 +556,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	}
 	failPoint(exitAtUpStarting)
 	if err := checkPortsFree(rec, toStart(r, widen, names), w.Config); err != nil {
-		failed(world.StateStopped, err.Error())
-		return api.World{}, err
+		if r.group == nil && d.stopOrphans(w, rec, emit) {
+			err = checkPortsFree(rec, toStart(r, widen, names), w.Config)
+		}
+		if err != nil {
+			failed(world.StateStopped, err.Error())
+			return api.World{}, err
+		}
 	}
 	if rec, err = d.provisionSlices(ctx, w, rec, env, emit); err != nil {
 		reason := err.Error()
@@ -826,6 +831,29 @@ func allUp(g *supervisor.Group, names []string) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// stopOrphans stops the processes that carry the marks of w's services
+// while this daemon supervises none of them (r.group is nil): a world
+// whose record was lost or deleted (a corrupt file, which status says to
+// delete) left its services running on its ports, no daemon knowing them,
+// and its next up called them another program's. It reports whether it
+// stopped any, and says so.
+func (d *Daemon) stopOrphans(w *world.World, rec *world.Record, emit func(api.Event)) bool {
+	var marks []string
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter == "" {
+			marks = append(marks, serviceMark(rec, d.home, n))
+		}
+	}
+	if procgroup.CountMarked(marks...) == 0 {
+		return false
+	}
+	procgroup.StopAllMarked(marks, 5*time.Second)
+	msg := "stopped processes of this world's services that no daemon supervised (its record was lost): they held its ports"
+	emit(api.Event{World: w.Name, State: api.EventNotice, Message: msg})
+	d.log.Warn("orphan services stopped", "world", w.Name)
 	return true
 }
 

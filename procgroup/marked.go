@@ -97,6 +97,10 @@ func KillMarked(mark string) int {
 	return signalAll(findMarked(mark), syscall.SIGKILL)
 }
 
+// CountMarked is how many processes carry one of marks (0 where marks
+// cannot be found: not Linux).
+func CountMarked(marks ...string) int { return len(findMarked(marks...)) }
+
 // StopMarked stops the processes carrying mark as Stop stops a group:
 // SIGTERM, up to grace for them to go, then SIGKILL. It reports whether
 // none is left. With none there, it costs one look at the process table.

@@ -1689,3 +1689,36 @@ func TestARunningWorldsLogsAndRestartOutliveABrokenFile(t *testing.T) {
 		t.Errorf("env with a broken binky.toml: %v\n%s", err, stderr)
 	}
 }
+
+// A world whose record was corrupted while its services ran (and deleted,
+// as status says to) left them on its ports with no daemon knowing them:
+// the next up called them another program's and failed. They carry the
+// world's marks: the up stops them, says so, and starts the world.
+func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
+	f := newFixture(t, twoServices)
+	f.mustBinky(f.repo, "up")
+	api := service(f.world("acme"), "api")
+	paths, _ := filepath.Glob(filepath.Join(f.home, "worlds", "*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("records: %v", paths)
+	}
+	if err := os.WriteFile(paths[0], nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustBinky(f.repo, "daemon", "stop")
+	if !pidAlive(api.PID) {
+		t.Fatal("the services went with the daemon: this test proves nothing")
+	}
+	os.Remove(paths[0])
+	_, stderr, err := f.binky(f.repo, "up")
+	if err != nil {
+		t.Fatalf("up after the record was lost: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "stopped processes of this world's services that no daemon supervised") {
+		t.Errorf("up does not say what it stopped:\n%s", stderr)
+	}
+	f.eventually("the orphan api gone", func() bool { return !pidAlive(api.PID) })
+	if now := service(f.world("acme"), "api"); now.State != "healthy" || now.PID == api.PID {
+		t.Errorf("api after the up: %+v", now)
+	}
+}
