@@ -128,6 +128,15 @@ func lockRun(ctx context.Context, r *worldRun) error {
 // name (checked out if it exists, created from HEAD if not).
 func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, emit func(api.Event)) (*world.World, error) {
 	w, err := world.Open(d.home, req.Dir, req.Name)
+	if err != nil && create && req.Name != "" && errors.Is(err, world.ErrNoConfig) {
+		// Another up of this name may be checking the worktree out now
+		// (git lists it before its files are there): its files are
+		// there once that up lets go of the repository.
+		if repo, _, _ := gitx.Discover(req.Dir); repo != nil {
+			d.repoLock(repo.CommonDir)()
+			w, err = world.Open(d.home, req.Dir, req.Name)
+		}
+	}
 	if err == nil || !create || req.Name == "" || !errors.Is(err, gitx.ErrNoSuchWorktree) {
 		return w, classify(err)
 	}
@@ -154,15 +163,17 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	// folder "feature" shared by every repository beside this one and left
 	// behind by remove, and bugfix/login's worktree was then "login1".
 	path := filepath.Join(base, dir, strings.ReplaceAll(req.Name, "/", "-"))
-	if _, err := os.Stat(path); err == nil {
-		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
-	}
 	// git takes locks of its own (refs, the index): one worktree add at a
 	// time per repository, however many ups arrive together.
 	unlock := d.repoLock(repo.CommonDir)
 	defer unlock()
-	if w, err := world.Open(d.home, req.Dir, req.Name); err == nil {
-		return w, nil // made by an up that held the lock before us
+	if w, err := world.Open(d.home, req.Dir, req.Name); err == nil || !errors.Is(err, gitx.ErrNoSuchWorktree) {
+		return w, classify(err) // made by an up that held the lock before us
+	}
+	// Looked at under the lock: the folder of a worktree another up is
+	// adding was taken for a stranger's.
+	if _, err := os.Stat(path); err == nil {
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: %s already exists and is not a worktree of this repository", req.Name, path)}
 	}
 	emit(api.Event{Message: fmt.Sprintf("creating worktree %s at %s", req.Name, path)})
 	wt, err := repo.AddWorktree(ctx, path, req.Name, req.Dir)

@@ -1722,3 +1722,42 @@ func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 		t.Errorf("api after the up: %+v", now)
 	}
 }
+
+// Ups of one new name at once: one makes the worktree, the others wait for
+// it and bring the same world up. One failed now and then with "no
+// binky.toml", having found the worktree git had listed before its files
+// were checked out, or took its folder for a stranger's.
+func TestUpsOfOneNewNameAtOnceAllBringItUp(t *testing.T) {
+	f := newFixture(t, oneService)
+	// Files to check out, so that the worktree is listed a while before
+	// its binky.toml is there.
+	files := map[string]string{}
+	for i := range 400 {
+		files[fmt.Sprintf("src/f%03d.txt", i)] = strings.Repeat("x", 2000)
+	}
+	gittest.WriteFiles(t, f.repo, files)
+	f.mustGit(f.repo, "add", "-A")
+	f.mustGit(f.repo, "commit", "-qm", "files")
+	for round := range 3 {
+		name := fmt.Sprintf("dup%d", round)
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, stderr, err := f.binky(f.repo, "up", name); err != nil {
+					errs <- fmt.Errorf("up %s: %v: %s", name, err, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if s := service(f.world(name), "api"); s.State != "healthy" {
+			t.Errorf("%s: api %+v", name, s)
+		}
+	}
+}
