@@ -321,6 +321,11 @@ func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Even
 		if err != nil {
 			return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 		}
+		// A damaged secret fails every up: the reload stopped the world,
+		// then failed, and left it down.
+		if _, err := d.home.Secret(); err != nil {
+			return err
+		}
 		return unsetEnv(w, names, env)
 	}
 	_, ran, err := d.down(ctx, req, startable)

@@ -91,6 +91,10 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		add("home", Warning, note, "nothing to do while the home it was copied from lives; if it is gone for good, drop the slices its marks name by hand on their servers")
 	}
 
+	if why := c.Home.SecretDamaged(); why != "" {
+		add("home", Problem, why, "restore it from a backup of "+c.Home.Dir+" (a new one would not match the worlds made with it)")
+	}
+
 	settings, err := c.Home.LoadSettings()
 	if err != nil {
 		add("settings", Problem, err.Error(), "fix "+c.Home.SettingsPath())

@@ -144,6 +144,19 @@ func (h Home) Secret() ([]byte, error) {
 	}, func(b []byte) bool { return len(b) == 32 })
 }
 
+// SecretDamaged says what is wrong with the home's secret, "" when it is
+// sound or not made yet: doctor's look, which, unlike Secret, makes none.
+func (h Home) SecretDamaged() string {
+	b, err := os.ReadFile(filepath.Join(h.Dir, secretFile))
+	if errors.Is(err, os.ErrNotExist) || err == nil && len(b) == 32 {
+		return ""
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s is damaged (%d bytes, not what binky wrote): every world's slice passwords come from it", filepath.Join(h.Dir, secretFile), len(b))
+}
+
 // once returns the content of the file name in the home, making it with
 // create the first time. The file is linked into place complete, so a
 // concurrent reader never sees half of it, and the first of two racing

@@ -803,6 +803,13 @@ func OpenCoordinates(ctx context.Context, home Home, dir, name string) (Coordina
 	if err != nil {
 		return Coordinates{}, err
 	}
+	if len(rec.Slices) > 0 {
+		// A slice's password comes from the home's secret: with it
+		// damaged, env printed no DB_URL and said nothing.
+		if _, err := home.Secret(); err != nil {
+			return Coordinates{}, err
+		}
+	}
 	return w.Coordinates(rec), nil
 }
 

@@ -616,3 +616,35 @@ func TestAWorldNeverTakesAnotherWorldsSliceWhoseMarkerWasLost(t *testing.T) {
 		t.Errorf("after removing ab_c, ab-c's key reads %q, %v", v, err)
 	}
 }
+
+// A damaged home secret (every slice's password comes from it): env said
+// nothing and printed no DB_URL, a reload stopped the world before its up
+// failed on it, and doctor saw nothing. env and reload now fail on it,
+// the world still running, and doctor names it.
+func TestADamagedSecretIsSaidAndStopsNothing(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, trustConfig("sec"+runID(), false))
+	f.mustBinky(f.repo, "up", "w1")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "w1", "--force") })
+	secret := filepath.Join(f.home, "secret")
+	b, err := os.ReadFile(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(secret, b, 0o600) })
+	if err := os.WriteFile(secret, b[:5], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := f.binky(f.repo, "env", "w1"); err == nil || !strings.Contains(stderr, "is damaged") {
+		t.Errorf("env with a damaged secret: %v\n%s%s", err, out, stderr)
+	}
+	if _, stderr, err := f.binky(f.repo, "reload", "w1"); err == nil || !strings.Contains(stderr, "is damaged") {
+		t.Errorf("reload with a damaged secret: %v\n%s", err, stderr)
+	}
+	if w := f.world("w1"); w.State != "running" || service(w, "api").State != "healthy" {
+		t.Errorf("the refused reload stopped the world: %s %+v", w.State, w.Services)
+	}
+	if out, _, _ := f.binky(f.repo, "doctor"); !strings.Contains(out, "is damaged") {
+		t.Errorf("doctor does not name the damaged secret:\n%s", out)
+	}
+}
