@@ -191,16 +191,22 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 	}
 
 	leases, _ := c.Home.Leases()
-	stale, held := 0, 0
+	stale, held, outside := 0, 0, 0
 	for _, l := range leases {
-		if l.Stale {
+		switch {
+		case l.Stale:
 			stale++
-		} else {
+		case l.Port < settings.Ports.Min || l.Port > settings.Ports.Max:
+			outside++ // held since before [ports] was narrowed
+		default:
 			held++
 		}
 	}
 	size := settings.Ports.Max - settings.Ports.Min + 1
 	free := size - held
+	if outside > 0 {
+		add("ports", OK, fmt.Sprintf("%d ports held outside %d-%d (leased before [ports] changed): their worlds keep them until removed", outside, settings.Ports.Min, settings.Ports.Max), "")
+	}
 	switch {
 	case free < size/10:
 		add("ports", Problem, fmt.Sprintf("%d of %d ports in %d-%d are free", free, size, settings.Ports.Min, settings.Ports.Max), "remove worlds you no longer need, or widen [ports] in "+c.Home.SettingsPath())

@@ -296,3 +296,42 @@ func TestDoctorCallsAGitOlderThan231AProblem(t *testing.T) {
 		}
 	}
 }
+
+// Ports leased before [ports] was narrowed are not counted in the new
+// range: doctor said "-110 of 3 ports ... are free".
+func TestPortsLeasedOutsideANarrowedRangeAreSaidApart(t *testing.T) {
+	c := newClient(t)
+	if err := c.Home.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Home.LoadSettings()
+	s.Ports.Min, s.Ports.Max = 23000, 23199
+	a := c.Home.NewAllocator(s)
+	a.Bindable = func(int) bool { return true }
+	rec := &world.Record{ID: "w1", Ports: map[string]int{}}
+	var keys []string
+	for i := range 6 {
+		keys = append(keys, fmt.Sprint("svc", i))
+	}
+	if _, err := a.Ensure(context.Background(), rec, keys); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Home.SaveRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	s.Ports.Min, s.Ports.Max = 23300, 23302
+	if err := c.Home.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	fs := Run(context.Background(), c, t.TempDir())
+	var details []string
+	for _, f := range fs {
+		if f.Check == "ports" {
+			details = append(details, f.Detail)
+		}
+	}
+	got := strings.Join(details, "\n")
+	if !strings.Contains(got, "3 of 3 ports in 23300-23302 are free") || !strings.Contains(got, "6 ports held outside 23300-23302") {
+		t.Errorf("ports findings:\n%s", got)
+	}
+}
