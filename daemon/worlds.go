@@ -447,6 +447,13 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 			// config approved before, until a reload.
 			d.setState(w.ID, world.StateRunning, "")
 		}
+		if err == nil && rec.State == world.StateStarting {
+			// Its up started everything but could not save that it had
+			// (a full disk): recorded now.
+			if err := d.saveState(w.ID, world.StateRunning, ""); err != nil {
+				return api.World{}, fmt.Errorf("up %s: its services run, but its record was not saved (%w): free the disk (or fix %s), then run 'git binky up' again to record it", w.Name, err, d.home.WorldsDir())
+			}
+		}
 		return d.describe(w.ID, r)
 	}
 	// widen: the world runs and this up adds to it (up --group of another
@@ -692,7 +699,17 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	for _, s := range specs {
 		admitted = admitted || !s.Oneshot
 	}
-	d.setState(w.ID, world.StateRunning, "")
+	// Unsaved, the record would say "starting" for good, and the next
+	// daemon would take the world for a cut-off up and stop it: a full
+	// disk made "✓ up" of a world that the next daemon stop killed.
+	err = d.step("up.record_running") // a failure on demand, for the tests
+	if err == nil {
+		err = d.saveState(w.ID, world.StateRunning, "")
+	}
+	if err != nil {
+		d.log.Error("world up, its record not saved", "world", w.Name, "err", err)
+		return api.World{}, fmt.Errorf("up %s: its services run, but its record was not saved (%w): free the disk (or fix %s), then run 'git binky up' again to record it", w.Name, err, d.home.WorldsDir())
+	}
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
 }
@@ -925,12 +942,17 @@ func toStatus(name string, s *world.ServiceState) supervisor.Status {
 }
 
 func (d *Daemon) setState(id string, state world.State, msg string) {
+	_ = d.saveState(id, state, msg)
+}
+
+// saveState is setState saying whether the record was saved.
+func (d *Daemon) saveState(id string, state world.State, msg string) error {
 	if homeFate(d.gone.Load()) == homeDeleted {
-		return // saving would make the deleted home again
+		return nil // saving would make the deleted home again
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
+	err := d.home.UpdateRecord(ctx, id, func(r *world.Record) error {
 		if !r.State.CanBecome(state) {
 			// Logged, not refused: the table (world/state.go) is what the
 			// daemon means to do, and a surprise here is a bug to see.
@@ -946,6 +968,7 @@ func (d *Daemon) setState(id string, state world.State, msg string) {
 		d.log.Info("world state", "world", id, "state", state, "message", msg)
 	}
 	d.routesChanged()
+	return err
 }
 
 // Down stops a world's processes and keeps its ports, files and data.

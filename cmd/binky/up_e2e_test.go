@@ -1761,3 +1761,23 @@ func TestUpsOfOneNewNameAtOnceAllBringItUp(t *testing.T) {
 		}
 	}
 }
+
+// An up whose last record save fails (a full disk) is not "✓ up": the
+// record said "starting" for good, and the next daemon took the world for
+// a cut-off up and stopped it. The up says the services run unrecorded,
+// and the next up records them.
+func TestAnUpWhoseRecordIsNotSavedSaysSoAndTheNextRecordsIt(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.extraEnv = append(f.extraEnv, "BINKY_TEST_FAIL_AT=up.record_running")
+	out, stderr, err := f.binky(f.repo, "up")
+	if err == nil || strings.Contains(out, "✓ up") || !strings.Contains(stderr, "its services run, but its record was not saved") {
+		t.Fatalf("up whose record was not saved: %v\n%s%s", err, out, stderr)
+	}
+	if w := f.world("acme"); w.State != "starting" || service(w, "api").State != "healthy" {
+		t.Fatalf("after it: %s %+v", w.State, w.Services)
+	}
+	f.mustBinky(f.repo, "up")
+	if w := f.world("acme"); w.State != "running" {
+		t.Errorf("the next up left it %s", w.State)
+	}
+}
