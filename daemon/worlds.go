@@ -1300,6 +1300,14 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		left = append(left, desc.Message)
 	}
 	desc.State, desc.Message = world.StateRemoved, strings.Join(left, "; ")
+	// The world as it is now: its processes stopped, its ports released,
+	// its slices dropped. The result listed them as they were before,
+	// healthy, with pids long gone.
+	for i := range desc.Services {
+		s := &desc.Services[i]
+		s.State, s.PID, s.Port, s.Ports, s.Started, s.UptimeSeconds = string(supervisor.Stopped), 0, 0, nil, nil, 0
+	}
+	desc.Ports, desc.Slices = map[string]int{}, nil
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)
 	return desc, nil
 }

@@ -382,7 +382,20 @@ func TestRemoveRefusesADirtyWorktreeAndDeletesAClean(t *testing.T) {
 		t.Error("a refused remove stopped the world")
 	}
 	os.Remove(filepath.Join(wt, "notes.txt"))
-	f.mustBinky(f.repo, "remove", "feat")
+	// The removed world as it is now: nothing runs, nothing is held (it
+	// listed its services healthy, with pids already gone).
+	var gone api.World
+	if err := json.Unmarshal([]byte(f.mustBinky(f.repo, "remove", "feat", "--json")), &gone); err != nil {
+		t.Fatal(err)
+	}
+	if gone.State != "removed" || len(gone.Ports) != 0 || len(gone.Services) != 2 {
+		t.Errorf("remove --json: %+v", gone)
+	}
+	for _, s := range gone.Services {
+		if s.State != "stopped" || s.PID != 0 || s.Port != 0 {
+			t.Errorf("remove --json lists %+v", s)
+		}
+	}
 	if _, err := os.Stat(wt); !os.IsNotExist(err) {
 		t.Errorf("worktree still there: %v", err)
 	}
