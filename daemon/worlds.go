@@ -1256,6 +1256,14 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
+	if !w.Worktree.Main && !w.Worktree.Missing && !exists(w.Worktree.AdminDir) && !exists(w.Worktree.Path) {
+		// Another remove took it while this one waited for the world:
+		// done, not "not removed, so its world was kept".
+		if _, err := d.home.LoadRecord(w.ID); err != nil {
+			return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateRemoved,
+				Services: []api.Service{}, Ports: map[string]int{}, Message: "removed meanwhile by another remove"}, nil
+		}
+	}
 	desc, derr := d.describe(w.ID, r)
 	if derr != nil {
 		// A worktree with no world (never up, or removed already): its

@@ -1794,3 +1794,33 @@ func TestAnUpWhoseRecordIsNotSavedSaysSoAndTheNextRecordsIt(t *testing.T) {
 		t.Errorf("the next up left it %s", w.State)
 	}
 }
+
+// Two removes of one world at once: both succeed. The one that waited for
+// the other said "worktree was not removed, so its world was kept", git
+// having found no worktree left to remove.
+func TestTwoRemovesOfOneWorldAtOnceBothSucceed(t *testing.T) {
+	f := newFixture(t, oneService)
+	for round := range 3 {
+		name := fmt.Sprintf("rr%d", round)
+		f.mustBinky(f.repo, "up", name)
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, stderr, err := f.binky(f.repo, "remove", name); err != nil {
+					errs <- fmt.Errorf("remove %s: %v: %s", name, err, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if _, ok := f.find(name); ok {
+			t.Errorf("%s is still listed", name)
+		}
+	}
+}
