@@ -262,11 +262,16 @@ func tail(path string, n int) []string {
 // Page returns up to n complete lines of the file at path from byte offset
 // on (each cut to MaxLineBytes, MaxTailBytes in all), and the offset to ask
 // for next: a cursor an agent can page or poll with. A file that shrank
-// below offset (rotated) is read from the top. A last line still being
-// written is left for the next call.
+// below offset (rotated) is read from the top, after a first line that
+// says so (RotatedMark). A last line still being written is left for the
+// next call.
 func Page(path string, offset int64, n int) (lines []string, next int64, err error) {
 	return PageWithin(path, offset, n, MaxTailBytes)
 }
+
+// RotatedMark is the line a page begins with when the log was rotated
+// since the offset asked for (%s: the rotated file's name).
+const RotatedMark = "[binky: this log was rotated since that offset: the lines after it are in %s, or were not kept]"
 
 // PageWithin is Page returning only lines whose Encoded sizes fit in
 // budget (one line at least); next is then the first line left out.
@@ -285,6 +290,12 @@ func PageWithin(path string, offset int64, n int, budget int) (lines []string, n
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, offset, err
+	}
+	if offset > 0 && fi.Size() < offset {
+		// Rotated since the caller's last page: what was written after
+		// its offset is partly in <path>.1 and partly lost. Said, as the
+		// first line: a poller's log jumped ahead with nothing to show.
+		lines = append(lines, fmt.Sprintf(RotatedMark, filepath.Base(path)+".1"))
 	}
 	if offset < 0 || fi.Size() < offset {
 		offset = 0

@@ -116,8 +116,14 @@ func TestPageIsACursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(p, []byte("new\n"), 0o600)
-	if lines, _, _ := Page(p, next, 10); !reflect.DeepEqual(lines, []string{"new"}) {
-		t.Errorf("after rotation = %q, want the file from its top", lines)
+	// A poller's log jumped ahead with nothing said: the first line says
+	// where the lines after its offset went.
+	rotated := fmt.Sprintf(RotatedMark, filepath.Base(p)+".1")
+	if lines, _, _ := Page(p, next, 10); !reflect.DeepEqual(lines, []string{rotated, "new"}) {
+		t.Errorf("after rotation = %q, want it said, then the file from its top", lines)
+	}
+	if lines, _, _ := Page(p, 0, 10); !reflect.DeepEqual(lines, []string{"new"}) {
+		t.Errorf("from offset 0 = %q: nothing was missed there", lines)
 	}
 }
 
