@@ -72,7 +72,13 @@ func Run(ctx context.Context, c *client.Client, dir string) []Finding {
 		out = append(out, Finding{Check: check, Level: level, Detail: detail, Fix: fix})
 	}
 
-	if v, err := gitx.Git(ctx, dir, "--version"); err != nil {
+	// git's version anywhere: from a folder that is gone (a removed
+	// worktree), the error was chdir's and the fix "install git".
+	versionDir := dir
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		versionDir = "/"
+	}
+	if v, err := gitx.Git(ctx, versionDir, "--version"); err != nil {
 		add("git", Problem, err.Error(), "install git "+minGit+" or newer")
 	} else if gitOlder(v, 2, 31) {
 		add("git", Problem, v+": binky needs "+minGit+" or newer (rev-parse --path-format, which hooks and worktrees use)", "install git "+minGit+" or newer")

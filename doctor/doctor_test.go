@@ -335,3 +335,17 @@ func TestPortsLeasedOutsideANarrowedRangeAreSaidApart(t *testing.T) {
 		t.Errorf("ports findings:\n%s", got)
 	}
 }
+
+// From a folder that is gone (a removed worktree), git's version is still
+// found: doctor said git failed, and to install it.
+func TestDoctorFromAFolderThatIsGoneStillFindsGit(t *testing.T) {
+	c := newClient(t)
+	gone := filepath.Join(t.TempDir(), "removed-worktree")
+	fs := Run(context.Background(), c, gone)
+	if f, ok := finding(fs, "git", Problem); ok {
+		t.Errorf("git finding from a folder that is gone: %+v", f)
+	}
+	if _, ok := finding(fs, "git", OK); !ok {
+		t.Errorf("no git finding: %+v", fs)
+	}
+}

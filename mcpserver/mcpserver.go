@@ -80,6 +80,7 @@ func (s *Server) mcp(f *cancelFilter) *server.MCPServer {
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(objectArguments),
 		server.WithToolHandlerMiddleware(validate),
+		server.WithToolHandlerMiddleware(s.ownDirGone),
 		server.WithToolHandlerMiddleware(f.skipCancelled),
 		server.WithRecovery())
 	v = newValidator(m)

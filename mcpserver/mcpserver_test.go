@@ -757,3 +757,24 @@ func TestAnUnansweredInitializeHoldsTheSessionOnlySoLong(t *testing.T) {
 		t.Error("the unanswered initialize is still pending: every later line would wait again")
 	}
 }
+
+// The server's own worktree removed under it: a call that acts on its
+// folder says so and how to go on (it said "not inside a git repository",
+// and doctor to install git); one given a dir still works.
+func TestAServerWhoseFolderIsGoneSaysSo(t *testing.T) {
+	s, dir := repo(t, "[project]\nname = \"acme\"\n[services.api]\ncmd = \"true\"\n")
+	other := gittest.NewRepo(t, t.TempDir(), "other", map[string]string{world.ConfigFile: "[project]\nname = \"other\"\n[services.api]\ncmd = \"true\"\n"})
+	c := start(t, s)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"env", "doctor", "logs"} {
+		r := c.tool(tool, `{}`)
+		if !isError(r) || !strings.Contains(text(r), "is gone") || !strings.Contains(text(r), "give dir") {
+			t.Errorf("%s from a folder that is gone: %v", tool, r)
+		}
+	}
+	if r := c.tool("env", fmt.Sprintf(`{"dir":%q}`, other)); isError(r) {
+		t.Errorf("env with another dir: %v", r)
+	}
+}

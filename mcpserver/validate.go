@@ -101,6 +101,22 @@ func (v *validator) middleware(next server.ToolHandlerFunc) server.ToolHandlerFu
 	}
 }
 
+// ownDirGone refuses a call that acts on the server's own folder (no dir
+// given) once that folder is gone, its worktree removed: every tool said
+// "not inside a git repository", and doctor to install git. status, which
+// lists every world, still answers.
+func (s *Server) ownDirGone(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.GetString(argDir, "") == "" && req.Params.Name != "status" && s.Dir != "" {
+			if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
+				return mcp.NewToolResultError(fmt.Sprintf("the folder this MCP server runs in, %s, is gone (its worktree was removed?): "+
+					"give dir, the absolute path of a folder in the repository, or start the server again in one", s.Dir)), nil
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
 // checkDir returns what is wrong with a tool's dir, or "": it must be an
 // absolute path to a folder. A relative one was joined to the server's own
 // folder, and a call meant for another worktree acted on the server's.
