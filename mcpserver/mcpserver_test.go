@@ -185,6 +185,8 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		// fills every argument stopped (or removed) the wrong world.
 		{"down", `{"name":""}`, `argument "name" must not be empty: leave it out`},
 		{"remove", `{"name":""}`, `argument "name" must not be empty`},
+		// A 15 MB name came back quoted twice in a 31 MB error.
+		{"env", `{"name":"` + strings.Repeat("n", 5000) + `"}`, `argument "name" must be at most 1024 characters long`},
 		{"curl", `{"service":"api","headers":["a: b",7]}`, `argument "headers[1]" must be a string, got the number 7`},
 		// A relative dir was joined to the server's folder, and acted on
 		// the server's own worktree.

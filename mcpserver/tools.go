@@ -57,10 +57,18 @@ func newTool(name, desc string, h hints, opts ...mcp.ToolOption) mcp.Tool {
 	return mcp.NewTool(name, append(all, opts...)...)
 }
 
+// maxNameArg and maxPathArg bound a name (worktree, branch, service) and a
+// path: far above any real one (git's refs and Linux's paths), while a 15
+// MB name came back quoted twice in a 31 MB error.
+const (
+	maxNameArg = 1024
+	maxPathArg = 4096
+)
+
 func worldArgs() []mcp.ToolOption {
 	return []mcp.ToolOption{
-		mcp.WithString(argName, mcp.MinLength(1), mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
-		mcp.WithString(argDir, mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
+		mcp.WithString(argName, mcp.MinLength(1), mcp.MaxLength(maxNameArg), mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
+		mcp.WithString(argDir, mcp.MaxLength(maxPathArg), mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
 	}
 }
 
@@ -69,7 +77,7 @@ func with(base []mcp.ToolOption, more ...mcp.ToolOption) []mcp.ToolOption {
 }
 
 func serviceArg(what string) mcp.ToolOption {
-	return mcp.WithString(argService, mcp.Required(), mcp.MinLength(1), mcp.Description(what))
+	return mcp.WithString(argService, mcp.Required(), mcp.MinLength(1), mcp.MaxLength(maxNameArg), mcp.Description(what))
 }
 
 // tools is the table of binky's tools.
