@@ -699,6 +699,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	for _, s := range specs {
 		admitted = admitted || !s.Oneshot
 	}
+	warnEveryInterface(w, rec, toStart(r, widen, names), emit)
 	// Unsaved, the record would say "starting" for good, and the next
 	// daemon would take the world for a cut-off up and stop it: a full
 	// disk made "✓ up" of a world that the next daemon stop killed.
@@ -888,6 +889,22 @@ func (d *Daemon) stopOrphans(w *world.World, rec *world.Record, emit func(api.Ev
 	emit(api.Event{World: w.Name, State: api.EventNotice, Message: msg})
 	d.log.Warn("orphan services stopped", "world", w.Name)
 	return true
+}
+
+// warnEveryInterface says which of the services an up started listen on
+// every interface (0.0.0.0): other machines of the network reach them,
+// and another world's service on the port at 127.0.0.1 would not be what
+// answers. check warns of the addresses a config writes; this sees what a
+// program does on its own (a dev server's default --host 0.0.0.0).
+func warnEveryInterface(w *world.World, rec *world.Record, names []string, emit func(api.Event)) {
+	for _, n := range names {
+		for _, key := range w.Config.Services[n].PortKeys() {
+			if p := rec.Ports[key]; p != 0 && world.ListensOnEveryInterface(p) {
+				emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: fmt.Sprintf(
+					"service %s listens on every interface (0.0.0.0:%d): other machines on your network reach it; have it listen on 127.0.0.1 (its --host or HOST)", n, p)})
+			}
+		}
+	}
 }
 
 // checkPortsFree fails when a port the world holds is taken by a program
