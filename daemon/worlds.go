@@ -557,6 +557,14 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		// the up was adding (adoptAdding).
 		if !widen {
 			rec.State, rec.Reason = world.StateStarting, ""
+			// A new start: what an earlier, failed one counted (restarts,
+			// its exit) is not this one's; status showed "stopped, 5
+			// restarts" for a service this up never started.
+			for _, st := range rec.Services {
+				if st.PID == 0 {
+					st.Restarts, st.ExitCode, st.Message = 0, nil, ""
+				}
+			}
 		}
 		rec.Adding = adding
 		// What starts now is what restarts later, even after a daemon

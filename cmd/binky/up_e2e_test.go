@@ -1824,3 +1824,24 @@ func TestTwoRemovesOfOneWorldAtOnceBothSucceed(t *testing.T) {
 		}
 	}
 }
+
+// A new start of a world counts from zero: a service an earlier run
+// restarted, which this up does not start, showed "stopped, 1 restarts"
+// as if this run had restarted it.
+func TestANewUpDoesNotShowAnEarlierRunsRestarts(t *testing.T) {
+	f := newFixture(t, twoServices+"[groups]\ndefault = [\"api\"]\nboth = [\"api\", \"web\"]\n")
+	f.mustBinky(f.repo, "up", "--group", "both")
+	before := service(f.world("acme"), "web")
+	if err := signalPID(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("web restarted", func() bool {
+		s := service(f.world("acme"), "web")
+		return s.State == "healthy" && s.Restarts == 1
+	})
+	f.mustBinky(f.repo, "down")
+	f.mustBinky(f.repo, "up")
+	if s := service(f.world("acme"), "web"); s.Restarts != 0 || s.PID != 0 {
+		t.Errorf("web, which this up did not start: %+v", s)
+	}
+}
