@@ -1277,6 +1277,14 @@ services:
     environment:
       CORS_ORIGIN: http://localhost:3000
       DATABASE_URL: postgres://shop:shop@localhost:5432/shop
+      ADDRESS: 127.0.0.1:4000
+      SELF_URL: http://localhost:4000/v2/
+  worker:
+    build: ./worker
+    command: ./worker
+    ports: ["4000:3000"]
+    environment:
+      BIND: localhost:3000
   db:
     image: postgres:15
     ports: ["5432:5432"]
@@ -1292,6 +1300,11 @@ services:
 		{"a port no service published", web["NOTHING_PUBLISHED"], "http://localhost:7777"},
 		{"the web's published port", api["CORS_ORIGIN"], "${web.url}"},
 		{"the database's published port", api["DATABASE_URL"], "${db.url}"},
+		// Its own container port, though the worker published host port
+		// 4000: where it listens, not the worker.
+		{"its own listen address", api["ADDRESS"], "127.0.0.1:${self.port}"},
+		{"its own URL, its path's slash kept", api["SELF_URL"], "${self.url}/v2/"},
+		{"the worker's own listen address", cfg.Services["worker"].Env["BIND"], "localhost:${self.port}"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)

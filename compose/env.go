@@ -608,7 +608,11 @@ func (c *converter) rewriteHosts(sv *service, v string, env bool) string {
 			// localhost:PORT, as a browser reached it: an http URL to a
 			// service's main port is the service's URL in this world.
 			if m[1] == "" && m[3] == "" && strings.EqualFold(m[2], "http") && t.main != nil && t.main.target == parseTarget(port) {
-				return "${" + tokenName(t, sv) + ".url}" + strings.TrimSuffix(m[6], "/")
+				rest := m[6]
+				if rest == "/" {
+					rest = "" // the URL itself: ${api.url} has no slash to add
+				}
+				return "${" + tokenName(t, sv) + ".url}" + rest
 			}
 		}
 		addr, ok := c.processAddr(t, tokenName(t, sv), m[2], port)
@@ -630,8 +634,8 @@ func (c *converter) rewriteHosts(sv *service, v string, env bool) string {
 			return s
 		}
 		t, port := c.target(sv, m[2], m[3][1:], env)
-		if t == nil {
-			return s
+		if t == nil || t == sv && c.byHost[strings.ToLower(m[2])] == nil {
+			return s // its own listen address on loopback: listenAddr's to write
 		}
 		if t.kind != nil {
 			return m[1] + "${" + t.name + ".host}:${" + t.name + ".port}"
@@ -657,17 +661,20 @@ func (c *converter) target(sv *service, host, port string, env bool) (*service, 
 		return nil, ""
 	}
 	switch strings.ToLower(host) {
-	case "localhost", "127.0.0.1", "host.docker.internal":
+	case "localhost", "127.0.0.1":
+		// The container's own port first: ADDRESS=127.0.0.1:8000 is where
+		// it listens, even where another service published host port 8000.
+		if sv != nil && sv.kind == nil {
+			if _, own := sv.portToken("self", port); own {
+				return sv, port
+			}
+		}
+	case "host.docker.internal": // the machine itself, never the container
 	default:
 		return nil, ""
 	}
 	if hp, ok := c.published[port]; ok && port != "" {
 		return hp.sv, hp.target
-	}
-	if sv != nil && sv.kind == nil {
-		if _, own := sv.portToken("self", port); own {
-			return sv, port
-		}
 	}
 	return nil, ""
 }
