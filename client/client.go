@@ -362,7 +362,7 @@ func (c *Client) start(ctx context.Context) error {
 	cmd := exec.Command(bin, "run")
 	// Not the mark of a world's service we may be run from: stopping that
 	// service would stop the daemon with it.
-	cmd.Env = append(procgroup.WithMark(os.Environ(), ""), "BINKY_HOME="+c.Home.Dir)
+	cmd.Env = append(procgroup.WithMark(world.WithoutGitExecPath(os.Environ()), ""), "BINKY_HOME="+c.Home.Dir)
 	procgroup.SealInheritedMarks()
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf

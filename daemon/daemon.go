@@ -151,7 +151,7 @@ type Daemon struct {
 
 // New returns a daemon for home. log receives its decisions as JSON.
 func New(home world.Home, version string, log *slog.Logger) *Daemon {
-	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: os.Environ(),
+	d := &Daemon{home: home, version: version, log: log, worlds: map[string]*worldRun{}, env: world.WithoutGitExecPath(os.Environ()),
 		adopted: make(chan struct{}), repoMissing: map[string]*missingRepo{}, repoGoneAfter: repoGoneGrace,
 		unchecked: map[string]*unchecked{}, awaitingHook: map[string]*unchecked{}, lost: map[string]bool{}, bornUps: map[string]bool{}, downBorn: map[string]bool{}, hookBorn: map[string]int{}, queued: map[string]queuedWorld{}, noCheckoutAfter: noCheckoutWait, recheckEvery: time.Second, hookAfter: hookGrace}
 	d.servers = managed.New(home)

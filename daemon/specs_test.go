@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"io"
+	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/git-binky/git-binky/world"
@@ -51,5 +54,19 @@ func TestMaterialEnvLeavesOutWhatAShellOrGitChanges(t *testing.T) {
 	other := []string{"PATH=/usr/bin:/bin", "PWD=/w", "FOO=2"}
 	if a, b := materialEnv(shell), materialEnv(other); slices.Equal(a, b) {
 		t.Errorf("FOO=1 and FOO=2 compare equal: %q", a)
+	}
+}
+
+// A daemon started by `git binky` (or a hook) inherits git's exec path:
+// the environment it gives the worlds it starts with no caller's (the
+// watcher's, an adopted world's) is the user's, without it.
+func TestTheDaemonsOwnEnvironmentHasNoGitExecPath(t *testing.T) {
+	t.Setenv("GIT_EXEC_PATH", "/usr/lib/git-core")
+	t.Setenv("PATH", "/usr/lib/git-core:/usr/local/bin:/usr/bin")
+	d := New(world.Home{Dir: t.TempDir()}, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, kv := range d.env {
+		if strings.HasPrefix(kv, "GIT_EXEC_PATH=") || kv == "PATH=/usr/lib/git-core:/usr/local/bin:/usr/bin" {
+			t.Errorf("the daemon's environment has %s", kv)
+		}
 	}
 }
