@@ -351,6 +351,12 @@ func (d *Daemon) dropIncomplete(ctx context.Context, sl world.SliceRecord, world
 	if err != nil {
 		return
 	}
+	if d.sliceHeldByAnother(ctx, worldID, sl, env) {
+		// Named here by an up cut off while it looked for a free name:
+		// the name is another world's, and so is what the server holds.
+		d.log.Warn("incomplete slice not dropped: another world's record names it", "slice", sl.Name)
+		return
+	}
 	ref, _ := sl.Config["admin"].(string)
 	admin, err := d.adminFromRef(ctx, ref, env)
 	if err != nil {
@@ -423,18 +429,28 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		// again: it is not Ready), and the adapters make every step of
 		// theirs recognisable as this slice's.
 		pending := world.SliceRecord{Service: n, Adapter: kind, Name: s.Name, Config: sliceConfig(ref, svc.Options)}
-		if _, err := d.saveSlice(ctx, w, pending); err != nil {
-			return s, "", "", false, err
-		}
 		// Another world of this home holds a slice of this name on this
 		// server (ab-c's, for ab_c): the next name, whatever the server
 		// says. A Redis killed before it saved its keys lost the marker
 		// that said whose it was, and its user, which this home's secret
 		// made, passed for the asking world's: the two worlds shared one
-		// slice, and removing one dropped the other's data. Saved before
-		// this look, as the other world's was before it provisioned, so
-		// that of two ups at once at least one sees the other.
-		if salt < 8 && d.sliceHeldByAnother(w.ID, pending) {
+		// slice, and removing one dropped the other's data. Looked at
+		// before this record names it, and again once it does (as the
+		// other world's did before it provisioned), so that of two ups at
+		// once at least one sees the other.
+		if d.sliceHeldByAnother(ctx, w.ID, pending, callerEnv) {
+			if salt >= maxSalt {
+				return s, "", "", false, fmt.Errorf("service %s: every name binky tried for its slice (%s...) is another world's", n, sliceName(w, n, 0))
+			}
+			continue
+		}
+		if _, err := d.saveSlice(ctx, w, pending); err != nil {
+			return s, "", "", false, err
+		}
+		if d.sliceHeldByAnother(ctx, w.ID, pending, callerEnv) {
+			if salt >= maxSalt {
+				return s, "", "", false, fmt.Errorf("service %s: every name binky tried for its slice (%s...) is another world's", n, sliceName(w, n, 0))
+			}
 			continue
 		}
 		if err := d.step("slice.pending_saved"); err != nil {
@@ -510,17 +526,25 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 	}
 }
 
+// maxSalt bounds the names createSlice tries for one slice.
+const maxSalt = 8
+
 // sliceHeldByAnother reports whether a world of this home other than id
-// records a slice named as sl, of its kind, on its server (unreadable
-// records aside: a name is only held by what is known).
-func (d *Daemon) sliceHeldByAnother(id string, sl world.SliceRecord) bool {
+// records a slice named as sl, of its kind, on its server (two references
+// to one server count: ${env.REDIS_URL} and the URL it holds), unreadable
+// records aside: a name is only held by what is known.
+func (d *Daemon) sliceHeldByAnother(ctx context.Context, id string, sl world.SliceRecord, env []string) bool {
 	recs, _ := d.home.Records()
+	ref, _ := sl.Config["admin"].(string)
 	for _, rec := range recs {
 		if rec.ID == id {
 			continue
 		}
 		for _, o := range rec.Slices {
-			if o.Name == sl.Name && adapters.Canonical(o.Adapter) == sl.Adapter && fmt.Sprint(o.Config["admin"]) == fmt.Sprint(sl.Config["admin"]) {
+			if o.Name != sl.Name || adapters.Canonical(o.Adapter) != adapters.Canonical(sl.Adapter) {
+				continue
+			}
+			if other, _ := o.Config["admin"].(string); other == ref || d.sameAdmin(ctx, other, ref, env) {
 				return true
 			}
 		}
@@ -924,6 +948,14 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 		if err != nil {
 			d.log.Error("teardown slice", "slice", sl.Name, "err", err)
 			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err))
+			continue
+		}
+		if d.sliceHeldByAnother(ctx, rec.ID, sl, env) {
+			// Another world's record names it too (an up cut off while it
+			// looked for a free name, or worlds an older binky let share
+			// one): dropping it would drop the other world's data.
+			d.log.Warn("slice not dropped: another world's record names it", "world", rec.Worktree, "slice", sl.Name)
+			left = append(left, fmt.Sprintf("%s slice %s was left alone: another world of this home names it", sl.Adapter, sl.Name))
 			continue
 		}
 		ref, _ := sl.Config["admin"].(string)

@@ -17,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/git-binky/git-binky/adapters"
+	"github.com/git-binky/git-binky/world"
 )
 
 // trustConfig is a project on the test servers: postgres (cloned from the
@@ -646,5 +647,44 @@ func TestADamagedSecretIsSaidAndStopsNothing(t *testing.T) {
 	}
 	if out, _, _ := f.binky(f.repo, "doctor"); !strings.Contains(out, "is damaged") {
 		t.Errorf("doctor does not name the damaged secret:\n%s", out)
+	}
+}
+
+// An up cut off while it looked for a free slice name leaves its record
+// naming another world's slice, not complete: neither its next up (which
+// drops an incomplete slice to make it again) nor its remove drops it.
+func TestARecordNamingAnotherWorldsSliceDropsNothingOfIt(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, trustConfig("held"+runID(), false))
+	f.mustBinky(f.repo, "up", "one")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "one", "--force") })
+	f.mustBinky(f.repo, "up", "two")
+	one := f.envOf("one")
+	ctx := context.Background()
+	if err := redisClient(t, one["CACHE_URL"]).Set(ctx, one["CACHE_PREFIX"]+"precious", "42", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	home := world.Home{Dir: f.home}
+	rec, err := home.LoadRecord(f.world("two").ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sl := range rec.Slices {
+		if sl.Service == "cache" {
+			rec.Slices[i].Name, rec.Slices[i].Ready = one["CACHE_USER"], false
+		}
+	}
+	if err := home.SaveRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := f.binky(f.repo, "remove", "two", "--force", "--json")
+	if err != nil {
+		t.Fatalf("remove two: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "was left alone: another world of this home names it") {
+		t.Errorf("remove does not say what it left alone:\n%s", out)
+	}
+	if v, err := redisClient(t, one["CACHE_URL"]).Get(ctx, one["CACHE_PREFIX"]+"precious").Result(); err != nil || v != "42" {
+		t.Errorf("after removing two, one's key reads %q, %v", v, err)
 	}
 }
