@@ -83,15 +83,14 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 		run[n] = true
 	}
 	var specs []supervisor.Spec
-	// What binky quotes of a service (its last output, a probe's) hides
-	// every credential a process of the world could print.
-	hide := w.ProcessHider(rec, callerEnv)
+	var envs []map[string]string
 	for _, name := range names {
 		s := cfg.Services[name]
 		env, err := w.ProcessEnvFor(coords, rec, callerEnv, name)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", name, err)
 		}
+		envs = append(envs, env)
 		port := rec.Ports[name]
 		lookup := w.Lookup(coords, name, env)
 		dir := w.Worktree.Path
@@ -114,7 +113,6 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			Mark:        serviceMark(rec, w.Home, name),
 			Oneshot:     s.Oneshot,
 			PortsFree:   portsFree(rec, s),
-			Hide:        hide,
 		}
 		for _, d := range s.DependsOn {
 			if run[d] { // adapter slices are ready before any process starts
@@ -154,6 +152,14 @@ func buildSpecs(w *world.World, rec *world.Record, names []string, callerEnv []s
 			spec.Settle = noProbeSettle
 		}
 		specs = append(specs, spec)
+	}
+	// What binky quotes of a service (its last output, a probe's) hides
+	// the credentials of every environment built here: the world's
+	// slices', its env files', the caller's. Made from those, not built
+	// again (ProcessHider would build every service's environment anew).
+	hide := world.HiderOf(envs...)
+	for i := range specs {
+		specs[i].Hide = hide
 	}
 	return specs, nil
 }

@@ -860,8 +860,7 @@ func (p *proc) healthLoop(ctx context.Context) {
 	// the first probes decide how long every dependent waits.
 	startWait := 5 * time.Millisecond
 	for {
-		ok, res := probe(ctx, &p.spec)
-		res = p.spec.hide(res)
+		ok, res := probe(ctx, &p.spec) // credentials hidden there
 		if ctx.Err() != nil {
 			return
 		}

@@ -36,13 +36,13 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		}
 		resp, err := probeClient.Do(req)
 		if err != nil {
-			return false, fmt.Sprintf("GET %s: %s", h.HTTP, shortNetErr(err))
+			return false, fmt.Sprintf("GET %s: %s", s.hide(h.HTTP), shortNetErr(err))
 		}
 		resp.Body.Close()
 		if resp.StatusCode >= 200 && resp.StatusCode < 400 {
-			return true, fmt.Sprintf("GET %s: %s", h.HTTP, resp.Status)
+			return true, fmt.Sprintf("GET %s: %s", s.hide(h.HTTP), resp.Status)
 		}
-		return false, fmt.Sprintf("GET %s: %s", h.HTTP, resp.Status)
+		return false, fmt.Sprintf("GET %s: %s", s.hide(h.HTTP), resp.Status)
 	case h.TCP != "":
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", h.TCP)
@@ -70,17 +70,20 @@ func probe(ctx context.Context, s *Spec) (ok bool, result string) {
 		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 			err = nil // it passed; what it left running is not the probe
 		}
+		// Credentials hidden before a cut (which could leave a secret's
+		// tail) and before quoting (which escapes what it would match).
+		shown := s.hide(h.Cmd)
 		if err != nil {
-			msg := strings.TrimSpace(out.String())
+			msg := s.hide(strings.TrimSpace(out.String()))
 			if len(msg) > 200 {
-				msg = msg[len(msg)-200:]
+				msg = "…" + msg[len(msg)-200:]
 			}
 			if ctx.Err() != nil {
-				return false, fmt.Sprintf("%q timed out after %s", h.Cmd, h.Timeout)
+				return false, fmt.Sprintf("%q timed out after %s", shown, h.Timeout)
 			}
-			return false, fmt.Sprintf("%q: %v %s", h.Cmd, err, msg)
+			return false, fmt.Sprintf("%q: %v %s", shown, err, msg)
 		}
-		return true, fmt.Sprintf("%q: exit 0", h.Cmd)
+		return true, fmt.Sprintf("%q: exit 0", shown)
 	}
 	return true, "no health check"
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,5 +25,26 @@ func TestAHealthCommandsLeftoverChildDoesNotHoldTheProbe(t *testing.T) {
 	}
 	if !ok {
 		t.Errorf("probe = false, %s; want the exit 0 of the command", msg)
+	}
+}
+
+// A probe's result hides the credentials in its command and output before
+// it is cut to its last 200 bytes and quoted: a cut through a secret left
+// its tail, and quoting escaped what the hider would match.
+func TestAProbesResultHidesCredentialsBeforeItIsCutOrQuoted(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the command is sh's")
+	}
+	const secret = `pa"ss-0123456789abcdef0123456789`
+	s := &Spec{Name: "api", Health: Health{Timeout: 5 * time.Second,
+		// The secret, then 190 bytes: a cut at 200 lands inside it.
+		Cmd: `printf '%s%0190d' 'pa"ss-0123456789abcdef0123456789' 0; exit 1`},
+		Hide: func(v string) string { return strings.ReplaceAll(v, secret, "xxxxx") }}
+	ok, msg := probe(context.Background(), s)
+	if ok {
+		t.Fatal("the probe passed")
+	}
+	if strings.Contains(msg, "89abcdef") || strings.Contains(msg, `pa\"ss`) {
+		t.Errorf("the result shows the secret, or part of it: %s", msg)
 	}
 }

@@ -204,17 +204,8 @@ func Hider(env map[string]string) func(string) string {
 // whether or not a service's environment can be built now.
 func (w *World) ProcessHider(rec *Record, bases ...[]string) func(string) string {
 	coords := w.Coordinates(rec)
-	seen := map[string]bool{}
-	var sec []string
-	add := func(env map[string]string) {
-		for _, s := range secrets(env) {
-			if !seen[s] {
-				seen[s] = true
-				sec = append(sec, s)
-			}
-		}
-	}
-	add(coords.flat())
+	envs := []map[string]string{coords.flat()}
+	add := func(env map[string]string) { envs = append(envs, env) }
 	for _, base := range bases {
 		env := map[string]string{}
 		for _, kv := range base {
@@ -229,6 +220,22 @@ func (w *World) ProcessHider(rec *Record, bases ...[]string) func(string) string
 		for _, n := range w.Config.ServiceNames() {
 			if env, err := w.ProcessEnvFor(coords, rec, base, n); err == nil {
 				add(env)
+			}
+		}
+	}
+	return HiderOf(envs...)
+}
+
+// HiderOf hides the credentials of each of envs (each judged by its own
+// names) wherever they appear in a text, the longest first.
+func HiderOf(envs ...map[string]string) func(string) string {
+	seen := map[string]bool{}
+	var sec []string
+	for _, env := range envs {
+		for _, s := range secrets(env) {
+			if !seen[s] {
+				seen[s] = true
+				sec = append(sec, s)
 			}
 		}
 	}
