@@ -184,6 +184,7 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		// An empty name acted on the server's own worktree: a model that
 		// fills every argument stopped (or removed) the wrong world.
 		{"down", `{"name":""}`, `argument "name" must not be empty: leave it out`},
+		{"down", `{"dir":""}`, `argument "dir" must not be empty: leave it out`},
 		{"remove", `{"name":""}`, `argument "name" must not be empty`},
 		// A 15 MB name came back quoted twice in a 31 MB error.
 		{"env", `{"name":"` + strings.Repeat("n", 5000) + `"}`, `argument "name" must be at most 1024 characters long`},

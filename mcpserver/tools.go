@@ -68,7 +68,7 @@ const (
 func worldArgs() []mcp.ToolOption {
 	return []mcp.ToolOption{
 		mcp.WithString(argName, mcp.MinLength(1), mcp.MaxLength(maxNameArg), mcp.Description("Worktree name (its folder name, git worktree name or branch). Omit for the worktree containing dir.")),
-		mcp.WithString(argDir, mcp.MaxLength(maxPathArg), mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
+		mcp.WithString(argDir, mcp.MinLength(1), mcp.MaxLength(maxPathArg), mcp.Description("Absolute path of a folder in the repository (or worktree) to act on. Omit for the server's working directory.")),
 	}
 }
 

@@ -223,8 +223,9 @@ func describe(e *jsonschema.ValidationError, args any, props []string) string {
 	case *kind.Maximum:
 		return fmt.Sprintf("%s must be at most %s, got %s", arg, k.Want.RatString(), k.Got.RatString())
 	case *kind.MinLength:
-		if k.Want == 1 && arg == fmt.Sprintf("argument %q", argName) {
-			return fmt.Sprintf("%s must not be empty: leave it out for the worktree containing dir", arg)
+		if k.Want == 1 && (arg == fmt.Sprintf("argument %q", argName) || arg == fmt.Sprintf("argument %q", argDir)) {
+			// "" acted as if left out: on the server's own world.
+			return fmt.Sprintf("%s must not be empty: leave it out instead", arg)
 		}
 		if k.Want == 1 {
 			return fmt.Sprintf("%s must not be empty", arg)

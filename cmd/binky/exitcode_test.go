@@ -31,3 +31,19 @@ func TestWrongArgumentsExitTwo(t *testing.T) {
 		}
 	}
 }
+
+// The worktree name's place among a command's arguments, from its Use.
+func TestNameAtFindsTheWorktreeNamesPlace(t *testing.T) {
+	for use, want := range map[string]int{
+		"down [name]":                                 0,
+		"remove <name>":                               0,
+		"curl <name> <service> [path]":                0,
+		"service stop|start|restart <service> [name]": 2,
+		"status [.]":                                  -1,
+		"init [dir] [--force]":                        -1,
+	} {
+		if got := nameAt(use); got != want {
+			t.Errorf("nameAt(%q) = %d, want %d", use, got, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,14 +76,14 @@ shared server, supervised services and URLs — from one committed binky.toml.`,
 // root keeps cobra's own check: an unknown command exits 1, as git's does.
 func argsAreUsage(c *cobra.Command) {
 	if check := c.Args; check != nil {
-		names := strings.Contains(c.Use, "[name]") || strings.Contains(c.Use, "<name>")
+		at := nameAt(c.Use)
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
 				return usageError{err}
 			}
 			// `git binky down "$WT"` with WT unset acted on the worktree
 			// it ran in, as if no name were given.
-			if names && slices.Contains(args, "") {
+			if at >= 0 && at < len(args) && args[at] == "" {
 				return usageError{fmt.Errorf("an empty argument where a worktree name goes: leave it out for the worktree you are in")}
 			}
 			return nil
@@ -93,6 +92,18 @@ func argsAreUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		argsAreUsage(sub)
 	}
+}
+
+// nameAt is the position of the worktree name among a command's
+// arguments, as its Use line writes it ("[name]" or "<name>"), or -1.
+func nameAt(use string) int {
+	fields := strings.Fields(use)
+	for i, f := range fields[min(1, len(fields)):] {
+		if f == "[name]" || f == "<name>" {
+			return i
+		}
+	}
+	return -1
 }
 
 // suggestFlag adds the nearest of c's flags to an unknown flag's error
