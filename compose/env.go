@@ -1647,8 +1647,8 @@ func startDeadline(h *types.HealthCheckConfig) (time.Duration, string) {
 	if d := durPtr(h.Interval); d != nil && *d > 0 {
 		interval = *d
 	}
-	if h.Retries != nil && *h.Retries > 0 && *h.Retries <= 10000 {
-		retries = *h.Retries
+	if h.Retries != nil && *h.Retries > 0 {
+		retries = min(*h.Retries, 10000) // binky's own bound on retries
 	}
 	deadline := grace + time.Duration(retries)*interval
 	why := fmt.Sprintf("%d failed probes %s apart", retries, interval)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -321,10 +322,12 @@ func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Even
 		if err != nil {
 			return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 		}
-		// A damaged secret fails every up: the reload stopped the world,
-		// then failed, and left it down.
-		if _, err := d.home.Secret(); err != nil {
-			return err
+		// A damaged secret fails the up of a world with slices: the
+		// reload stopped the world, then failed, and left it down.
+		if hasSlices(w.Config) {
+			if _, err := d.home.Secret(); err != nil {
+				return err
+			}
 		}
 		return unsetEnv(w, names, env)
 	}
@@ -876,6 +879,16 @@ func allUp(g *supervisor.Group, names []string) bool {
 	return true
 }
 
+// hasSlices reports whether cfg has a service an adapter provides.
+func hasSlices(cfg *world.Config) bool {
+	for _, n := range cfg.ServiceNames() {
+		if cfg.Services[n].Adapter != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // stopOrphans stops the processes that carry the marks of w's services
 // while this daemon supervises none of them (r.group is nil): a world
 // whose record was lost or deleted (a corrupt file, which status says to
@@ -1284,7 +1297,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	if !w.Worktree.Main && !w.Worktree.Missing && !exists(w.Worktree.AdminDir) && !exists(w.Worktree.Path) {
 		// Another remove took it while this one waited for the world:
 		// done, not "not removed, so its world was kept".
-		if _, err := d.home.LoadRecord(w.ID); err != nil {
+		if _, err := d.home.LoadRecord(w.ID); errors.Is(err, fs.ErrNotExist) {
 			return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateRemoved,
 				Services: []api.Service{}, Ports: map[string]int{}, Message: "removed meanwhile by another remove"}, nil
 		}
@@ -1338,7 +1351,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	// healthy, with pids long gone.
 	for i := range desc.Services {
 		s := &desc.Services[i]
-		s.State, s.PID, s.Port, s.Ports, s.Started, s.UptimeSeconds = string(supervisor.Stopped), 0, 0, nil, nil, 0
+		*s = api.Service{Name: s.Name, State: string(supervisor.Stopped)}
 	}
 	desc.Ports, desc.Slices = map[string]int{}, nil
 	d.log.Info("world removed", "world", w.Name, "project", w.Project)

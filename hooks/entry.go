@@ -48,7 +48,9 @@ func Setup(ctx context.Context, home world.Home, dir string, d Daemon) (Result, 
 	if wt != nil {
 		path := filepath.Join(wt.Path, world.ConfigFile)
 		if src, err := world.ReadConfigFile(path); err == nil {
-			if err := home.Trust(src, path); err != nil {
+			if _, diags := world.ParseConfig(path, src); world.HasErrors(diags) {
+				res.NotApproved = (&world.ConfigError{Diagnostics: diags}).Error()
+			} else if err := home.Trust(src, path); err != nil {
 				return res, err
 			}
 		}

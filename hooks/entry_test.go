@@ -97,3 +97,22 @@ func TestPostCheckoutHandsTheEventToTheDaemon(t *testing.T) {
 		t.Errorf("daemon got %+v for a branch with no binky.toml", d)
 	}
 }
+
+// install approves the binky.toml it stands in only when binky can use
+// it, and says why not: an approval of a broken file starts nothing.
+func TestSetupDoesNotApproveABrokenConfig(t *testing.T) {
+	t.Setenv("BINKY_HOOKS", "file")
+	broken := config + "depend_on = [\"x\"]\n"
+	repo := gittest.NewRepo(t, t.TempDir(), "acme", map[string]string{"binky.toml": broken})
+	home := world.Home{Dir: t.TempDir()}
+	res, err := Setup(context.Background(), home, repo, nil)
+	if err != nil || !res.Changed {
+		t.Fatalf("setup: %+v %v (the hook goes in all the same)", res, err)
+	}
+	if home.Trusted(world.TrustHash([]byte(broken))) {
+		t.Error("a binky.toml that does not load was approved")
+	}
+	if !strings.Contains(res.NotApproved, "depend_on") {
+		t.Errorf("NotApproved = %q, want the file's problem", res.NotApproved)
+	}
+}

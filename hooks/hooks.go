@@ -76,6 +76,9 @@ type Result struct {
 	// Upgraded is set when a stale binky hook was replaced by the current one.
 	Upgraded bool
 	Method   string // "config" or "file"
+	// NotApproved says why the binky.toml where install ran was not
+	// approved: it does not load (the hook would start nothing from it).
+	NotApproved string
 }
 
 // Install adds binky's post-checkout hook for the repository around dir.

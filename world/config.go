@@ -324,7 +324,11 @@ func ParseConfig(path string, src []byte) (*Config, []Diagnostic) {
 // '\n' instead") before it said where.
 func newlineLine(src []byte, n, col int) int {
 	lines := strings.Split(string(src), "\n")
-	if n < 2 || n > len(lines) || col-1 <= len(lines[n-1]) || col-1 != len(lines[n-2]) {
+	if n < 2 || n > len(lines) {
+		return n
+	}
+	cur, prev := strings.TrimSuffix(lines[n-1], "\r"), strings.TrimSuffix(lines[n-2], "\r")
+	if col-1 <= len(cur) || col-1 != len(prev) && col-1 != len(prev)+1 {
 		return n
 	}
 	return n - 1

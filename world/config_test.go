@@ -87,6 +87,12 @@ func TestParseConfigErrors(t *testing.T) {
 			want: "expected '.' or ']' to end table name, but got '\\n' instead",
 		},
 		{
+			name:     "an unclosed table header, CRLF lines",
+			src:      "[services.api]\r\ncmd = \"x\"\r\n[services.bad\r\n",
+			wantLine: 3,
+			want:     "to end table name",
+		},
+		{
 			name:     "wrong type",
 			src:      "[services.api]\ncmd = 3\n",
 			wantLine: 2, wantCol: 1,

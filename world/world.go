@@ -117,7 +117,7 @@ func FromWorktree(home Home, repo *gitx.Repo, wt *gitx.Worktree) (*World, error)
 }
 
 // OpenApproved is Open, except for a worktree whose binky.toml does not
-// load (a typo mid-edit) and whose world was started: its world as the
+// load (a typo mid-edit, or gone a moment) and whose world was started: its world as the
 // approved config it was started with, which its services run, and a
 // warning that says so and why. An agent editing binky.toml lost the
 // running world's logs, restart and curl until the edit was done, exactly
@@ -129,7 +129,7 @@ func OpenApproved(home Home, dir, name string) (*World, string, error) {
 	}
 	w, err := FromWorktree(home, repo, wt)
 	var ce *ConfigError
-	if err == nil || !errors.As(err, &ce) {
+	if err == nil || !errors.As(err, &ce) && !errors.Is(err, ErrNoConfig) {
 		return w, "", err
 	}
 	rec, rerr := home.LoadRecord(WorldID(repo.CommonDir, wt.AdminDir))
@@ -144,7 +144,11 @@ func OpenApproved(home Home, dir, name string) (*World, string, error) {
 	if werr != nil {
 		return nil, "", err
 	}
-	return approved, fmt.Sprintf("%s is broken, so binky used the config its world was started with: %v", ConfigFile, err), nil
+	what := "is broken"
+	if errors.Is(err, ErrNoConfig) {
+		what = "is gone (an editor saving it, a stash?)"
+	}
+	return approved, fmt.Sprintf("%s %s, so binky used the config its world was started with: %v", ConfigFile, what, err), nil
 }
 
 // FromConfig is the world of a known worktree with the config cfg, which

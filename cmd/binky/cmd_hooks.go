@@ -43,6 +43,9 @@ It also approves the binky.toml you stand in for automatic starts.`,
 			default:
 				fmt.Fprintln(app.Out, st.ok("already installed: "+res.Path))
 			}
+			if res.NotApproved != "" {
+				fmt.Fprintln(app.Err, "warning: binky.toml was not approved, since binky cannot use it: "+world.Inert(res.NotApproved))
+			}
 			return nil
 		},
 	}

@@ -1701,6 +1701,11 @@ func TestARunningWorldsLogsAndRestartOutliveABrokenFile(t *testing.T) {
 	if _, stderr, err := f.binky(f.repo, "env"); err == nil || !strings.Contains(stderr, "binky.toml:13:14") {
 		t.Errorf("env with a broken binky.toml: %v\n%s", err, stderr)
 	}
+	// Gone a moment (an editor saving by rename, a stash): the same.
+	os.Remove(filepath.Join(f.repo, "binky.toml"))
+	if out, stderr, err := f.binky(f.repo, "logs", "--service", "api"); err != nil || !strings.Contains(stderr, "binky.toml is gone") {
+		t.Errorf("logs with binky.toml gone: %v\n%s%s", err, out, stderr)
+	}
 }
 
 // A world whose record was corrupted while its services ran (and deleted,
