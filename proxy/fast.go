@@ -306,6 +306,27 @@ func parseRequest(head []byte, r *fastRequest) bool {
 	return r.host != nil
 }
 
+// foldDash is fold with '_' taken for '-': the headers the proxy writes
+// itself, which a client sent as X_Forwarded_For reached the service,
+// and CGI-style servers (wsgiref, PHP) read both as HTTP_X_FORWARDED_FOR,
+// the client's forged address first. (Only for these: a transfer_encoding
+// is not Transfer-Encoding to the service either.)
+func foldDash(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] && !(c == '_' && lower[i] == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func fold(b []byte, lower string) bool {
 	if len(b) != len(lower) {
 		return false
@@ -351,11 +372,11 @@ func skipForward(name []byte) bool {
 	case 10:
 		return fold(name, "connection") || fold(name, "keep-alive")
 	case 15:
-		return fold(name, "x-forwarded-for")
+		return foldDash(name, "x-forwarded-for")
 	case 16:
-		return fold(name, "x-forwarded-host") || fold(name, "proxy-connection")
+		return foldDash(name, "x-forwarded-host") || fold(name, "proxy-connection")
 	case 17:
-		return fold(name, "x-forwarded-proto")
+		return foldDash(name, "x-forwarded-proto")
 	case 18:
 		return fold(name, "proxy-authenticate")
 	case 19:
@@ -449,7 +470,7 @@ func (p *Proxy) exchange(c net.Conn, client *clientRef, br *bufio.Reader, bw *bu
 				rr = headRequest
 			}
 			for {
-				resp, err = http.ReadResponse(u.br, rr)
+				resp, err = readResponse(u, rr)
 				// 1xx other than 101 are interim: the final one follows.
 				if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 					break
@@ -887,7 +908,7 @@ func answerCutUpload(bw *bufio.Writer, u *upstream, method string, rt Route, err
 	if _, _, ok := relayPlain(bw, u.br, method == http.MethodHead, true); ok {
 		return
 	}
-	if resp, rerr := http.ReadResponse(u.br, getRequest); rerr == nil && resp.StatusCode >= 200 {
+	if resp, rerr := readResponse(u, getRequest); rerr == nil && resp.StatusCode >= 200 {
 		writeResponse(bw, resp, method == http.MethodHead, true)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -42,6 +43,7 @@ const (
 // upstream is one keep-alive connection to a service.
 type upstream struct {
 	conn net.Conn
+	head *capReader // under br: bounds a response's head (readResponse)
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	port int
@@ -203,9 +205,10 @@ func (p *pool) dial(ctx context.Context, port int) (*upstream, error) {
 		return nil, err
 	}
 	br, bw := readers.Get().(*bufio.Reader), writers.Get().(*bufio.Writer)
-	br.Reset(spinWrap(c, &p.clients))
+	head := &capReader{r: spinWrap(c, &p.clients), left: -1}
+	br.Reset(head)
 	bw.Reset(c)
-	u := &upstream{conn: c, br: br, bw: bw, port: port, pool: p}
+	u := &upstream{conn: c, head: head, br: br, bw: bw, port: port, pool: p}
 	p.liveMu.Lock()
 	if p.live == nil {
 		p.live = map[*upstream]struct{}{}
@@ -213,6 +216,45 @@ func (p *pool) dial(ctx context.Context, port int) (*upstream, error) {
 	p.live[u] = struct{}{}
 	p.liveMu.Unlock()
 	return u, nil
+}
+
+// maxResponseHead bounds a service's response head (status line and
+// headers), as Go's own Transport does (10 MB there): http.ReadResponse
+// has no bound of its own, and a service that sent 300 MB of one header
+// held almost 1 GB of the daemon, which serves every world.
+const maxResponseHead = 1 << 20
+
+// errHeadTooLarge is a response head past maxResponseHead.
+var errHeadTooLarge = fmt.Errorf("its response head is over %d MiB", maxResponseHead>>20)
+
+// capReader reads r, at most left bytes while left >= 0.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return c.r.Read(p)
+	}
+	if c.left == 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// readResponse reads a response head from u, of at most maxResponseHead
+// bytes read from its connection from here on.
+func readResponse(u *upstream, r *http.Request) (*http.Response, error) {
+	u.head.left = maxResponseHead
+	resp, err := http.ReadResponse(u.br, r)
+	u.head.left = -1
+	return resp, err
 }
 
 // isUpgrade reports whether r asks to switch protocols (WebSocket).
@@ -246,6 +288,13 @@ var skipRequest = map[string]bool{
 	// strict parsers (Node's) answer 400.
 	"Content-Length": true,
 	"Forwarded":      true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+}
+
+// forwardedAlias reports whether k names, with '_' for '-', a header the
+// proxy writes itself (foldDash says why).
+func forwardedAlias(k string) bool {
+	k = strings.ReplaceAll(k, "_", "-")
+	return strings.EqualFold(k, "X-Forwarded-For") || strings.EqualFold(k, "X-Forwarded-Host") || strings.EqualFold(k, "X-Forwarded-Proto")
 }
 
 var skipResponse = map[string]bool{
@@ -387,7 +436,7 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, h
 		if _, err := u.br.Peek(1); err != nil && reused {
 			return errBeforeResponse
 		}
-		resp, err = http.ReadResponse(u.br, r)
+		resp, err = readResponse(u, r)
 		if err != nil {
 			return err
 		}
@@ -475,7 +524,7 @@ func writeHead(bw *bufio.Writer, r *http.Request) {
 	bw.WriteString("\r\n")
 	listed := connectionListed(r.Header)
 	for k, vs := range r.Header {
-		if skipRequest[k] || listed[k] {
+		if skipRequest[k] || listed[k] || strings.ContainsRune(k, '_') && forwardedAlias(k) {
 			if k == "Te" && len(vs) == 1 && headerHasToken(vs[0], "trailers") {
 				bw.WriteString("Te: trailers\r\n")
 			}

@@ -337,3 +337,94 @@ func TestAClientsShortUploadIsNotBlamedOnTheService(t *testing.T) {
 		t.Errorf("after %v, a client's short body is blamed on the service: %q", time.Since(start).Round(time.Millisecond), raw)
 	}
 }
+
+// A service whose response head never ends (one header of many MiB) gets
+// its client a 502 once the head passes maxResponseHead: the proxy read
+// all of it, held ~3x its size of the daemon's memory and never gave it
+// back. A big head under the bound comes through.
+func TestAServicesEndlessResponseHeadIsA502(t *testing.T) {
+	for _, c := range []struct {
+		size int
+		want string
+	}{{maxResponseHead + 64<<10, "502 Bad Gateway"}, {maxResponseHead / 2, "200 OK"}} {
+		port := tcpService(t, func(conn net.Conn) {
+			br := bufio.NewReader(conn)
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Long: ")
+			chunk := strings.Repeat("a", 64<<10)
+			for sent := 0; sent < c.size; sent += len(chunk) {
+				if _, err := io.WriteString(conn, chunk); err != nil {
+					return
+				}
+			}
+			io.WriteString(conn, "\r\nContent-Length: 2\r\n\r\nok")
+		})
+		p := New()
+		p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
+		base := strings.TrimPrefix(serve(t, p).URL, "http://")
+		for _, expect := range []string{"", "Expect: 100-continue\r\nContent-Length: 1\r\n"} { // both paths
+			conn := dial(t, base)
+			method, body := "GET", ""
+			if expect != "" {
+				method, body = "POST", "x"
+			}
+			io.WriteString(conn, method+" / HTTP/1.1\r\nHost: svc.w.acme.localhost\r\n"+expect+"Connection: close\r\n\r\n"+body)
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReaderSize(conn, 4<<20)
+			resp, err := http.ReadResponse(br, nil)
+			for err == nil && resp.StatusCode == http.StatusContinue {
+				resp, err = http.ReadResponse(br, nil)
+			}
+			if err != nil {
+				t.Fatalf("a %d-byte head (%q): %v", c.size, expect, err)
+			}
+			resp.Body.Close()
+			if resp.Status != c.want && !strings.HasSuffix(resp.Status, c.want) {
+				t.Errorf("a %d-byte head (%q): %s, want %s", c.size, expect, resp.Status, c.want)
+			}
+		}
+	}
+}
+
+// A client's X_Forwarded_For (underscores) reached the service on both
+// paths, where CGI-style servers read it as HTTP_X_FORWARDED_FOR, the
+// forged address first: like the dashed names, the proxy drops it.
+func TestForwardedHeadersWithUnderscoresAreDropped(t *testing.T) {
+	port := tcpService(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			var seen []string
+			for k := range req.Header {
+				if strings.Contains(k, "_") {
+					seen = append(seen, k)
+				}
+			}
+			body := strings.Join(seen, ",") + "."
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	})
+	p := New()
+	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
+	base := strings.TrimPrefix(serve(t, p).URL, "http://")
+	for _, extra := range []string{"", "Expect: 100-continue\r\nContent-Length: 1\r\n"} {
+		conn := dial(t, base)
+		method, body := "GET", ""
+		if extra != "" {
+			method, body = "POST", "x"
+		}
+		io.WriteString(conn, method+" / HTTP/1.1\r\nHost: svc.w.acme.localhost\r\nX_Forwarded_For: 6.6.6.6\r\nx_forwarded_host: evil\r\nX_FORWARDED_PROTO: https\r\nX_Request_Id: kept\r\n"+extra+"Connection: close\r\n\r\n"+body)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		raw, _ := io.ReadAll(conn)
+		got := string(raw)
+		if strings.Contains(strings.ToLower(got), "forwarded") || !strings.Contains(strings.ToLower(got), "x_request_id") {
+			t.Errorf("path %q: the service saw %q, want only X_Request_Id", extra, got[strings.LastIndex(got, "\n")+1:])
+		}
+	}
+}
