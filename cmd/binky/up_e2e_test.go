@@ -1715,7 +1715,8 @@ func TestARunningWorldsLogsAndRestartOutliveABrokenFile(t *testing.T) {
 func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 	f := newFixture(t, twoServices)
 	f.mustBinky(f.repo, "up")
-	api := service(f.world("acme"), "api")
+	orphans := f.world("acme").Services
+	apiSvc := service(f.world("acme"), "api")
 	paths, _ := filepath.Glob(filepath.Join(f.home, "worlds", "*.json"))
 	if len(paths) != 1 {
 		t.Fatalf("records: %v", paths)
@@ -1724,9 +1725,16 @@ func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mustBinky(f.repo, "daemon", "stop")
-	if !pidAlive(api.PID) {
+	if !pidAlive(apiSvc.PID) {
 		t.Fatal("the services went with the daemon: this test proves nothing")
 	}
+	t.Cleanup(func() { // should the up not stop them, no record names them
+		for _, s := range orphans {
+			if s.PID != 0 && pidAlive(s.PID) {
+				syscall.Kill(-s.PID, syscall.SIGKILL)
+			}
+		}
+	})
 	os.Remove(paths[0])
 	_, stderr, err := f.binky(f.repo, "up")
 	if err != nil {
@@ -1735,8 +1743,8 @@ func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 	if !strings.Contains(stderr, "stopped processes of this world's services that no daemon supervised") {
 		t.Errorf("up does not say what it stopped:\n%s", stderr)
 	}
-	f.eventually("the orphan api gone", func() bool { return !pidAlive(api.PID) })
-	if now := service(f.world("acme"), "api"); now.State != "healthy" || now.PID == api.PID {
+	f.eventually("the orphan api gone", func() bool { return !pidAlive(apiSvc.PID) })
+	if now := service(f.world("acme"), "api"); now.State != "healthy" || now.PID == apiSvc.PID {
 		t.Errorf("api after the up: %+v", now)
 	}
 }
