@@ -1731,7 +1731,7 @@ func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 	t.Cleanup(func() { // should the up not stop them, no record names them
 		for _, s := range orphans {
 			if s.PID != 0 && pidAlive(s.PID) {
-				syscall.Kill(-s.PID, syscall.SIGKILL)
+				signalPID(-s.PID, syscall.SIGKILL)
 			}
 		}
 	})
