@@ -205,6 +205,17 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 		}
 		s := adapters.Slice{Name: name, World: w.ID, Home: homeID, AdminURL: admin, Config: options(w, n, env)}
 		ready := existing != nil && existing.Ready && d.sameServer(ctx, existing, admin, refEnv)
+		if ready {
+			// Its database dropped by hand, or the server's data lost: the
+			// up made it again empty, no migrate or seed, and status still
+			// said "cloned". Made again as a new world's is, and said.
+			if there, err := templateExists(ctx, a, admin, existing.Name); err == nil && !there {
+				msg := fmt.Sprintf("service %s: its %s slice %s is gone from the server (dropped, or the server's data was lost): made again, as a new world's", n, kind, existing.Name)
+				emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: msg})
+				d.log.Warn("slice gone from its server: made again", "world", w.Name, "service", n, "slice", existing.Name)
+				ready = false
+			}
+		}
 		sl := world.SliceRecord{Service: n, Adapter: kind, Config: sliceConfig(ref, svc.Options), Ready: true}
 		if ready {
 			// Cheap and idempotent: brings back what a server restart lost

@@ -688,3 +688,33 @@ func TestARecordNamingAnotherWorldsSliceDropsNothingOfIt(t *testing.T) {
 		t.Errorf("after removing two, one's key reads %q, %v", v, err)
 	}
 }
+
+// A world whose database was dropped on the server (by hand, or with the
+// server's data) was made again empty by its next up: no migrate, no seed,
+// no word, and status still said "cloned". It is made again as a new
+// world's is, cloned from the template, and the up says why.
+func TestAWorldWhoseDatabaseIsGoneGetsANewCloneAndSaysSo(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, trustConfig("gone"+runID(), true))
+	f.mustBinky(f.repo, "up", "w1")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "w1", "--force") })
+	name := f.envOf("w1")["DB_NAME"]
+	f.mustBinky(f.repo, "down", "w1")
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `DROP DATABASE "`+name+`" WITH (FORCE)`); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := f.binky(f.repo, "up", "w1")
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "is gone from the server") {
+		t.Errorf("up does not say the slice was gone:\n%s", stderr)
+	}
+	complete(t, f, "w1") // the seed's 100 rows, as a new clone has
+}
