@@ -67,6 +67,9 @@ type Orphan struct {
 	// binky, which names no home: it may be another home's), or, when it
 	// was dropped, what was kept beside it (adapters.ErrKept).
 	Note string `json:"note,omitempty"`
+	// Why says what makes it an orphan when that is not its world being
+	// gone (a golden template whose build did not finish).
+	Why string `json:"why,omitempty"`
 }
 
 // Server is a managed shared server.

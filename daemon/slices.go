@@ -1310,14 +1310,14 @@ func (d *Daemon) gcHalfBuilt(ctx context.Context, a adapters.Adapter, kind, admi
 		return api.Orphan{}, false // built meanwhile
 	}
 	o := api.Orphan{Adapter: kind, Name: name, World: goldenWorld, Server: adapters.Redact(admin),
-		Note: "a golden template whose build did not finish"}
+		Why: "a golden template whose build did not finish"}
 	if dryRun {
 		return o, true
 	}
 	err := a.Teardown(ctx, adapters.Slice{Name: name, World: goldenWorld, Home: homeID, AdminURL: admin, Password: adapters.Password(secret, kind, name)})
 	switch {
 	case errors.Is(err, adapters.ErrKept):
-		o.Dropped, o.Note = true, o.Note+"; "+err.Error()
+		o.Dropped, o.Note = true, err.Error()
 	case err != nil:
 		o.Error = err.Error()
 	default:

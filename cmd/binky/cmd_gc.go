@@ -16,7 +16,7 @@ func newGCCmd(app *App) *cobra.Command {
 		Long: `Sweep what a crash left half-made: slices (databases, key prefixes) that
 binky marked as its own on the managed servers and on the servers your worlds
 use, whose world has no record any more. A slice binky did not mark is never
-touched; golden templates are kept.`,
+touched; golden templates are kept, but one whose build a crash cut off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := app.Client()
@@ -38,15 +38,19 @@ touched; golden templates are kept.`,
 				return nil
 			}
 			for _, o := range res.Orphans {
+				is, was := "world "+o.World+" is gone", "world "+o.World+" was gone"
+				if o.Why != "" {
+					is, was = o.Why, o.Why
+				}
 				switch {
 				case o.Note != "" && !o.Dropped:
 					fmt.Fprintf(app.Out, "left alone %s %s on %s: %s\n", o.Adapter, o.Name, o.Server, o.Note)
 				case res.DryRun:
-					fmt.Fprintf(app.Out, "would drop %s %s (world %s is gone) on %s\n", o.Adapter, o.Name, o.World, o.Server)
+					fmt.Fprintf(app.Out, "would drop %s %s (%s) on %s\n", o.Adapter, o.Name, is, o.Server)
 				case o.Dropped && o.Note != "":
-					fmt.Fprintf(app.Out, "dropped %s %s (world %s was gone), but: %s\n", o.Adapter, o.Name, o.World, o.Note)
+					fmt.Fprintf(app.Out, "dropped %s %s (%s), but: %s\n", o.Adapter, o.Name, was, o.Note)
 				case o.Dropped:
-					fmt.Fprintf(app.Out, "dropped %s %s (world %s was gone)\n", o.Adapter, o.Name, o.World)
+					fmt.Fprintf(app.Out, "dropped %s %s (%s)\n", o.Adapter, o.Name, was)
 				default:
 					fmt.Fprintf(app.Out, "could not drop %s %s: %s\n", o.Adapter, o.Name, o.Error)
 				}
