@@ -942,6 +942,19 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 		if !w.Config.Project.ReloadOnCheckout {
 			return
 		}
+		gitDir := wt.AdminDir
+		if wt.Main {
+			gitDir = repo.CommonDir
+		}
+		if exists(filepath.Join(gitDir, "rebase-merge")) || exists(filepath.Join(gitDir, "rebase-apply")) {
+			// A rebase checks out a detached HEAD first, then picks, then
+			// moves the branch with no checkout: a reload here ran the
+			// services on a half-rebased tree with BINKY_BRANCH empty, and
+			// nothing reloaded them after. The branch is the same at its
+			// end: the world runs on.
+			d.log.Info("reload on checkout skipped: a rebase is in progress", "worktree", wt.Path)
+			return
+		}
 		r, err := d.lockRunOf(ctx, w.ID)
 		if err != nil {
 			return

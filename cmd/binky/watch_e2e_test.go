@@ -651,3 +651,36 @@ env = { SERVICE = "api", FROM = "${env.ADD_SHELL_ONLY}" }
 		t.Errorf("the carried-over up ran with FROM=%q, want the add shell's", strings.TrimSpace(string(b)))
 	}
 }
+
+// A rebase checks out a detached HEAD, picks, then moves the branch with
+// no checkout: reload_on_checkout reloaded the world mid-rebase, and its
+// services ran on with BINKY_BRANCH empty. A checkout during a rebase
+// reloads nothing; the branch is the same when it ends.
+func TestARebaseDoesNotReloadTheWorldOnItsDetachedCheckout(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+reload_on_checkout = true
+[services.api]
+cmd = "echo \"$BINKY_BRANCH\" >> ${env.GC_DIR}/branches; exec testsvc"
+url = "api"
+env = { SERVICE = "api" }
+`)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../rb", "-b", "rb")
+	f.waitHealthy("rb")
+	rb := filepath.Join(f.tmp, "rb")
+	os.WriteFile(filepath.Join(rb, "feature.txt"), []byte("f\n"), 0o644)
+	f.mustGit(rb, "add", "feature.txt")
+	f.mustGit(rb, "commit", "-qm", "feature")
+	os.WriteFile(filepath.Join(f.repo, "main.txt"), []byte("m\n"), 0o644)
+	f.mustGit(f.repo, "add", "main.txt")
+	f.mustGit(f.repo, "commit", "-qm", "main moves on")
+	before, _ := f.find("rb")
+	f.mustGit(rb, "rebase", "-q", "main")
+	time.Sleep(time.Second) // a reload, were one started, would be under way
+	after, _ := f.find("rb")
+	if service(after, "api").PID != service(before, "api").PID {
+		b, _ := os.ReadFile(filepath.Join(f.gcDir, "branches"))
+		t.Errorf("the rebase reloaded the world; its service saw branches %q", b)
+	}
+}
