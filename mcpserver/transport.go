@@ -98,9 +98,14 @@ func (f *cancelFilter) refuseInvalid(line []byte) bool {
 	if len(m.ID) == 0 || bytes.Equal(m.ID, []byte("null")) {
 		return true // a notification: no one waits for an answer
 	}
-	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
-		"code":    mcp.INVALID_REQUEST,
-		"message": fmt.Sprintf("%s with a result or an error member: a request carries neither (JSON-RPC)", *m.Method),
+	return f.refuse(m.ID, fmt.Sprintf("%s with a result or an error member: a request carries neither (JSON-RPC)", *m.Method))
+}
+
+// refuse answers request id with JSON-RPC's Invalid Request and message,
+// reporting whether it could.
+func (f *cancelFilter) refuse(id json.RawMessage, message string) bool {
+	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": mcp.INVALID_REQUEST, "message": message,
 	}})
 	if err != nil {
 		return false
@@ -248,17 +253,7 @@ func (f *cancelFilter) refuseEarly(line []byte) bool {
 	case !hasID:
 		return true // a notification: nothing to answer, nothing to run
 	}
-	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
-		"code":    mcp.INVALID_REQUEST,
-		"message": fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request (what comes after one waits for its answer), and none has succeeded", m.Method),
-	}})
-	if err != nil {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.out.Write(append(resp, '\n'))
-	return true
+	return f.refuse(m.ID, fmt.Sprintf("%s before initialize: an MCP session starts with an initialize request (what comes after one waits for its answer), and none has succeeded", m.Method))
 }
 
 // noteInitializedLocked marks the session initialized when line answers a

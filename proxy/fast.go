@@ -311,23 +311,13 @@ func parseRequest(head []byte, r *fastRequest) bool {
 // and CGI-style servers (wsgiref, PHP) read both as HTTP_X_FORWARDED_FOR,
 // the client's forged address first. (Only for these: a transfer_encoding
 // is not Transfer-Encoding to the service either.)
-func foldDash(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] && !(c == '_' && lower[i] == '-') {
-			return false
-		}
-	}
-	return true
-}
+func foldDash(b []byte, lower string) bool { return foldAs(b, lower, true) }
 
-func fold(b []byte, lower string) bool {
+func fold(b []byte, lower string) bool { return foldAs(b, lower, false) }
+
+// foldAs reports whether b is lower, ASCII case aside (and, with dash,
+// '_' for '-').
+func foldAs(b []byte, lower string, dash bool) bool {
 	if len(b) != len(lower) {
 		return false
 	}
@@ -336,7 +326,7 @@ func fold(b []byte, lower string) bool {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		if c != lower[i] {
+		if c != lower[i] && !(dash && c == '_' && lower[i] == '-') {
 			return false
 		}
 	}
