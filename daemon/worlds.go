@@ -1259,6 +1259,12 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	return errors.Join(errs...)
 }
 
+// dirtyRefusal is remove's answer for a worktree with uncommitted changes.
+func dirtyRefusal(path string) error {
+	return &api.Error{Code: api.CodeDirty, Message: fmt.Sprintf(
+		"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", path)}
+}
+
 // Remove destroys a world: stops it, releases its ports, forgets it and
 // removes its worktree. It refuses a worktree with uncommitted changes
 // unless forced; the main worktree's folder is never removed.
@@ -1279,14 +1285,19 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		return api.World{}, classify(err)
 	}
 	d.endQueuedUp(w.ID)
+	if err := d.step("remove.opened"); err != nil {
+		return api.World{}, err
+	}
+	recheck := false
 	if !req.Force && !w.Worktree.Main && !w.Worktree.Missing {
+		// Asked before the world's lock, so that a refusal does not end
+		// a start under way. git could not read the worktree when
+		// another remove was deleting it: asked again under the lock.
 		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
 		if err != nil {
-			return api.World{}, err
-		}
-		if dirty {
-			return api.World{}, &api.Error{Code: api.CodeDirty, Message: fmt.Sprintf(
-				"worktree %s has uncommitted changes: commit or stash them, or remove with --force to lose them", w.Worktree.Path)}
+			recheck = true
+		} else if dirty {
+			return api.World{}, dirtyRefusal(w.Worktree.Path)
 		}
 	}
 	r, err := d.lockRunEnding(ctx, w.ID, (*worldRun).endStart)
@@ -1294,12 +1305,23 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		return api.World{}, err
 	}
 	defer r.mu.Unlock()
-	if !w.Worktree.Main && !w.Worktree.Missing && !exists(w.Worktree.AdminDir) && !exists(w.Worktree.Path) {
-		// Another remove took it while this one waited for the world:
-		// done, not "not removed, so its world was kept".
+	// Another remove, or the user's own `git worktree remove`, may have
+	// taken the worktree while this one waited.
+	wtGone := !w.Worktree.Main && !w.Worktree.Missing && !exists(w.Worktree.AdminDir) && !exists(w.Worktree.Path)
+	if wtGone {
+		// Done, not "not removed, so its world was kept".
 		if _, err := d.home.LoadRecord(w.ID); errors.Is(err, fs.ErrNotExist) {
 			return api.World{ID: w.ID, Project: w.Project, Worktree: w.Name, Path: w.Worktree.Path, State: world.StateRemoved,
 				Services: []api.Service{}, Ports: map[string]int{}, Message: "removed meanwhile by another remove"}, nil
+		}
+	}
+	if recheck && !wtGone {
+		dirty, err := gitx.Dirty(ctx, w.Worktree.Path)
+		if err != nil {
+			return api.World{}, err
+		}
+		if dirty {
+			return api.World{}, dirtyRefusal(w.Worktree.Path)
 		}
 	}
 	desc, derr := d.describe(w.ID, r)
@@ -1324,7 +1346,7 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 	// worktree, one with submodules), and then nothing is lost. A crash
 	// between the two leaves a record whose worktree is gone, which the
 	// watcher tears down.
-	if !w.Worktree.Main {
+	if !w.Worktree.Main && !wtGone {
 		if err := w.Repo.RemoveWorktree(ctx, w.Worktree, req.Force); err != nil {
 			return api.World{}, fmt.Errorf("worktree %s was not removed, so its world was kept (its services are stopped: 'git binky up' starts them again): %w", w.Worktree.Path, err)
 		}

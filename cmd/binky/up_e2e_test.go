@@ -1858,3 +1858,37 @@ func TestANewUpDoesNotShowAnEarlierRunsRestarts(t *testing.T) {
 		t.Errorf("web, which this up did not start: %+v", s)
 	}
 }
+
+// A worktree removed while a remove was about to ask git whether it was
+// clean: the remove succeeds and the world goes. It failed with git's
+// "Unable to read current working directory" when another remove took
+// the worktree first (seen once in CI).
+func TestARemoveWhoseWorktreeGoesMeanwhileSucceeds(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.mustBinky(f.repo, "up", "gone")
+	wt := f.world("gone").Path
+	// The next daemon waits 2 s once a remove has found its world.
+	f.mustBinky(f.repo, "daemon", "stop")
+	f.extraEnv = []string{"BINKY_TEST_PAUSE_AT=remove.opened"}
+	done := make(chan error, 1)
+	go func() {
+		_, stderr, err := f.binky(f.repo, "remove", "gone")
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, stderr)
+		}
+		done <- err
+	}()
+	f.eventually("the remove has found its world", func() bool {
+		b, _ := os.ReadFile(filepath.Join(f.home, "daemon.log"))
+		return strings.Contains(string(b), "pausing on purpose")
+	})
+	if out, err := exec.Command("git", "-C", f.repo, "worktree", "remove", "--force", wt).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree remove: %v: %s", err, out)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, ok := f.find("gone"); ok {
+		t.Error("the world is still listed")
+	}
+}
