@@ -735,6 +735,15 @@ func TestARequestWithAResultMemberIsRefusedNotLost(t *testing.T) {
 	if r := c.response(c.id, nil); r["protocolError"] == nil || len(ran) != 0 {
 		t.Errorf("a tools/call with an error member: %v (ran %d), want it refused, not run", r, len(ran))
 	}
+	// Keys as Go's decoder (mcp-go's) reads them: escaped, or in
+	// another case.
+	for _, member := range []string{`"res\u0075lt":{}`, `"Result":{}`, `"ERROR":{"code":1,"message":"x"}`} {
+		c.id++
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call",%s,"params":{"name":"probe","arguments":{}}}`, c.id, member))
+		if r := c.response(c.id, nil); r["protocolError"] == nil || len(ran) != 0 {
+			t.Errorf("a tools/call with %s: %v (ran %d), want it refused, not run", member, r, len(ran))
+		}
+	}
 	// A text that merely holds the words is a request like any other.
 	if r := c.call("ping", `{"_meta":{"note":"\"result\": and \"error\":"}}`); r["protocolError"] != nil {
 		t.Errorf("a ping whose params hold the words: %v", r)

@@ -83,8 +83,13 @@ var initializeWait = 10 * time.Second
 // takes such a line for a response to a request of its own and drops it,
 // and the client waited for good, an initialize among them.
 func (f *cancelFilter) refuseInvalid(line []byte) bool {
-	if !bytes.Contains(line, []byte(`"result"`)) && !bytes.Contains(line, []byte(`"error"`)) {
-		return false
+	// A cheap look before decoding, as loose as Go's decoder (mcp-go's),
+	// which folds the case of keys and reads escapes in them.
+	if !bytes.Contains(line, []byte(`\u`)) {
+		lower := bytes.ToLower(line)
+		if !bytes.Contains(lower, []byte(`"result"`)) && !bytes.Contains(lower, []byte(`"error"`)) {
+			return false
+		}
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
