@@ -13,10 +13,13 @@ import (
 
 // Ops the daemon answers.
 const (
-	OpHello    = "hello"
-	OpUp       = "up"
-	OpDown     = "down"
-	OpReload   = "reload"
+	OpHello  = "hello"
+	OpUp     = "up"
+	OpDown   = "down"
+	OpReload = "reload"
+	// OpReset makes a world's data again (Service's slice, or all):
+	// stopped, its slices dropped, then started as up makes them.
+	OpReset    = "reset"
 	OpRemove   = "remove"
 	OpStatus   = "status"
 	OpShutdown = "shutdown"

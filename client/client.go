@@ -109,10 +109,11 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 // resendable reports whether req may be sent again to a new daemon when
 // the last one hung up without answering: whether doing it twice is doing
 // it once. A reload, or a service start or restart, runs its services (a
-// oneshot's migration) again; a golden drop would drop a template built since.
+// oneshot's migration) again; a reset would drop the data the first one
+// made; a golden drop would drop a template built since.
 func resendable(req api.Request) bool {
 	switch req.Op {
-	case api.OpReload:
+	case api.OpReload, api.OpReset:
 		return false
 	case api.OpService:
 		// A start runs a done oneshot again; a stop is a stop.
@@ -412,6 +413,14 @@ func (c *Client) Up(ctx context.Context, dir, name, group string, onEvent func(a
 func (c *Client) Reload(ctx context.Context, dir, name, group string, onEvent func(api.Event)) (api.World, error) {
 	var w api.World
 	err := c.Call(ctx, api.Request{Op: api.OpReload, Dir: dir, Name: name, Group: group, Env: c.Env}, onEvent, &w)
+	return w, err
+}
+
+// Reset makes a world's data again: the slice of service (every slice
+// when ""), dropped and made as a new world's, then the world started.
+func (c *Client) Reset(ctx context.Context, dir, name, service string, onEvent func(api.Event)) (api.World, error) {
+	var w api.World
+	err := c.Call(ctx, api.Request{Op: api.OpReset, Dir: dir, Name: name, Service: service, Env: c.Env}, onEvent, &w)
 	return w, err
 }
 

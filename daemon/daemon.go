@@ -438,6 +438,8 @@ func (d *Daemon) dispatch(ctx context.Context, req api.Request, emit func(api.Ev
 		return d.Down(ctx, req)
 	case api.OpReload:
 		return d.Reload(ctx, req, emit)
+	case api.OpReset:
+		return d.Reset(ctx, req, emit)
 	case api.OpRemove:
 		return d.Remove(ctx, req)
 	case api.OpStatus:

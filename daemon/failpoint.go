@@ -36,6 +36,7 @@ var FailureSteps = []string{
 	"slice.provisioned",      // provisioned (no clone), not migrated
 	"slice.migrated",         // migrated, not seeded
 	"slice.seeded",           // seeded, the record not ready
+	"reset.slice_dropped",    // a reset dropped one slice, the record still names it
 	"remove.opened",          // a remove found its world, not yet asked git whether the worktree is clean
 	"teardown.slice_dropped", // one slice dropped, the record still names it
 	// adapters/postgres

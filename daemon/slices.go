@@ -885,15 +885,15 @@ func goldenName(w *world.World, n, ref, homeID string) (string, error) {
 // had a migrate. "" when neither.
 func staleSlice(w *world.World, n string, sl *world.SliceRecord, ref, homeID string) string {
 	if svc := w.Config.Services[n]; sl.Made == world.MadeProvisioned && sl.RanKnown && svc.Migrate != "" && !slices.Contains(sl.Ran, "migrate") {
-		return fmt.Sprintf("%s was made before service %s had a migrate, which has not run on it: run it against %s_URL ('git binky env'), or 'git binky remove' and 'up' to make the slice again",
-			sl.Name, n, world.EnvName(n))
+		return fmt.Sprintf("%s was made before service %s had a migrate, which has not run on it: run it against %s_URL ('git binky env'), or 'git binky reset --service %s' to make the slice again (its data is lost)",
+			sl.Name, n, world.EnvName(n), n)
 	}
 	if sl.Made != world.MadeCloned || sl.Template == "" || w.Config.Services[n].CloneFrom != "golden" {
 		return ""
 	}
 	if want, err := goldenName(w, n, ref, homeID); err == nil && want != sl.Template {
-		return fmt.Sprintf("%s was cloned from %s, but this branch's migrate, seed or golden_key files make %s: its data may lack this branch's migrations. Run them against %s_URL ('git binky env'), or 'git binky remove' and 'up' to clone the new template",
-			sl.Name, sl.Template, want, world.EnvName(n))
+		return fmt.Sprintf("%s was cloned from %s, but this branch's migrate, seed or golden_key files make %s: its data may lack this branch's migrations. Run them against %s_URL ('git binky env'), or 'git binky reset --service %s' to clone the new template (its data is lost)",
+			sl.Name, sl.Template, want, world.EnvName(n), n)
 	}
 	return ""
 }
@@ -955,48 +955,8 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 		return []string{fmt.Sprintf("no slice was dropped: %v (git binky gc drops them later)", err)}
 	}
 	for _, sl := range rec.Slices {
-		a, err := builtin.Lookup(sl.Adapter)
-		if err != nil {
-			d.log.Error("teardown slice", "slice", sl.Name, "err", err)
-			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err))
-			continue
-		}
-		if d.sliceHeldByAnother(ctx, rec.ID, sl, env) {
-			// Another world's record names it too (an up cut off while it
-			// looked for a free name, or worlds an older binky let share
-			// one): dropping it would drop the other world's data.
-			d.log.Warn("slice not dropped: another world's record names it", "world", rec.Worktree, "slice", sl.Name)
-			left = append(left, fmt.Sprintf("%s slice %s was left alone: another world of this home names it", sl.Adapter, sl.Name))
-			continue
-		}
-		ref, _ := sl.Config["admin"].(string)
-		admin, err := d.adminFor(ctx, rec.ID, ref, env)
-		if err != nil {
-			d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
-			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))
-			continue
-		}
-		options, _ := sl.Config["options"].(map[string]any)
-		s := adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin,
-			Password: adapters.Password(secret, sl.Adapter, sl.Name), Config: options}
-		err = a.Teardown(ctx, s)
-		if errors.Is(err, adapters.ErrNotOurs) && d.legacyOf(ctx, a, admin, s) {
-			if perr := a.Provision(ctx, s); perr == nil {
-				err = a.Teardown(ctx, s)
-			}
-		}
-		switch {
-		case errors.Is(err, adapters.ErrKept):
-			d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
-			left = append(left, err.Error())
-		case errors.Is(err, adapters.ErrNotOurs):
-			d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
-			left = append(left, fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err))
-		case err != nil:
-			d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
-			left = append(left, fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err))
-		default:
-			d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
+		if note, _ := d.teardownSlice(ctx, rec, sl, env, homeID, secret); note != "" {
+			left = append(left, note)
 		}
 		if err := d.step("teardown.slice_dropped"); err != nil {
 			d.log.Error("teardown", "err", err)
@@ -1004,6 +964,52 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 		}
 	}
 	return left
+}
+
+// teardownSlice drops one slice of rec, and reports whether it is gone
+// from its server, and what the user should know: why it was not dropped,
+// or what was kept beside it ("" when nothing).
+func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.SliceRecord, env []string, homeID string, secret []byte) (note string, dropped bool) {
+	a, err := builtin.Lookup(sl.Adapter)
+	if err != nil {
+		d.log.Error("teardown slice", "slice", sl.Name, "err", err)
+		return fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err), false
+	}
+	if d.sliceHeldByAnother(ctx, rec.ID, sl, env) {
+		// Another world's record names it too (an up cut off while it
+		// looked for a free name, or worlds an older binky let share
+		// one): dropping it would drop the other world's data.
+		d.log.Warn("slice not dropped: another world's record names it", "world", rec.Worktree, "slice", sl.Name)
+		return fmt.Sprintf("%s slice %s was left alone: another world of this home names it", sl.Adapter, sl.Name), false
+	}
+	ref, _ := sl.Config["admin"].(string)
+	admin, err := d.adminFor(ctx, rec.ID, ref, env)
+	if err != nil {
+		d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), false
+	}
+	options, _ := sl.Config["options"].(map[string]any)
+	s := adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin,
+		Password: adapters.Password(secret, sl.Adapter, sl.Name), Config: options}
+	err = a.Teardown(ctx, s)
+	if errors.Is(err, adapters.ErrNotOurs) && d.legacyOf(ctx, a, admin, s) {
+		if perr := a.Provision(ctx, s); perr == nil {
+			err = a.Teardown(ctx, s)
+		}
+	}
+	switch {
+	case errors.Is(err, adapters.ErrKept):
+		d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
+		return err.Error(), true
+	case errors.Is(err, adapters.ErrNotOurs):
+		d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
+		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), false
+	case err != nil:
+		d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
+		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), false
+	}
+	d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
+	return "", true
 }
 
 // legacyOf reports whether the server holds an object of s marked by an

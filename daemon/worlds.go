@@ -315,15 +315,23 @@ func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Even
 	if len(env) == 0 {
 		env = d.env
 	}
-	// What would refuse the up refuses the reload before anything stops:
-	// a group the file lacks, a ${env.X} the caller has not set.
-	startable := func(ran []string) error {
-		names, err := startNames(w.Config, req.Group, ran)
+	_, ran, err := d.down(ctx, req, d.restartable(w, req.Group, env), nil)
+	if err != nil {
+		return api.World{}, err
+	}
+	return d.upAlso(ctx, req, ran, emit)
+}
+
+// restartable is what would refuse w's up, asked before a reload (or a
+// reset) stops anything: a group the file lacks, a ${env.X} the caller
+// has not set, a damaged secret (the world was stopped, then the up
+// failed, and it was left down).
+func (d *Daemon) restartable(w *world.World, group string, env []string) func(ran []string) error {
+	return func(ran []string) error {
+		names, err := startNames(w.Config, group, ran)
 		if err != nil {
 			return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 		}
-		// A damaged secret fails the up of a world with slices: the
-		// reload stopped the world, then failed, and left it down.
 		if hasSlices(w.Config) {
 			if _, err := d.home.Secret(); err != nil {
 				return err
@@ -331,11 +339,108 @@ func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Even
 		}
 		return unsetEnv(w, names, env)
 	}
-	_, ran, err := d.down(ctx, req, startable)
+}
+
+// Reset makes a world's data again: it stops the world, drops the slices
+// binky made for it (every one, or req.Service's), and starts it as up
+// does, which makes them as a new world's are: cloned from this branch's
+// golden template, or provisioned, migrated and seeded. Its ports, files
+// and other slices stay. A slice that could not be dropped fails the
+// reset and stays as it was, with the world stopped.
+func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event)) (api.World, error) {
+	w, err := d.openWorld(ctx, req, false, emit)
+	if err != nil {
+		return api.World{}, err
+	}
+	if err := d.home.CheckOwner(w); err != nil {
+		return api.World{}, classify(err)
+	}
+	if !d.home.HasRecord(w.ID) {
+		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to reset ('git binky up %s' makes its data)", w.Name, world.ShellArg(w.Name))}
+	}
+	var data []string
+	for _, n := range w.Config.ServiceNames() {
+		if w.Config.Services[n].Adapter != "" {
+			data = append(data, n)
+		}
+	}
+	switch {
+	case len(data) == 0:
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s has no data service (no service with an adapter): nothing to reset", w.Config.Path)}
+	case req.Service != "" && !slices.Contains(data, req.Service):
+		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%q is not a data service of %s: its data services are %s", req.Service, w.Config.Path, strings.Join(data, ", "))}
+	case req.Service != "":
+		data = []string{req.Service}
+	}
+	env := req.Env
+	if len(env) == 0 {
+		env = d.env
+	}
+	drop := func(w *world.World) error { return d.dropSlicesOf(ctx, w, data, env, emit) }
+	_, ran, err := d.down(ctx, req, d.restartable(w, req.Group, env), drop)
 	if err != nil {
 		return api.World{}, err
 	}
 	return d.upAlso(ctx, req, ran, emit)
+}
+
+// dropSlicesOf drops the slices of w's services names and forgets them in
+// its record, for the next up to make again. It runs with the world
+// stopped and its lock held: no service uses them, and no up starts on
+// them meanwhile. A crash after a drop, before the record is saved, leaves
+// a record naming a slice gone from its server, which the next up makes
+// again, saying so.
+func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, callerEnv []string, emit func(api.Event)) error {
+	homeID, err := d.home.ID()
+	if err != nil {
+		return err
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return err
+	}
+	var notes []string
+	err = d.home.UpdateRecord(ctx, w.ID, func(rec *world.Record) error {
+		// What names the slices' servers: ${env.X} from the worktree's
+		// env files too, as the up that made them read it.
+		env := callerEnv
+		if pe, err := w.ProcessEnv(rec, callerEnv, ""); err == nil {
+			env = envList(pe)
+		}
+		sctx := d.withSteps(ctx)
+		kept := rec.Slices[:0:0]
+		for _, sl := range rec.Slices {
+			if !slices.Contains(names, sl.Service) {
+				kept = append(kept, sl)
+				continue
+			}
+			note, dropped := d.teardownSlice(sctx, rec, sl, env, homeID, secret)
+			if !dropped {
+				kept = append(kept, sl)
+				notes = append(notes, note)
+				continue
+			}
+			msg := fmt.Sprintf("service %s: dropped its %s slice %s, to be made again", sl.Service, sl.Adapter, sl.Name)
+			if note != "" {
+				msg += " (" + note + ")"
+			}
+			emit(api.Event{World: w.Name, Service: sl.Service, State: "slice", Message: msg})
+			if err := d.step("reset.slice_dropped"); err != nil {
+				kept = append(kept, sl) // as a crash here would leave it
+				notes = append(notes, err.Error())
+				break
+			}
+		}
+		rec.Slices = kept
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset %s: %w (its world is stopped: 'git binky up' starts it)", w.Name, err)
+	}
+	if len(notes) > 0 {
+		return fmt.Errorf("reset %s: %s. Its world is stopped: 'git binky up' starts it on the data it has", w.Name, strings.Join(notes, "; "))
+	}
+	return nil
 }
 
 // retireReplacedOf tears down, under the repository's lock, the world this
@@ -1011,14 +1116,15 @@ func (d *Daemon) saveState(id string, state world.State, msg string) error {
 
 // Down stops a world's processes and keeps its ports, files and data.
 func (d *Daemon) Down(ctx context.Context, req api.Request) (api.World, error) {
-	desc, _, err := d.down(ctx, req, nil)
+	desc, _, err := d.down(ctx, req, nil, nil)
 	return desc, err
 }
 
 // down is Down, also returning the services the world's group ran. When
 // check is set, it is asked, with those services, before anything stops;
-// its error leaves the world as it is.
-func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []string) error) (api.World, []string, error) {
+// its error leaves the world as it is. When stopped is set, it runs once
+// the world is stopped, still under the world's lock; its error is down's.
+func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []string) error, stopped func(*world.World) error) (api.World, []string, error) {
 	w, warning, err := d.openRecorded(req)
 	if err != nil {
 		return api.World{}, nil, err
@@ -1058,6 +1164,11 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 		return api.World{}, nil, err
 	}
 	d.setState(w.ID, world.StateStopped, "")
+	if stopped != nil {
+		if err := stopped(w); err != nil {
+			return api.World{}, nil, err
+		}
+	}
 	desc, err := d.describe(w.ID, r)
 	if warning != "" {
 		desc.Message = warning

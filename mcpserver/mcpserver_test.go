@@ -209,7 +209,7 @@ func TestMalformedCallsAreToolErrorsNamingTheArgument(t *testing.T) {
 		}
 	}
 	// Every tool's schema compiles, and says what the tool takes.
-	for _, name := range []string{"up", "down", "status", "env", "verify", "logs", "restart", "curl", "doctor", "remove", "reload"} {
+	for _, name := range []string{"up", "down", "status", "env", "verify", "logs", "restart", "curl", "doctor", "remove", "reload", "reset"} {
 		if r := c.tool(name, `{"no_such_argument":1}`); !strings.Contains(text(r), `unknown argument "no_such_argument"`) {
 			t.Errorf("%s with an unknown argument: %q", name, text(r))
 		}
@@ -241,7 +241,7 @@ func TestToolsAreAnnotatedForWhatTheyDo(t *testing.T) {
 		m := x.(map[string]any)
 		seen[m["name"].(string)] = m
 	}
-	for _, name := range []string{"up", "reload", "down", "remove", "status", "env", "verify", "logs", "restart", "stop", "start", "curl", "trust", "doctor"} {
+	for _, name := range []string{"up", "reload", "reset", "down", "remove", "status", "env", "verify", "logs", "restart", "stop", "start", "curl", "trust", "doctor"} {
 		m, ok := seen[name]
 		if !ok {
 			t.Errorf("no tool %s", name)
@@ -270,8 +270,10 @@ func TestToolsAreAnnotatedForWhatTheyDo(t *testing.T) {
 			t.Errorf("%s: idempotent %v destructive %v", name, a["idempotentHint"], a["destructiveHint"])
 		}
 	}
-	if a := seen["remove"]["annotations"].(map[string]any); a["destructiveHint"] != true {
-		t.Errorf("remove is not marked destructive")
+	for _, name := range []string{"remove", "reset"} {
+		if a := seen[name]["annotations"].(map[string]any); a["destructiveHint"] != true {
+			t.Errorf("%s is not marked destructive", name)
+		}
 	}
 	lines := seen["logs"]["inputSchema"].(map[string]any)["properties"].(map[string]any)["lines"].(map[string]any)
 	if lines["type"] != "integer" {

@@ -88,6 +88,10 @@ func (s *Server) tools() []server.ServerTool {
 			writes.idempotentToo().titled("Bring a world up"), with(worldArgs(), group, mcp.WithOutputSchema[api.World]())...), Handler: s.up},
 		{Tool: newTool("reload", "Restart a world in place: stop its services, then bring them up again on the same ports and data.",
 			writes.titled("Reload a world"), with(worldArgs(), group, mcp.WithOutputSchema[api.World]())...), Handler: s.reload},
+		{Tool: newTool("reset", "Make a world's data again, keeping its worktree and ports: stop it, drop its database slices (or only service's), then bring it up, which clones them afresh from this branch's golden template (or migrates and seeds them). What the world wrote to them is lost. For a branch whose migrations changed since its world was made. Sends progress notifications.",
+			writes.destroys().titled("Reset a world's data"), with(worldArgs(),
+				mcp.WithString(argService, mcp.MinLength(1), mcp.MaxLength(maxNameArg), mcp.Description("Only this data service's slice; omit for every one.")),
+				mcp.WithOutputSchema[api.World]())...), Handler: s.reset},
 		{Tool: newTool("down", "Stop a world's processes, keeping its ports, files and data; up again is fast.",
 			writes.idempotentToo().titled("Stop a world"), with(worldArgs(), mcp.WithOutputSchema[api.World]())...), Handler: s.down},
 		{Tool: newTool("remove", "Destroy a world: stop it, drop its database slices, release its ports and remove its worktree. Refuses a worktree with uncommitted changes unless force is true.",
@@ -175,6 +179,12 @@ func (s *Server) reload(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	p := s.newProgress(ctx, req)
 	defer p.done()
 	return result(s.Client.Reload(ctx, s.dir(req), req.GetString(argName, ""), req.GetString("group", ""), p.event))
+}
+
+func (s *Server) reset(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := s.newProgress(ctx, req)
+	defer p.done()
+	return result(s.Client.Reset(ctx, s.dir(req), req.GetString(argName, ""), req.GetString(argService, ""), p.event))
 }
 
 func (s *Server) down(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

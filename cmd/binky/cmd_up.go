@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -11,10 +12,12 @@ import (
 )
 
 type upOptions struct {
-	Name   string
-	Group  string
-	JSON   bool
-	Reload bool
+	Name    string
+	Group   string
+	JSON    bool
+	Reload  bool
+	Reset   bool
+	Service string // reset's: the one data service to make again
 }
 
 func newUpCmd(app *App) *cobra.Command {
@@ -57,6 +60,31 @@ func newReloadCmd(app *App) *cobra.Command {
 	return cmd
 }
 
+func newResetCmd(app *App) *cobra.Command {
+	opts := upOptions{Reset: true}
+	cmd := &cobra.Command{
+		Use:   "reset [name] [--service S]",
+		Short: "Make a world's data again: drop its databases and clone them afresh",
+		Long: `Make a world's data again, keeping its worktree and ports: stop the world,
+drop the slices binky made for it (every data service's, or --service's),
+then start it as up does, which makes them as a new world's are: cloned
+from this branch's golden template, or provisioned, migrated and seeded.
+What the world wrote to them is lost. For a branch whose migrations
+changed since its world was made (up says "its data may lack this
+branch's migrations").`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			return runUp(cmd, app, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Service, "service", "", "make only this data service's slice again")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the world as JSON")
+	return cmd
+}
+
 func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	c, err := app.Client()
 	if err != nil {
@@ -78,8 +106,14 @@ func runUp(cmd *cobra.Command, app *App, opts upOptions) error {
 	}
 	call := c.Up
 	verb := "up"
-	if opts.Reload {
+	switch {
+	case opts.Reload:
 		call, verb = c.Reload, "reloaded"
+	case opts.Reset:
+		verb = "reset"
+		call = func(ctx context.Context, dir, name, _ string, onEvent func(api.Event)) (api.World, error) {
+			return c.Reset(ctx, dir, name, opts.Service, onEvent)
+		}
 	}
 	w, err := call(cmd.Context(), app.Dir, opts.Name, opts.Group, onEvent)
 	if err != nil {
