@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -538,12 +539,17 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 
 	if r.group != nil && covers(r.names, names) && allUp(r.group, r.names) {
 		rec, err := d.home.LoadRecord(w.ID)
+		same, diff := true, []string(nil)
+		if err == nil {
+			same, diff = runsAsSpecified(w, rec, r, env)
+		}
 		if err == nil && rec.Approved != "" && rec.Approved != approved {
 			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, running the binky.toml it started with: the changed one is approved now, and 'git binky reload' restarts the services with it"})
-		} else if err == nil && !runsAsSpecified(w, rec, r, env) {
+		} else if !same {
 			// An env file edited (or the caller's environment changed):
 			// the approval is the same binky.toml's, and up said nothing.
-			emit(api.Event{World: w.Name, State: api.EventNotice, Message: "already up, its services running with the environment they started with: an env_file (or a variable of your shell they read) changed since, and 'git binky reload' restarts them with it"})
+			emit(api.Event{World: w.Name, State: api.EventNotice, Message: fmt.Sprintf("already up, its services running with the environment they started with, which differs now in %s (an env_file changed, or your shell's environment is another): 'git binky reload' restarts them with it",
+				namesList(diff, 8))})
 		} else {
 			emit(api.Event{World: w.Name, Message: "already up"})
 		}
@@ -877,31 +883,80 @@ func (d *Daemon) widens(w *world.World, r *worldRun, approved string, env []stri
 }
 
 // runsAsSpecified reports whether the running services of r would be
-// started now as they run: same command, folder and environment.
-func runsAsSpecified(w *world.World, rec *world.Record, r *worldRun, env []string) bool {
+// started now as they run: same command, folder and environment. When not,
+// it says what differs (variables by name only: their values may be
+// secrets).
+func runsAsSpecified(w *world.World, rec *world.Record, r *worldRun, env []string) (bool, []string) {
 	var have []string
 	for _, st := range r.group.Statuses() {
 		if w.Config.Services[st.Name] != nil && isUp(st) {
 			have = append(have, st.Name)
 		}
 	}
-	return sameSpecs(w, rec, r, have, env)
+	diff := specsDiff(w, rec, r, have, env)
+	return len(diff) == 0, diff
 }
 
 // sameSpecs reports whether the services names of r's group run as they
 // would be started now from w, rec and env.
 func sameSpecs(w *world.World, rec *world.Record, r *worldRun, names []string, env []string) bool {
+	return len(specsDiff(w, rec, r, names, env)) == 0
+}
+
+// specsDiff is what differs between how the services names of r's group
+// run and how they would be started now: "service S's command", "...'s
+// folder", and the names of the variables that differ, set or unset, each
+// once, sorted. Nil when nothing does.
+func specsDiff(w *world.World, rec *world.Record, r *worldRun, names []string, env []string) []string {
 	now, err := buildSpecs(w, rec, names, env)
 	if err != nil {
-		return false
+		return []string{"the services' environment (" + err.Error() + ")"}
 	}
+	var diff []string
+	vars := map[string]bool{}
 	for _, s := range now {
 		was, ok := r.group.Spec(s.Name)
-		if !ok || was.Cmd != s.Cmd || was.Dir != s.Dir || !slices.Equal(materialEnv(was.Env), materialEnv(s.Env)) {
-			return false
+		switch {
+		case !ok:
+			diff = append(diff, "service "+s.Name+" is not in its group")
+			continue
+		case was.Cmd != s.Cmd:
+			diff = append(diff, "service "+s.Name+"'s command")
+		case was.Dir != s.Dir:
+			diff = append(diff, "service "+s.Name+"'s folder")
+		}
+		before, after := envMap(materialEnv(was.Env)), envMap(materialEnv(s.Env))
+		for k, v := range after {
+			if b, ok := before[k]; !ok || b != v {
+				vars[k] = true
+			}
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				vars[k] = true
+			}
 		}
 	}
-	return true
+	slices.Sort(diff)
+	return append(diff, slices.Sorted(maps.Keys(vars))...)
+}
+
+// namesList joins names, at most max of them, saying how many more.
+func namesList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}
+
+// envMap is a KEY=value list as a map (the last of a key wins, as exec's).
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 // terminalVars are what names the terminal, pane or session a command ran

@@ -1654,10 +1654,14 @@ env = { SERVICE = "api" }
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, stderr)
 	}
-	for _, want := range []string{"the env file .env", "already up, its services running with the environment they started with", "'git binky reload'"} {
+	// It names the variable that differs, never its value.
+	for _, want := range []string{"the env file .env", "already up, its services running with the environment they started with, which differs now in APP_SECRET", "'git binky reload'"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("up does not say %q:\n%s", want, stderr)
 		}
+	}
+	if strings.Contains(stderr, "first") || strings.Contains(stderr, "second") {
+		t.Errorf("up quotes the variable's value:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "binky.toml it started with") {
 		t.Errorf("up blames binky.toml, which did not change:\n%s", stderr)
