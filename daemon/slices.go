@@ -966,27 +966,36 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 	return left
 }
 
-// teardownSlice drops one slice of rec, and reports whether it is gone
-// from its server, and what the user should know: why it was not dropped,
-// or what was kept beside it ("" when nothing).
-func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.SliceRecord, env []string, homeID string, secret []byte) (note string, dropped bool) {
+// teardown is what became of a slice teardownSlice was asked to drop.
+type teardown int
+
+const (
+	sliceDropped   teardown = iota // gone from its server (what it kept beside it said)
+	sliceUntouched                 // left alone before any step: another world's, not marked as this one's, its server unknown
+	sliceCut                       // a step failed: the slice may be half gone
+)
+
+// teardownSlice drops one slice of rec, and reports what became of it and
+// what the user should know: why it was not dropped, or what was kept
+// beside it ("" when nothing).
+func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.SliceRecord, env []string, homeID string, secret []byte) (string, teardown) {
 	a, err := builtin.Lookup(sl.Adapter)
 	if err != nil {
 		d.log.Error("teardown slice", "slice", sl.Name, "err", err)
-		return fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err), false
+		return fmt.Sprintf("%s slice %s was not dropped: %v", sl.Adapter, sl.Name, err), sliceUntouched
 	}
 	if d.sliceHeldByAnother(ctx, rec.ID, sl, env) {
 		// Another world's record names it too (an up cut off while it
 		// looked for a free name, or worlds an older binky let share
 		// one): dropping it would drop the other world's data.
 		d.log.Warn("slice not dropped: another world's record names it", "world", rec.Worktree, "slice", sl.Name)
-		return fmt.Sprintf("%s slice %s was left alone: another world of this home names it", sl.Adapter, sl.Name), false
+		return fmt.Sprintf("%s slice %s was left alone: another world of this home names it", sl.Adapter, sl.Name), sliceUntouched
 	}
 	ref, _ := sl.Config["admin"].(string)
 	admin, err := d.adminFor(ctx, rec.ID, ref, env)
 	if err != nil {
 		d.log.Error("teardown slice: server", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
-		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), false
+		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), sliceUntouched
 	}
 	options, _ := sl.Config["options"].(map[string]any)
 	s := adapters.Slice{Name: sl.Name, World: rec.ID, Home: homeID, AdminURL: admin,
@@ -1000,16 +1009,17 @@ func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.
 	switch {
 	case errors.Is(err, adapters.ErrKept):
 		d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
-		return err.Error(), true
+		return err.Error(), sliceDropped
 	case errors.Is(err, adapters.ErrNotOurs):
+		// Adapters look at the mark before they drop anything.
 		d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
-		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), false
+		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), sliceUntouched
 	case err != nil:
 		d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
-		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), false
+		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), sliceCut
 	}
 	d.log.Info("slice dropped", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter)
-	return "", true
+	return "", sliceDropped
 }
 
 // legacyOf reports whether the server holds an object of s marked by an

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-binky/git-binky/adapters"
 	"github.com/git-binky/git-binky/adapters/builtin"
 	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/gitx"
@@ -388,9 +389,14 @@ func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event
 // dropSlicesOf drops the slices of w's services names and forgets them in
 // its record, for the next up to make again. It runs with the world
 // stopped and its lock held: no service uses them, and no up starts on
-// them meanwhile. A crash after a drop, before the record is saved, leaves
-// a record naming a slice gone from its server, which the next up makes
-// again, saying so.
+// them meanwhile.
+//
+// The slices are marked not ready in the record before a step touches
+// them: whatever cuts the reset off from there (a crash, a teardown failed
+// half way, as a Redis one deleting keys in batches), the next up drops
+// what is left and makes them again, as it does a slice an up left
+// incomplete. Only one left alone before any step (another world's, not
+// marked as this one's, its server unknown) is ready again, as it was.
 func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, callerEnv []string, emit func(api.Event)) error {
 	homeID, err := d.home.ID()
 	if err != nil {
@@ -400,48 +406,139 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 	if err != nil {
 		return err
 	}
-	var notes []string
-	err = d.home.UpdateRecord(ctx, w.ID, func(rec *world.Record) error {
+	// Run to the end whatever the client does: a Ctrl-C cut a teardown
+	// half way.
+	tctx, cancel := teardownContext(ctx)
+	defer cancel()
+	notice := func(service, msg string) {
+		emit(api.Event{World: w.Name, Service: service, State: api.EventNotice, Message: msg})
+	}
+	var (
+		rec     *world.Record
+		env     []string
+		targets []world.SliceRecord
+	)
+	err = d.home.UpdateRecord(tctx, w.ID, func(r *world.Record) error {
+		rec = r
 		// What names the slices' servers: ${env.X} from the worktree's
 		// env files too, as the up that made them read it.
-		env := callerEnv
-		if pe, err := w.ProcessEnv(rec, callerEnv, ""); err == nil {
+		env = callerEnv
+		if pe, err := w.ProcessEnv(r, callerEnv, ""); err == nil {
 			env = envList(pe)
 		}
-		sctx := d.withSteps(ctx)
-		kept := rec.Slices[:0:0]
-		for _, sl := range rec.Slices {
+		kept := r.Slices[:0:0]
+		for _, sl := range r.Slices {
 			if !slices.Contains(names, sl.Service) {
 				kept = append(kept, sl)
 				continue
 			}
-			note, dropped := d.teardownSlice(sctx, rec, sl, env, homeID, secret)
-			if !dropped {
-				kept = append(kept, sl)
-				notes = append(notes, note)
+			if other := d.sharedWithOther(tctx, r, sl, names, env); other != "" {
+				// An older binky made one slice for two services: the
+				// other keeps it and its data, and this one gets a
+				// slice of its own at the up, as up splits them.
+				notice(sl.Service, fmt.Sprintf("service %s shared %s slice %s with service %s: %s keeps it and its data, and %s gets a new slice of its own",
+					sl.Service, sl.Adapter, sl.Name, other, other, sl.Service))
 				continue
 			}
-			msg := fmt.Sprintf("service %s: dropped its %s slice %s, to be made again", sl.Service, sl.Adapter, sl.Name)
-			if note != "" {
-				msg += " (" + note + ")"
-			}
-			emit(api.Event{World: w.Name, Service: sl.Service, State: "slice", Message: msg})
-			if err := d.step("reset.slice_dropped"); err != nil {
-				kept = append(kept, sl) // as a crash here would leave it
-				notes = append(notes, err.Error())
-				break
-			}
+			sl.Ready = false
+			targets = append(targets, sl)
+			kept = append(kept, sl)
 		}
-		rec.Slices = kept
+		r.Slices = kept
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reset %s: %w (its world is stopped: 'git binky up' starts it)", w.Name, err)
 	}
-	if len(notes) > 0 {
-		return fmt.Errorf("reset %s: %s. Its world is stopped: 'git binky up' starts it on the data it has", w.Name, strings.Join(notes, "; "))
+	// A data service its record names no slice of (one the record lost)
+	// may still have one on its server, which the up would take back as
+	// it is: dropped too, if it is marked as this world's.
+	for _, n := range names {
+		if findSlice(rec, n) != nil || slices.ContainsFunc(targets, func(t world.SliceRecord) bool { return t.Service == n }) {
+			continue
+		}
+		pe, err := w.ProcessEnv(rec, callerEnv, "")
+		if err != nil {
+			continue
+		}
+		if _, ref, err := d.adminURL(tctx, w, n, pe); err == nil {
+			svc := w.Config.Services[n]
+			targets = append(targets, world.SliceRecord{Service: n, Adapter: adapters.Canonical(svc.Adapter), Name: sliceName(w, n, 0),
+				Config: sliceConfig(ref, svc.Options), Ready: true})
+		}
+	}
+	sctx := d.withSteps(tctx)
+	outcome := map[string]teardown{} // by service
+	var failed []string
+	done := map[string]teardown{} // by adapter and name: a slice two targets share goes once
+	for _, sl := range targets {
+		key := sl.Adapter + "\x00" + sl.Name
+		res, seen := done[key]
+		note := ""
+		if !seen {
+			note, res = d.teardownSlice(sctx, rec, sl, env, homeID, secret)
+			done[key] = res
+		}
+		outcome[sl.Service] = res
+		switch {
+		case res == sliceDropped && !seen:
+			msg := fmt.Sprintf("service %s: dropped its %s slice %s, to be made again", sl.Service, sl.Adapter, sl.Name)
+			if note != "" {
+				msg += " (" + note + ")"
+			}
+			notice(sl.Service, msg)
+		case res == sliceUntouched && findSlice(rec, sl.Service) == nil:
+			// One the record lost, not this world's: not ours to drop.
+		case res == sliceUntouched && !seen:
+			failed = append(failed, note+": it keeps its data")
+		case res == sliceCut && !seen:
+			failed = append(failed, note+": the next 'git binky up' drops what is left of it and makes it again")
+		}
+		if res == sliceDropped && !seen {
+			if err := d.step("reset.slice_dropped"); err != nil {
+				failed = append(failed, err.Error())
+				break
+			}
+		}
+	}
+	err = d.home.UpdateRecord(tctx, w.ID, func(r *world.Record) error {
+		kept := r.Slices[:0:0]
+		for _, sl := range r.Slices {
+			res, ok := outcome[sl.Service]
+			switch {
+			case ok && res == sliceDropped:
+				continue
+			case ok && res == sliceUntouched:
+				sl.Ready = true // as it was
+			}
+			kept = append(kept, sl)
+		}
+		r.Slices = kept
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset %s: %w (its world is stopped: the next 'git binky up' makes the slices it dropped again)", w.Name, err)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("reset %s: %s. Its world is stopped: 'git binky up' starts it", w.Name, strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// sharedWithOther returns a service other than names whose recorded slice
+// is sl too (the same kind, name and server): one slice an older binky
+// made for two services. "" when there is none.
+func (d *Daemon) sharedWithOther(ctx context.Context, rec *world.Record, sl world.SliceRecord, names, env []string) string {
+	server, _ := sl.Config["admin"].(string)
+	for _, o := range rec.Slices {
+		if slices.Contains(names, o.Service) || o.Name != sl.Name || o.Adapter != sl.Adapter {
+			continue
+		}
+		if other, _ := o.Config["admin"].(string); other == server || d.sameAdmin(ctx, other, server, env) {
+			return o.Service
+		}
+	}
+	return ""
 }
 
 // retireReplacedOf tears down, under the repository's lock, the world this

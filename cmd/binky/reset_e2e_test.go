@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,33 +109,120 @@ depends_on = ["db", "cache"]
 	}
 }
 
-// A reset cut off after it dropped a database, before its record said so,
-// leaves the world stopped and a record naming a database gone from its
-// server: the next up makes it again, whole, and says why.
-func TestAResetCutOffAfterItsDropIsMadeWholeByTheNextUp(t *testing.T) {
+// A reset cut off anywhere after it began to drop (a crash after one
+// slice, or in the middle of a Redis teardown, which deletes keys in
+// batches) leaves the world stopped: the next up makes every slice it was
+// asked to reset again, whole. A Redis slice half deleted was taken back
+// as it was, reported "provisioned", seed and all.
+func TestAResetCutOffIsMadeWholeByTheNextUp(t *testing.T) {
 	needServers(t)
 	f := newFixture(t, trustConfig("rcut"+runID(), true))
 	f.mustBinky(f.repo, "up", "w1")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "w1", "--force") })
-	f.mustBinky(f.repo, "daemon", "stop")
-	f.extraEnv = []string{"BINKY_TEST_FAIL_AT=reset.slice_dropped"}
-	_, stderr, err := f.binky(f.repo, "reset", "w1", "--service", "db")
-	if err == nil || !strings.Contains(stderr, "is stopped") {
-		t.Fatalf("a reset failing after its first drop: %v\n%s", err, stderr)
+	ctx := context.Background()
+	for _, step := range []string{"reset.slice_dropped", "redis.teardown.user_dropped"} {
+		env := f.envOf("w1")
+		db, err := pgx.Connect(ctx, env["DB_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, "INSERT INTO items VALUES (0)"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close(ctx)
+		if err := redisClient(t, env["CACHE_URL"]).Set(ctx, env["CACHE_PREFIX"]+"old", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustBinky(f.repo, "daemon", "stop")
+		f.extraEnv = []string{"BINKY_TEST_CRASH_AT=" + step}
+		_, stderr, err := f.binky(f.repo, "reset", "w1")
+		f.extraEnv = nil
+		if err == nil {
+			t.Fatalf("a reset whose daemon died at %s succeeded:\n%s", step, stderr)
+		}
+		if _, stderr, err := f.binky(f.repo, "up", "w1"); err != nil {
+			t.Fatalf("up after a reset cut off at %s: %v\n%s", step, err, stderr)
+		}
+		complete(t, f, "w1") // the seed's 100 rows, not 101
+		env = f.envOf("w1")
+		if n, err := redisClient(t, env["CACHE_URL"]).Exists(ctx, env["CACHE_PREFIX"]+"old").Result(); err != nil || n != 0 {
+			t.Errorf("cut off at %s: the cache's old key is still there (%d, %v)", step, n, err)
+		}
 	}
-	f.mustBinky(f.repo, "daemon", "stop")
-	f.extraEnv = nil
-	if w := f.world("w1"); w.State != "stopped" {
-		t.Errorf("after the failed reset the world is %s", w.State)
-	}
-	_, stderr, err = f.binky(f.repo, "up", "w1")
+}
+
+// A record an older binky wrote, where two services share one slice:
+// resetting one gives it a slice of its own and leaves the other's data.
+// The shared database was dropped, and the other service's rows with it.
+func TestResetOfAServiceSharingItsSliceLeavesTheOthersData(t *testing.T) {
+	needServers(t)
+	project := "rshare" + runID()
+	f := newFixture(t, `[project]
+name = "`+project+`"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+[services.db2]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+`)
+	f.mustBinky(f.repo, "up", "sh")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "sh", "--force") })
+	env := f.envOf("sh")
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, env["DB_URL"])
 	if err != nil {
-		t.Fatalf("up: %v\n%s", err, stderr)
+		t.Fatal(err)
 	}
-	if !strings.Contains(stderr, "is gone from the server") {
-		t.Errorf("up does not say the slice was gone:\n%s", stderr)
+	if _, err := db.Exec(ctx, "CREATE TABLE precious (id int); INSERT INTO precious VALUES (42)"); err != nil {
+		t.Fatal(err)
 	}
-	complete(t, f, "w1")
+	db.Close(ctx)
+	f.mustBinky(f.repo, "down", "sh")
+	// What an older binky wrote: db2's entry names db's slice. (An up
+	// would split them; the reset comes first.)
+	id := f.world("sh").ID
+	path := filepath.Join(f.home, "worlds", id+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var dbEntry map[string]any
+	for _, x := range rec["slices"].([]any) {
+		if e := x.(map[string]any); e["service"] == "db" {
+			dbEntry = e
+		}
+	}
+	for i, x := range rec["slices"].([]any) {
+		if x.(map[string]any)["service"] == "db2" {
+			shared := map[string]any{}
+			for k, v := range dbEntry {
+				shared[k] = v
+			}
+			shared["service"] = "db2"
+			rec["slices"].([]any)[i] = shared
+		}
+	}
+	if b, err = json.Marshal(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := f.binky(f.repo, "reset", "sh", "--service", "db2"); err != nil {
+		t.Fatalf("reset: %v\n%s", err, stderr)
+	}
+	env = f.envOf("sh")
+	if n := count(t, env["DB_URL"], "SELECT count(*) FROM precious"); n != 1 {
+		t.Errorf("db's table has %d rows after db2's reset, want 1", n)
+	}
+	if env["DB2_NAME"] == env["DB_NAME"] {
+		t.Errorf("db2 still shares db's database %s", env["DB_NAME"])
+	}
 }
 
 // A world with no record has nothing to reset, and says how to make one.
