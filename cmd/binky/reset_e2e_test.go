@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,38 +183,22 @@ admin_url = "${env.BINKY_TEST_PG}"
 	f.mustBinky(f.repo, "down", "sh")
 	// What an older binky wrote: db2's entry names db's slice. (An up
 	// would split them; the reset comes first.)
-	id := f.world("sh").ID
-	path := filepath.Join(f.home, "worlds", id+".json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]any
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
-	var dbEntry map[string]any
-	for _, x := range rec["slices"].([]any) {
-		if e := x.(map[string]any); e["service"] == "db" {
-			dbEntry = e
-		}
-	}
-	for i, x := range rec["slices"].([]any) {
-		if x.(map[string]any)["service"] == "db2" {
-			shared := map[string]any{}
-			for k, v := range dbEntry {
-				shared[k] = v
+	editRecord(t, f, "sh", func(list []any) []any {
+		var dbEntry map[string]any
+		for _, x := range list {
+			if e := x.(map[string]any); e["service"] == "db" {
+				dbEntry = e
 			}
-			shared["service"] = "db2"
-			rec["slices"].([]any)[i] = shared
 		}
-	}
-	if b, err = json.Marshal(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		for i, x := range list {
+			if x.(map[string]any)["service"] == "db2" {
+				shared := maps.Clone(dbEntry)
+				shared["service"] = "db2"
+				list[i] = shared
+			}
+		}
+		return list
+	})
 	if _, stderr, err := f.binky(f.repo, "reset", "sh", "--service", "db2"); err != nil {
 		t.Fatalf("reset: %v\n%s", err, stderr)
 	}
@@ -231,5 +217,55 @@ func TestResetOfAWorldNeverUpSaysSo(t *testing.T) {
 	_, stderr, err := f.binky(f.repo, "reset")
 	if err == nil || !strings.Contains(stderr, "has no world yet") {
 		t.Errorf("reset before any up: %v\n%s", err, stderr)
+	}
+}
+
+// A record that lost a data service's slice (edited by hand): the reset
+// drops the slice still on the server, marked as this world's, rather than
+// let the up take it back, data and all, and say "reset".
+func TestResetDropsASliceItsRecordLost(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, trustConfig("rlost"+runID(), false))
+	f.mustBinky(f.repo, "up", "lo")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "lo", "--force") })
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, f.envOf("lo")["DB_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO items VALUES (0)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close(ctx)
+	f.mustBinky(f.repo, "down", "lo")
+	editRecord(t, f, "lo", func(list []any) []any {
+		return slices.DeleteFunc(list, func(x any) bool { return x.(map[string]any)["service"] == "db" })
+	})
+	if _, stderr, err := f.binky(f.repo, "reset", "lo", "--service", "db"); err != nil {
+		t.Fatalf("reset: %v\n%s", err, stderr)
+	}
+	complete(t, f, "lo") // the seed's 100 rows, not 101
+}
+
+// editRecord rewrites the slices of world name's record with edit, as a
+// hand (or an older binky) would.
+func editRecord(t *testing.T, f *fixture, name string, edit func([]any) []any) {
+	t.Helper()
+	path := filepath.Join(f.home, "worlds", f.world(name).ID+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := rec["slices"].([]any)
+	rec["slices"] = edit(list)
+	if b, err = json.Marshal(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
