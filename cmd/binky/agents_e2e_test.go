@@ -127,7 +127,7 @@ func TestMCPServerDrivesARealDaemon(t *testing.T) {
 			t.Errorf("%s: no input schema", tool.Name)
 		}
 	}
-	if got := strings.Join(names, ","); !strings.Contains(got, "up") || len(names) != 14 {
+	if got := strings.Join(names, ","); !strings.Contains(got, "up") || !strings.Contains(got, "reset") || len(names) != 15 {
 		t.Errorf("tools = %s", got)
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
