@@ -96,9 +96,11 @@ type Daemon struct {
 	requests sync.WaitGroup
 
 	// gone is the homeFate that ended the daemon, if one did; homeEvery
-	// how often it looks (homeCheckEvery unless a test says).
+	// how often it looks (homeCheckEvery unless a test says), lockGrace
+	// how long its lock file may be gone (lockGoneGrace unless a test says).
 	gone      atomic.Int32
 	homeEvery time.Duration
+	lockGrace time.Duration
 
 	// repoMissing is when each watched repository was first seen missing
 	// (under mu); its worlds are torn down only once it has been missing
@@ -230,11 +232,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer hw.dir.Close()
 		hw.servers = d.servers.Running()
 		d.servers.OnRunning = hw.note
-		every := d.homeEvery
+		every, grace := d.homeEvery, d.lockGrace
 		if every <= 0 {
 			every = homeCheckEvery
 		}
-		go d.watchHome(life, hw, every)
+		if grace <= 0 {
+			grace = lockGoneGrace
+		}
+		go d.watchHome(life, hw, every, grace)
 	}
 
 	d.startProxy(life)

@@ -24,10 +24,20 @@ const (
 	// homeDeleted: the folder itself is gone, records and credentials
 	// with it. Nothing of binky's can reach what this daemon ran again.
 	homeDeleted
+	// homeLockGone: the folder is here, its lock file is not. Undecided:
+	// an rm -rf of the home takes the lock file first and the folder last,
+	// seconds later when it holds a server's data; a lock file deleted on
+	// its own is a lock file replaced (elsewhere) once it has been gone
+	// for lockGoneGrace.
+	homeLockGone
 )
 
 // homeCheckEvery is how often a daemon looks for its home.
 const homeCheckEvery = 2 * time.Second
+
+// lockGoneGrace is how long a home may be seen without its lock file
+// before the daemon takes it for replaced, rather than being deleted.
+const lockGoneGrace = 30 * time.Second
 
 // homeWatch is a daemon's hold on its home: the folder, open, and the lock
 // file it took, as they were when it started.
@@ -62,15 +72,18 @@ func openHomeWatch(dir, lockPath string) (*homeWatch, error) {
 // fate says where the home is now. A folder that is still the one the
 // daemon opened, at its path, with the daemon's lock file in it, is here.
 // One no longer at its path (gone, or another folder there) is deleted if
-// it has no links left, else elsewhere (moved); so is a lock file deleted
-// or replaced in a home still here. What cannot be read (an NFS timeout,
-// EACCES) says nothing: here, until it can be read.
+// it has no links left, else elsewhere (moved); so is a lock file replaced
+// in a home still here (one deleted is homeLockGone). What cannot be read
+// (an NFS timeout, EACCES) says nothing: here, until it can be read.
 func (h *homeWatch) fate() homeFate {
 	now, err := os.Stat(h.dir.Name())
 	switch {
 	case err == nil && os.SameFile(now, h.dirInfo):
 		li, err := os.Stat(h.lockPath)
-		if err == nil && !os.SameFile(li, h.lockInfo) || errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return homeLockGone
+		case err == nil && !os.SameFile(li, h.lockInfo):
 			return homeElsewhere
 		}
 		return homeHere
@@ -103,10 +116,11 @@ func (h *homeWatch) note(p managed.Proc) {
 // twice in a row: a folder renamed and back is not gone, and a filesystem
 // that reports a live folder without links (some FUSE ones) has it back at
 // its path on the next look.
-func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every time.Duration) {
+func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every, lockGrace time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := homeHere
+	var lockGone time.Time // since when the lock file has been seen gone
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,15 +128,25 @@ func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every time.Duratio
 		case <-t.C:
 		}
 		fate := h.fate()
-		if fate == homeHere {
+		if fate != homeLockGone {
+			lockGone = time.Time{}
+		}
+		switch {
+		case fate == homeHere:
 			last = homeHere
 			running := d.servers.Running()
 			h.mu.Lock()
 			h.servers = running
 			h.mu.Unlock()
 			continue
-		}
-		if fate != last {
+		case fate == homeLockGone && lockGone.IsZero():
+			lockGone = time.Now()
+			continue
+		case fate == homeLockGone && time.Since(lockGone) < lockGrace:
+			continue
+		case fate == homeLockGone:
+			fate = homeElsewhere // seen for the whole grace: decided
+		case fate != last:
 			last = fate
 			continue
 		}

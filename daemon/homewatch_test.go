@@ -45,6 +45,7 @@ func worldInHome(t *testing.T, homeDir string) (*Daemon, int, *runEnd) {
 	home := world.Home{Dir: homeDir}
 	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	d.homeEvery = 20 * time.Millisecond
+	d.lockGrace = 3 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := &runEnd{c: make(chan struct{})}
 	go func() {
@@ -162,6 +163,28 @@ func TestADaemonWhoseHomeIsMovedExitsAndTheNextDaemonThereAdoptsItsWorlds(t *tes
 		if time.Now().After(deadline) {
 			t.Fatal("the daemon of the moved home did not adopt its world in 10s")
 		}
+	}
+}
+
+// rm -rf of a home takes its lock file first and the folder last, seconds
+// later when it holds a server's data: the daemon took the home for moved
+// once two looks saw the lock gone, and left the worlds' services and the
+// shared servers running with nothing to stop them (a test flake under
+// load, found by helper-84). The lock gone, the home going a moment later,
+// is a deleted home.
+func TestADaemonWhoseHomeIsDeletedSlowlyStillStopsItsWorlds(t *testing.T) {
+	homeDir := filepath.Join(scratch(t), "home")
+	_, pid, done := worldInHome(t, homeDir)
+	if err := os.Remove(filepath.Join(homeDir, "daemon.lock")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // fifteen looks with the lock gone
+	if err := os.RemoveAll(homeDir); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, done)
+	if alive(pid) {
+		t.Errorf("the world's service (pid %d) still runs after its home was deleted", pid)
 	}
 }
 
