@@ -57,8 +57,25 @@ func (f *fixture) startUp(name string) (*exec.Cmd, <-chan string) {
 				}
 			}
 		}
+		close(queued) // the up ended: awaitQueued fails rather than hangs
 	}()
 	return cmd, queued
+}
+
+// awaitQueued waits for an up startUp started to say it is queued: a
+// failure, not a hang of the whole run, when it never does.
+func (f *fixture) awaitQueued(q <-chan string) string {
+	f.t.Helper()
+	select {
+	case line, ok := <-q:
+		if !ok {
+			f.t.Fatal("the up ended without being queued")
+		}
+		return line
+	case <-time.After(60 * time.Second):
+		f.t.Fatal("the up was not queued within 60 s")
+	}
+	return ""
 }
 
 func TestMaxParallelQueuesInOrder(t *testing.T) {
@@ -70,7 +87,7 @@ func TestMaxParallelQueuesInOrder(t *testing.T) {
 	f.mustBinky(f.repo, "up", "a")
 	f.mustBinky(f.repo, "up", "b")
 	c, cq := f.startUp("c")
-	line := <-cq
+	line := f.awaitQueued(cq)
 	if !strings.Contains(line, "queued: c (position 1 of 1) — waiting for a slot (2 running, max_parallel 2)") {
 		t.Errorf("c was told %q", line)
 	}
@@ -123,7 +140,7 @@ func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
 	f.mustBinky(f.repo, "down", "b")
 	f.mustBinky(f.repo, "up", "a")
 	b, bq := f.startUp("b")
-	<-bq
+	f.awaitQueued(bq)
 	if w, ok := f.find("b"); !ok || w.State != "queued" || !strings.Contains(w.Message, "position 1 of 1") {
 		t.Errorf("status while b waits: %+v (listed: %v)", w, ok)
 	}
@@ -144,7 +161,7 @@ func TestARestartingUpThatWaitsForItsTurnLeavesTheWorldQueuedThenStopped(t *test
 	f := oneAtATime(t, webAndJobs)
 	f.mustBinky(f.repo, "up", "a")
 	b, bq := f.startUp("b")
-	<-bq
+	f.awaitQueued(bq)
 	a := exec.Command(filepath.Join(binDir, "git-binky"), "up", "a", "--group", "jobs")
 	a.Dir, a.Env = f.repo, append(append(os.Environ(), f.env()...), "FOO=1")
 	if err := a.Start(); err != nil {
@@ -175,7 +192,7 @@ func TestCancelledQueuedUpLeavesNothingBehind(t *testing.T) {
 	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
 	f.mustBinky(f.repo, "up")
 	up, queued := f.startUp("b")
-	<-queued
+	f.awaitQueued(queued)
 	up.Process.Signal(syscall.SIGINT)
 	up.Wait()
 	var m api.Metrics
@@ -277,7 +294,7 @@ func TestDownAndRemoveTakeAQueuedUpOutOfTheQueue(t *testing.T) {
 	f.mustBinky(f.repo, "up", "a")
 	for _, tc := range []struct{ name, cmd string }{{"b", "down"}, {"c", "remove"}} {
 		up, queued := f.startUp(tc.name)
-		<-queued
+		f.awaitQueued(queued)
 		done := make(chan error, 1)
 		go func() { _, _, err := f.binky(f.repo, tc.cmd, tc.name); done <- err }()
 		select {
@@ -308,7 +325,7 @@ func TestAQueuedUpOfARemovedWorktreeLeavesTheQueue(t *testing.T) {
 	}
 	f.mustBinky(f.repo, "up", "a")
 	up, queued := f.startUp("q")
-	<-queued
+	f.awaitQueued(queued)
 	f.mustGit(f.repo, "-c", "core.hooksPath=/nonexistent", "worktree", "remove", "--force", "../q")
 	done := make(chan error, 1)
 	go func() { done <- up.Wait() }()
