@@ -739,7 +739,7 @@ func TestARequestWithAResultMemberIsRefusedNotLost(t *testing.T) {
 	}
 	// Keys as Go's decoder (mcp-go's) reads them: escaped, or in
 	// another case.
-	for _, member := range []string{`"res\u0075lt":{}`, `"Result":{}`, `"ERROR":{"code":1,"message":"x"}`} {
+	for _, member := range []string{`"res\u0075lt":{}`, `"Result":{}`, `"ERROR":{"code":1,"message":"x"}`, `"reſult":{}`} {
 		c.id++
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call",%s,"params":{"name":"probe","arguments":{}}}`, c.id, member))
 		if r := c.response(c.id, nil); r["protocolError"] == nil || len(ran) != 0 {

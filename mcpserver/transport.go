@@ -84,8 +84,9 @@ var initializeWait = 10 * time.Second
 // and the client waited for good, an initialize among them.
 func (f *cancelFilter) refuseInvalid(line []byte) bool {
 	// A cheap look before decoding, as loose as Go's decoder (mcp-go's),
-	// which folds the case of keys and reads escapes in them.
-	if !bytes.Contains(line, []byte(`\u`)) {
+	// which folds the case of keys (Unicode's folding: "reſult" is a
+	// result) and reads escapes in them.
+	if !bytes.Contains(line, []byte(`\u`)) && !hasNonASCII(line) {
 		lower := bytes.ToLower(line)
 		if !bytes.Contains(lower, []byte(`"result"`)) && !bytes.Contains(lower, []byte(`"error"`)) {
 			return false
@@ -104,6 +105,15 @@ func (f *cancelFilter) refuseInvalid(line []byte) bool {
 		return true // a notification: no one waits for an answer
 	}
 	return f.refuse(m.ID, fmt.Sprintf("%s with a result or an error member: a request carries neither (JSON-RPC)", *m.Method))
+}
+
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse answers request id with JSON-RPC's Invalid Request and message,
