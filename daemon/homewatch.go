@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -49,6 +50,33 @@ type homeWatch struct {
 
 	mu      sync.Mutex
 	servers []managed.Proc // the shared servers seen running while the home was here
+
+	entries []string // what the home held at the last look that found it here
+}
+
+// looked notes what the home holds, at a look that found it here.
+func (h *homeWatch) looked() {
+	if des, err := os.ReadDir(h.dir.Name()); err == nil {
+		h.entries = h.entries[:0]
+		for _, de := range des {
+			h.entries = append(h.entries, de.Name())
+		}
+	}
+}
+
+// emptying reports whether something the home held at the last look that
+// found it here is gone: the home is being deleted, not only its lock.
+func (h *homeWatch) emptying() bool {
+	lock := filepath.Base(h.lockPath)
+	for _, name := range h.entries {
+		if name == lock {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(h.dir.Name(), name)); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 func openHomeWatch(dir, lockPath string) (*homeWatch, error) {
@@ -134,12 +162,16 @@ func (d *Daemon) watchHome(ctx context.Context, h *homeWatch, every, lockGrace t
 		switch {
 		case fate == homeHere:
 			last = homeHere
+			h.looked()
 			running := d.servers.Running()
 			h.mu.Lock()
 			h.servers = running
 			h.mu.Unlock()
 			continue
-		case fate == homeLockGone && lockGone.IsZero():
+		case fate == homeLockGone && (lockGone.IsZero() || h.emptying()):
+			// The rest going too is an rm -rf under way, however long
+			// it takes: the grace counts from now.
+			h.looked()
 			lockGone = time.Now()
 			continue
 		case fate == homeLockGone && time.Since(lockGone) < lockGrace:

@@ -188,6 +188,33 @@ func TestADaemonWhoseHomeIsDeletedSlowlyStillStopsItsWorlds(t *testing.T) {
 	}
 }
 
+// An rm -rf that takes longer than the grace (a home holding gigabytes of
+// a server's data) is still a deletion while things keep going from it.
+func TestAHomeEmptiedForLongerThanTheGraceIsStillDeleted(t *testing.T) {
+	homeDir := filepath.Join(scratch(t), "home")
+	_, pid, done := worldInHome(t, homeDir) // a 3 s grace
+	for i := range 16 {
+		if err := os.WriteFile(filepath.Join(homeDir, fmt.Sprintf("data%02d", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // looks that see them
+	if err := os.Remove(filepath.Join(homeDir, "daemon.lock")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 16 { // 4 s, one file at a time
+		time.Sleep(250 * time.Millisecond)
+		os.Remove(filepath.Join(homeDir, fmt.Sprintf("data%02d", i)))
+	}
+	if err := os.RemoveAll(homeDir); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, done)
+	if alive(pid) {
+		t.Errorf("the world's service (pid %d) still runs after its home was deleted", pid)
+	}
+}
+
 // The lock file alone deleted (the home intact): the daemon steps aside
 // with its services running, as for a move; it stops nothing.
 func TestADaemonWhoseLockFileIsDeletedExitsAndLeavesItsWorldsRunning(t *testing.T) {
