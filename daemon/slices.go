@@ -955,8 +955,12 @@ func (d *Daemon) teardownSlices(ctx context.Context, rec *world.Record, env []st
 		return []string{fmt.Sprintf("no slice was dropped: %v (git binky gc drops them later)", err)}
 	}
 	for _, sl := range rec.Slices {
-		if note, _ := d.teardownSlice(ctx, rec, sl, env, homeID, secret); note != "" {
+		note, res := d.teardownSlice(ctx, rec, sl, env, homeID, secret)
+		if note != "" {
 			left = append(left, note)
+		}
+		if res == sliceUntouched {
+			continue // left alone before the server was asked: no step passed
 		}
 		if err := d.step("teardown.slice_dropped"); err != nil {
 			d.log.Error("teardown", "err", err)
@@ -971,7 +975,8 @@ type teardown int
 
 const (
 	sliceDropped   teardown = iota // gone from its server (what it kept beside it said)
-	sliceUntouched                 // left alone before any step: another world's, not marked as this one's, its server unknown
+	sliceUntouched                 // left alone before the server was asked: another world's, its server unknown
+	sliceNotOurs                   // the server says it is not marked as this world's: left alone
 	sliceCut                       // a step failed: the slice may be half gone
 )
 
@@ -1011,9 +1016,11 @@ func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.
 		d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
 		return err.Error(), sliceDropped
 	case errors.Is(err, adapters.ErrNotOurs):
-		// Adapters look at the mark before they drop anything.
+		// Mostly before any drop (Postgres looks at its role's mark
+		// after it dropped the database: the next up's check that the
+		// slice is there makes it again).
 		d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
-		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), sliceUntouched
+		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), sliceNotOurs
 	case err != nil:
 		d.log.Error("teardown slice", "slice", sl.Name, "err", err, "hint", "git binky gc drops it later")
 		return fmt.Sprintf("%s slice %s was not dropped: %v (git binky gc drops it later)", sl.Adapter, sl.Name, err), sliceCut

@@ -396,7 +396,7 @@ func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event
 // half way, as a Redis one deleting keys in batches), the next up drops
 // what is left and makes them again, as it does a slice an up left
 // incomplete. Only one left alone before any step (another world's, not
-// marked as this one's, its server unknown) is ready again, as it was.
+// marked as this one's) is put back as it was.
 func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, callerEnv []string, emit func(api.Event)) error {
 	homeID, err := d.home.ID()
 	if err != nil {
@@ -413,19 +413,51 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 	notice := func(service, msg string) {
 		emit(api.Event{World: w.Name, Service: service, State: api.EventNotice, Message: msg})
 	}
-	var (
-		rec     *world.Record
-		env     []string
-		targets []world.SliceRecord
-	)
-	err = d.home.UpdateRecord(tctx, w.ID, func(r *world.Record) error {
-		rec = r
-		// What names the slices' servers: ${env.X} from the worktree's
-		// env files too, as the up that made them read it.
-		env = callerEnv
-		if pe, err := w.ProcessEnv(r, callerEnv, ""); err == nil {
-			env = envList(pe)
+	rec, err := d.home.LoadRecord(w.ID)
+	if err != nil {
+		return err
+	}
+	// What names the slices' servers: ${env.X} from the worktree's env
+	// files too, as the up that made them read it.
+	env := callerEnv
+	pe, perr := w.ProcessEnv(rec, callerEnv, "")
+	if perr == nil {
+		env = envList(pe)
+	}
+	// A data service its record names no slice of (one the record lost)
+	// may still have one on its server, which the up would take back as
+	// it is, data and all. It is dropped too when the server has it,
+	// marked as this world's; not when an entry of this record names it
+	// (the slice an older binky made for two services, the other's now).
+	var lost []world.SliceRecord
+	for _, n := range names {
+		if findSlice(rec, n) != nil || perr != nil {
+			continue
 		}
+		admin, ref, err := d.adminURL(tctx, w, n, pe)
+		if err != nil {
+			continue
+		}
+		svc := w.Config.Services[n]
+		a, err := builtin.Lookup(svc.Adapter)
+		if err != nil {
+			continue
+		}
+		sl := world.SliceRecord{Service: n, Adapter: adapters.Canonical(svc.Adapter), Name: sliceName(w, n, 0), Config: sliceConfig(ref, svc.Options)}
+		if other := d.sharedWithOther(tctx, rec, sl, nil, env); other != "" {
+			continue
+		}
+		if there, err := templateExists(tctx, a, admin, sl.Name); err == nil && !there {
+			continue
+		}
+		lost = append(lost, sl)
+	}
+	// Each target as it was, to put back what is left alone: absent (a
+	// lost one), or ready or not.
+	type was struct{ recorded, ready bool }
+	before := map[string]was{}
+	var targets []world.SliceRecord
+	err = d.home.UpdateRecord(tctx, w.ID, func(r *world.Record) error {
 		kept := r.Slices[:0:0]
 		for _, sl := range r.Slices {
 			if !slices.Contains(names, sl.Service) {
@@ -440,9 +472,17 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 					sl.Service, sl.Adapter, sl.Name, other, other, sl.Service))
 				continue
 			}
+			before[sl.Service] = was{recorded: true, ready: sl.Ready}
 			sl.Ready = false
 			targets = append(targets, sl)
 			kept = append(kept, sl)
+		}
+		for _, sl := range lost {
+			if findSlice(r, sl.Service) == nil {
+				before[sl.Service] = was{}
+				targets = append(targets, sl)
+				kept = append(kept, sl) // not ready: the next up drops it
+			}
 		}
 		r.Slices = kept
 		return nil
@@ -450,26 +490,10 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 	if err != nil {
 		return fmt.Errorf("reset %s: %w (its world is stopped: 'git binky up' starts it)", w.Name, err)
 	}
-	// A data service its record names no slice of (one the record lost)
-	// may still have one on its server, which the up would take back as
-	// it is: dropped too, if it is marked as this world's.
-	for _, n := range names {
-		if findSlice(rec, n) != nil || slices.ContainsFunc(targets, func(t world.SliceRecord) bool { return t.Service == n }) {
-			continue
-		}
-		pe, err := w.ProcessEnv(rec, callerEnv, "")
-		if err != nil {
-			continue
-		}
-		if _, ref, err := d.adminURL(tctx, w, n, pe); err == nil {
-			svc := w.Config.Services[n]
-			targets = append(targets, world.SliceRecord{Service: n, Adapter: adapters.Canonical(svc.Adapter), Name: sliceName(w, n, 0),
-				Config: sliceConfig(ref, svc.Options), Ready: true})
-		}
-	}
 	sctx := d.withSteps(tctx)
 	outcome := map[string]teardown{} // by service
 	var failed []string
+	cut := false
 	done := map[string]teardown{} // by adapter and name: a slice two targets share goes once
 	for _, sl := range targets {
 		key := sl.Adapter + "\x00" + sl.Name
@@ -477,28 +501,33 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 		note := ""
 		if !seen {
 			note, res = d.teardownSlice(sctx, rec, sl, env, homeID, secret)
+			note = strings.TrimSuffix(note, " (git binky gc drops it later)")
 			done[key] = res
+		}
+		if res == sliceNotOurs {
+			res = sliceUntouched // adapters look at the mark before they drop
 		}
 		outcome[sl.Service] = res
 		switch {
-		case res == sliceDropped && !seen:
+		case seen:
+		case res == sliceDropped:
 			msg := fmt.Sprintf("service %s: dropped its %s slice %s, to be made again", sl.Service, sl.Adapter, sl.Name)
 			if note != "" {
 				msg += " (" + note + ")"
 			}
 			notice(sl.Service, msg)
-		case res == sliceUntouched && findSlice(rec, sl.Service) == nil:
+			if err := d.step("reset.slice_dropped"); err != nil {
+				failed, cut = append(failed, err.Error()), true
+			}
+		case res == sliceUntouched && !before[sl.Service].recorded:
 			// One the record lost, not this world's: not ours to drop.
-		case res == sliceUntouched && !seen:
+		case res == sliceUntouched:
 			failed = append(failed, note+": it keeps its data")
-		case res == sliceCut && !seen:
+		default:
 			failed = append(failed, note+": the next 'git binky up' drops what is left of it and makes it again")
 		}
-		if res == sliceDropped && !seen {
-			if err := d.step("reset.slice_dropped"); err != nil {
-				failed = append(failed, err.Error())
-				break
-			}
+		if cut {
+			break // as a crash here would leave the rest: not ready
 		}
 	}
 	err = d.home.UpdateRecord(tctx, w.ID, func(r *world.Record) error {
@@ -508,8 +537,10 @@ func (d *Daemon) dropSlicesOf(ctx context.Context, w *world.World, names, caller
 			switch {
 			case ok && res == sliceDropped:
 				continue
+			case ok && res == sliceUntouched && !before[sl.Service].recorded:
+				continue // as it was: not in the record
 			case ok && res == sliceUntouched:
-				sl.Ready = true // as it was
+				sl.Ready = before[sl.Service].ready
 			}
 			kept = append(kept, sl)
 		}
@@ -1013,13 +1044,14 @@ func specsDiff(w *world.World, rec *world.Record, r *worldRun, names []string, e
 	vars := map[string]bool{}
 	for _, s := range now {
 		was, ok := r.group.Spec(s.Name)
-		switch {
-		case !ok:
+		if !ok {
 			diff = append(diff, "service "+s.Name+" is not in its group")
 			continue
-		case was.Cmd != s.Cmd:
+		}
+		if was.Cmd != s.Cmd {
 			diff = append(diff, "service "+s.Name+"'s command")
-		case was.Dir != s.Dir:
+		}
+		if was.Dir != s.Dir {
 			diff = append(diff, "service "+s.Name+"'s folder")
 		}
 		before, after := envMap(materialEnv(was.Env)), envMap(materialEnv(s.Env))
@@ -1522,6 +1554,35 @@ func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	return errors.Join(errs...)
 }
 
+// removeTurn waits until no other remove of world id runs, and takes the
+// turn: release gives it back.
+func (d *Daemon) removeTurn(ctx context.Context, id string) (release func(), err error) {
+	for {
+		d.mu.Lock()
+		if d.removing == nil {
+			d.removing = map[string]chan struct{}{}
+		}
+		busy, ok := d.removing[id]
+		if !ok {
+			mine := make(chan struct{})
+			d.removing[id] = mine
+			d.mu.Unlock()
+			return func() {
+				d.mu.Lock()
+				delete(d.removing, id)
+				d.mu.Unlock()
+				close(mine)
+			}, nil
+		}
+		d.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // dirtyRefusal is remove's answer for a worktree with uncommitted changes.
 func dirtyRefusal(path string) error {
 	return &api.Error{Code: api.CodeDirty, Message: fmt.Sprintf(
@@ -1539,6 +1600,14 @@ func (d *Daemon) Remove(ctx context.Context, req api.Request) (api.World, error)
 		}
 		return api.World{}, err
 	}
+	// One remove of a world at a time: a second one's git status, run
+	// while the first deleted the tree, saw its files deleted and refused
+	// the worktree as dirty, or failed on a folder gone.
+	release, err := d.removeTurn(ctx, w.ID)
+	if err != nil {
+		return api.World{}, err
+	}
+	defer release()
 	// Another home's world is that home's to remove: this one would delete
 	// the worktree under it and leave its world to a watcher that may not
 	// be running. (A stale world of this home for a removed worktree of
