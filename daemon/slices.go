@@ -670,13 +670,7 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 		// an earlier run left above it; its credentials hidden, since what
 		// it printed can hold its own URL and the error reaches a terminal,
 		// and an agent's transcript through MCP.
-		vars := map[string]string{}
-		for _, kv := range env {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				vars[k] = v
-			}
-		}
-		hide := world.Hider(vars)
+		hide := world.Hider(envMap(env))
 		// 20 lines, as a service's: an error's own line is often above
 		// its stack's or its library's last five (a real app's migrate).
 		var tail []string

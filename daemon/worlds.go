@@ -334,7 +334,7 @@ func (d *Daemon) restartable(w *world.World, group string, env []string) func(ra
 		if err != nil {
 			return &api.Error{Code: api.CodeUsage, Message: err.Error()}
 		}
-		if hasSlices(w.Config) {
+		if len(dataServices(w.Config)) > 0 {
 			if _, err := d.home.Secret(); err != nil {
 				return err
 			}
@@ -360,12 +360,7 @@ func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event
 	if !d.home.HasRecord(w.ID) {
 		return api.World{}, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("%s has no world yet: nothing to reset ('git binky up %s' makes its data)", w.Name, world.ShellArg(w.Name))}
 	}
-	var data []string
-	for _, n := range w.Config.ServiceNames() {
-		if w.Config.Services[n].Adapter != "" {
-			data = append(data, n)
-		}
-	}
+	data := dataServices(w.Config)
 	switch {
 	case len(data) == 0:
 		return api.World{}, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("%s has no data service (no service with an adapter): nothing to reset", w.Config.Path)}
@@ -1078,12 +1073,14 @@ func namesList(names []string, max int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
-// envMap is a KEY=value list as a map (the last of a key wins, as exec's).
+// envMap is a KEY=value list as a map (the last of a key wins, as exec's;
+// an entry with no '=' is not one).
 func envMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
 	}
 	return m
 }
@@ -1168,14 +1165,15 @@ func allUp(g *supervisor.Group, names []string) bool {
 	return true
 }
 
-// hasSlices reports whether cfg has a service an adapter provides.
-func hasSlices(cfg *world.Config) bool {
+// dataServices are the services of cfg an adapter provides, sorted.
+func dataServices(cfg *world.Config) []string {
+	var out []string
 	for _, n := range cfg.ServiceNames() {
 		if cfg.Services[n].Adapter != "" {
-			return true
+			out = append(out, n)
 		}
 	}
-	return false
+	return out
 }
 
 // stopOrphans stops the processes that carry the marks of w's services
