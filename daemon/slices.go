@@ -268,6 +268,59 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 	return rec, nil
 }
 
+// buildGoldens builds (or finds) the golden templates the services names
+// would be cloned from by an up now, before anything of the world is
+// stopped or dropped: a reset that would drop a database and then find
+// the branch's migrations broken left the world with no data at all. A
+// service not cloned from a golden template has nothing to build ahead.
+func (d *Daemon) buildGoldens(ctx context.Context, w *world.World, names, callerEnv []string, emit func(api.Event)) error {
+	ctx = d.withSteps(ctx)
+	var cloned []string
+	for _, n := range names {
+		svc := w.Config.Services[n]
+		if a, err := builtin.Lookup(svc.Adapter); err == nil && svc.CloneFrom == "golden" {
+			if _, ok := a.(adapters.Cloner); ok {
+				cloned = append(cloned, n)
+			}
+		}
+	}
+	if len(cloned) == 0 {
+		return nil
+	}
+	secret, err := d.home.Secret()
+	if err != nil {
+		return err
+	}
+	homeID, err := d.home.ID()
+	if err != nil {
+		return err
+	}
+	rec, err := d.home.LoadRecord(w.ID)
+	if err != nil {
+		return err
+	}
+	env, err := w.ProcessEnv(rec, callerEnv, "")
+	if err != nil {
+		return err
+	}
+	for _, n := range cloned {
+		a, _ := builtin.Lookup(w.Config.Services[n].Adapter)
+		admin, ref, err := d.adminURL(ctx, w, n, env)
+		if err != nil {
+			return err
+		}
+		if h, ok := a.(hardener); ok && strings.HasPrefix(ref, "managed:") {
+			if err := h.Harden(ctx, admin); err != nil {
+				return fmt.Errorf("service %s: %w", n, err)
+			}
+		}
+		if _, err := d.golden(ctx, w, rec, n, a, admin, ref, homeID, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
+			return fmt.Errorf("service %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // sliceName is the name of service n's slice: <project>_<worktree>, and
 // the service's name after it when the world has another slice of the
 // same kind. Marks name the world, not the service, so without it two

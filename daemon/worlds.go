@@ -373,8 +373,15 @@ func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event
 	if len(env) == 0 {
 		env = d.env
 	}
+	check := d.restartable(w, req.Group, env)
+	// What the up after the drop clones from is built first, while the
+	// world still runs on its data: a branch whose migrate fails keeps
+	// its world and its data, as an up would have left them.
+	if err := d.buildGoldens(ctx, w, data, env, emit); err != nil {
+		return api.World{}, fmt.Errorf("reset %s: %w\n  (nothing was stopped or dropped: the world keeps its data until the template its new data is cloned from builds; fix that, then run 'git binky reset' again)", w.Name, err)
+	}
 	drop := func(w *world.World) error { return d.dropSlicesOf(ctx, w, data, env, emit) }
-	_, ran, err := d.down(ctx, req, d.restartable(w, req.Group, env), drop)
+	_, ran, err := d.down(ctx, req, check, drop)
 	if err != nil {
 		return api.World{}, err
 	}

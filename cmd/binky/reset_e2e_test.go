@@ -21,33 +21,8 @@ import (
 func TestResetClonesTheBranchsNewTemplateAndKeepsTheRest(t *testing.T) {
 	pg, _ := needServers(t)
 	project := "reset" + runID()
-	f := newFixture(t, `[project]
-name = "`+project+`"
-[services.db]
-adapter = "postgres"
-admin_url = "${env.BINKY_TEST_PG}"
-migrate = "for m in migrations/*.sql; do psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -f $m || exit 1; done"
-seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO items VALUES (1)'"
-clone_from = "golden"
-golden_key = ["migrations/**"]
-[services.cache]
-adapter = "redis"
-admin_url = "${env.BINKY_TEST_REDIS}"
-[services.api]
-cmd = "testsvc"
-url = "api"
-depends_on = ["db", "cache"]
-`)
-	commit := func(dir, rel, body string) {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f.mustGit(dir, "add", "-A")
-		f.mustGit(dir, "commit", "-qm", "add "+rel)
-	}
+	f := newFixture(t, migrationsConfig(project))
+	commit := func(dir, rel, body string) { commitFile(t, f, dir, rel, body) }
 	commit(f.repo, "migrations/001.sql", "CREATE TABLE IF NOT EXISTS items (id int);\n")
 	f.mustBinky(f.repo, "up", "rs")
 	t.Cleanup(func() { f.binky(f.repo, "remove", "rs", "--force") })
@@ -108,6 +83,86 @@ depends_on = ["db", "cache"]
 	_, stderr, err = f.binky(before.Path, "reset", "--service", "api")
 	if err == nil || !strings.Contains(stderr, "not a data service") || !strings.Contains(stderr, "cache, db") {
 		t.Errorf("reset of a service with no data: %v\n%s", err, stderr)
+	}
+}
+
+// migrationsConfig is a world whose database is cloned from a golden
+// template built by the SQL files in migrations/, beside a cache and an
+// API that uses both.
+func migrationsConfig(project string) string {
+	return `[project]
+name = "` + project + `"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "for m in migrations/*.sql; do psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -f $m || exit 1; done"
+seed = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'INSERT INTO items VALUES (1)'"
+clone_from = "golden"
+golden_key = ["migrations/**"]
+[services.cache]
+adapter = "redis"
+admin_url = "${env.BINKY_TEST_REDIS}"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["db", "cache"]
+`
+}
+
+// commitFile writes body to rel in the worktree dir and commits it.
+func commitFile(t *testing.T, f *fixture, dir, rel, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mustGit(dir, "add", "-A")
+	f.mustGit(dir, "commit", "-qm", "add "+rel)
+}
+
+// A reset on a branch whose new migration fails refuses before it stops
+// or drops anything: the template its data would be cloned from is built
+// first. It dropped the database, then the up found the migrate broken,
+// and the world was left with no data until the migration was fixed.
+func TestAResetWhoseTemplateDoesNotBuildKeepsTheWorldAndItsData(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, migrationsConfig("rbroken"+runID()))
+	commitFile(t, f, f.repo, "migrations/001.sql", "CREATE TABLE IF NOT EXISTS items (id int);\n")
+	f.mustBinky(f.repo, "up", "rb")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "rb", "--force") })
+	before := f.world("rb")
+	env := f.envOf("rb")
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, env["DB_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO items VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close(ctx)
+
+	commitFile(t, f, before.Path, "migrations/002.sql", "CREATE TABLE broken (id int;\n")
+	_, stderr, err := f.binky(before.Path, "reset", "--service", "db")
+	if err == nil || !strings.Contains(stderr, "nothing was stopped or dropped") || !strings.Contains(stderr, "002.sql") {
+		t.Fatalf("reset with a broken migration: %v, and does not say its data was kept or what failed:\n%s", err, stderr)
+	}
+	if after := f.world("rb"); after.State != "running" {
+		t.Errorf("after the refused reset the world is %s, want running", after.State)
+	}
+	if n := count(t, f.envOf("rb")["DB_URL"], "SELECT count(*) FROM items"); n != 2 {
+		t.Errorf("items has %d rows after the refused reset, want the 2 it had", n)
+	}
+
+	commitFile(t, f, before.Path, "migrations/002.sql", "CREATE TABLE IF NOT EXISTS fixed (id int);\n")
+	if _, stderr, err := f.binky(before.Path, "reset", "--service", "db"); err != nil {
+		t.Fatalf("reset once the migration is fixed: %v\n%s", err, stderr)
+	}
+	env = f.envOf("rb")
+	if !tableExists(t, env["DB_URL"], "fixed") || count(t, env["DB_URL"], "SELECT count(*) FROM items") != 1 {
+		t.Error("the reset after the fix did not clone the branch's new template")
 	}
 }
 
