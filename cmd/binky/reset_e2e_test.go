@@ -324,3 +324,37 @@ func editRecord(t *testing.T, f *fixture, name string, edit func([]any) []any) {
 		t.Fatal(err)
 	}
 }
+
+// A world's database marked as its own, whose role lost its mark (a hand
+// that commented it): Postgres drops the database and leaves the role. The
+// reset called the slice "left alone", kept its data, and failed, with its
+// database gone; it now says what it dropped and what it left, and the up
+// makes the slice again under another name.
+func TestAResetWhoseRoleLostItsMarkSaysTheDataWentAndTheRoleStayed(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, trustConfig("rrole"+runID(), false))
+	f.mustBinky(f.repo, "up", "ro")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "ro", "--force") })
+	role := f.envOf("ro")["DB_USER"]
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "COMMENT ON ROLE "+pgx.Identifier{role}.Sanitize()+" IS NULL"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize()) })
+	stdout, stderr, err := f.binky(f.repo, "reset", "ro", "--service", "db")
+	if err != nil {
+		t.Fatalf("reset: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "its data is dropped, but role "+role) {
+		t.Errorf("reset does not say the database went and its role stayed:\n%s", stderr)
+	}
+	complete(t, f, "ro")
+	if f.envOf("ro")["DB_USER"] == role {
+		t.Errorf("the new slice took the role %s binky no longer calls its own", role)
+	}
+}
