@@ -38,10 +38,12 @@ const (
 // world, and a file checkout (`git checkout -- path`: flag 0; git's own
 // checkouts of a new worktree or clone pass 1) has nothing for binky
 // (PostCheckout): the hook does nothing then, not even start git-binky,
-// which is two programs' starts (the launcher execs binky). Every variable
+// which is two programs' starts (the launcher execs binky). A missing
+// git-binky is said only where a world would have started (a new
+// worktree: its previous HEAD is all zeros), not at every branch switch. Every variable
 // has a default: a hook running under `sh -u` (`#!/bin/sh -eu`) must not
 // abort on an unset one and fail every checkout.
-const Line = `if [ -n "${GIT_BINKY_ADDING:-}" ] || [ "${3:-}" = 0 ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2; fi`
+const Line = `if [ -n "${GIT_BINKY_ADDING:-}" ] || [ "${3:-}" = 0 ]; then :; elif command -v git-binky >/dev/null 2>&1; then git-binky hook post-checkout "$@" || true; else case "${1:-}" in *[!0]*) ;; *) echo "git-binky: not on PATH, no world started (install it, or run 'git binky uninstall')" >&2;; esac; fi`
 
 // callsBinky reports whether a hook without binky's block calls it anyway:
 // one in another language, where the user added the call by hand

@@ -480,3 +480,30 @@ func TestInstallWritesThroughTheUsersOwnLinkToAnywhere(t *testing.T) {
 		t.Errorf("the dotfiles hook after install:\n%s", b)
 	}
 }
+
+// Without git-binky on PATH the hook says so where a world would have
+// started (a new worktree), and says nothing at a branch switch, where it
+// said "no world started" at every one.
+func TestTheHookWithoutBinkySpeaksOnlyForANewWorktree(t *testing.T) {
+	empty := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		argv := append([]string{"-c", configCommand + ` "$@"`, configCommand}, args...)
+		cmd := exec.Command("/bin/sh", argv...)
+		cmd.Env = []string{"PATH=" + empty}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the hook with %q failed: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run(strings.Repeat("0", 40), "def", "1"); !strings.Contains(out, "git-binky: not on PATH") {
+		t.Errorf("a new worktree's checkout did not say git-binky is missing: %q", out)
+	}
+	if out := run(strings.Repeat("0", 64), "def", "1"); !strings.Contains(out, "git-binky: not on PATH") {
+		t.Errorf("a new worktree's checkout in a SHA-256 repository did not say git-binky is missing: %q", out)
+	}
+	if out := run("a94a8fe5ccb19ba61c4c0873d391e987982fbbd3", "def", "1"); out != "" {
+		t.Errorf("a branch switch spoke: %q", out)
+	}
+}
