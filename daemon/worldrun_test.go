@@ -2,10 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,4 +122,18 @@ func TestATeardownEndsTheWaitOfAQueuedUp(t *testing.T) {
 		t.Fatal("the teardown waited behind the queued up")
 	}
 	<-ended
+}
+
+// An up whose record could not be saved names what to fix: the disk only
+// when it is full, the worlds folder otherwise (every failure said "free
+// the disk", a read-only folder too).
+func TestAnUnsavedRecordNamesWhatToFix(t *testing.T) {
+	full := unsavedRecord("w", "/home/worlds", &os.PathError{Op: "write", Path: "/home/worlds/x.json", Err: syscall.ENOSPC})
+	if !strings.Contains(full.Error(), "free some disk space") || !errors.Is(full, syscall.ENOSPC) {
+		t.Errorf("a full disk: %v", full)
+	}
+	denied := unsavedRecord("w", "/home/worlds", &os.PathError{Op: "open", Path: "/home/worlds/x.json", Err: syscall.EACCES})
+	if strings.Contains(denied.Error(), "disk") || !strings.Contains(denied.Error(), "fix /home/worlds") {
+		t.Errorf("a folder not writable: %v", denied)
+	}
 }

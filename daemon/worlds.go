@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/git-binky/git-binky/adapters"
@@ -695,7 +696,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 			// Its up started everything but could not save that it had
 			// (a full disk): recorded now.
 			if err := d.saveState(w.ID, world.StateRunning, ""); err != nil {
-				return api.World{}, fmt.Errorf("up %s: its services run, but its record was not saved (%w): free the disk (or fix %s), then run 'git binky up' again to record it", w.Name, err, d.home.WorldsDir())
+				return api.World{}, unsavedRecord(w.Name, d.home.WorldsDir(), err)
 			}
 		}
 		return d.describe(w.ID, r)
@@ -961,10 +962,21 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	}
 	if err != nil {
 		d.log.Error("world up, its record not saved", "world", w.Name, "err", err)
-		return api.World{}, fmt.Errorf("up %s: its services run, but its record was not saved (%w): free the disk (or fix %s), then run 'git binky up' again to record it", w.Name, err, d.home.WorldsDir())
+		return api.World{}, unsavedRecord(w.Name, d.home.WorldsDir(), err)
 	}
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
+}
+
+// unsavedRecord is the error of an up whose services run but whose record
+// could not say so, with what to fix: the disk when it is full, the
+// folder otherwise (its permissions, a read-only mount).
+func unsavedRecord(name, worldsDir string, err error) error {
+	fix := "fix " + worldsDir
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		fix = "free some disk space"
+	}
+	return fmt.Errorf("up %s: its services run, but its record was not saved (%w): %s, then run 'git binky up' again to record it", name, err, fix)
 }
 
 func covers(have, want []string) bool {
