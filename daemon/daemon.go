@@ -54,7 +54,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	worlds    map[string]*worldRun
 	removing  map[string]chan struct{} // the removes under way, by world id (removeTurn)
-	repoLocks map[string]*sync.Mutex
+	repoLocks map[string]chan struct{}
 	// blanksBuilding are the blank templates being built here, and
 	// upsUnderWay the ups that have not ended: a wanted blank is built
 	// once none is (blank.go).

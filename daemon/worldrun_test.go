@@ -137,3 +137,32 @@ func TestAnUnsavedRecordNamesWhatToFix(t *testing.T) {
 		t.Errorf("a folder not writable: %v", denied)
 	}
 }
+
+// An up waiting for its repository's lock (behind another up's worktree
+// add) gives up when its client goes away; it waited on for as long as
+// the add took.
+func TestAWaitForTheRepositorysLockEndsWithItsRequest(t *testing.T) {
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	unlock := d.repoLock("/repo/.git")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := d.repoLockCtx(ctx, "/repo/.git"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a wait whose request ended: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the wait took %s after its request ended", took)
+	}
+	other, err := d.repoLockCtx(context.Background(), "/other/.git")
+	if err != nil {
+		t.Fatalf("another repository's lock: %v", err)
+	}
+	other()
+	unlock()
+	again, err := d.repoLockCtx(context.Background(), "/repo/.git")
+	if err != nil {
+		t.Fatalf("the lock once let go: %v", err)
+	}
+	again()
+}

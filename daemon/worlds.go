@@ -86,18 +86,29 @@ func (r *worldRun) setGroup(g *supervisor.Group, names []string) {
 // repoLock serialises what touches one repository's worktrees: worktree
 // creation (git's own locks make parallel adds fail) and reconciliation.
 func (d *Daemon) repoLock(common string) func() {
+	unlock, _ := d.repoLockCtx(context.Background(), common)
+	return unlock
+}
+
+// repoLockCtx is repoLock giving up when ctx is done: an up whose client
+// went away must not go on waiting behind a slow worktree add.
+func (d *Daemon) repoLockCtx(ctx context.Context, common string) (func(), error) {
 	d.mu.Lock()
 	if d.repoLocks == nil {
-		d.repoLocks = map[string]*sync.Mutex{}
+		d.repoLocks = map[string]chan struct{}{}
 	}
 	m, ok := d.repoLocks[common]
 	if !ok {
-		m = &sync.Mutex{}
+		m = make(chan struct{}, 1)
 		d.repoLocks[common] = m
 	}
 	d.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	select {
+	case m <- struct{}{}:
+		return func() { <-m }, nil
+	case <-ctx.Done():
+		return func() {}, ctx.Err()
+	}
 }
 
 func (d *Daemon) run(id string) *worldRun {
@@ -137,7 +148,11 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 		// (git lists it before its files are there): its files are
 		// there once that up lets go of the repository.
 		if repo, _, _ := gitx.Discover(req.Dir); repo != nil {
-			d.repoLock(repo.CommonDir)()
+			unlock, lerr := d.repoLockCtx(ctx, repo.CommonDir)
+			unlock()
+			if lerr != nil {
+				return nil, lerr
+			}
 			w, err = world.Open(d.home, req.Dir, req.Name)
 		}
 	}
@@ -169,7 +184,10 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	path := filepath.Join(base, dir, strings.ReplaceAll(req.Name, "/", "-"))
 	// git takes locks of its own (refs, the index): one worktree add at a
 	// time per repository, however many ups arrive together.
-	unlock := d.repoLock(repo.CommonDir)
+	unlock, err := d.repoLockCtx(ctx, repo.CommonDir)
+	if err != nil {
+		return nil, err
+	}
 	defer unlock()
 	if w, err := world.Open(d.home, req.Dir, req.Name); err == nil || !errors.Is(err, gitx.ErrNoSuchWorktree) {
 		return w, classify(err) // made by an up that held the lock before us
@@ -585,7 +603,11 @@ func (d *Daemon) retireReplacedOf(ctx context.Context, w *world.World) {
 	if err != nil {
 		return // none: nothing stale
 	}
-	defer d.repoLock(w.Repo.CommonDir)()
+	unlock, err := d.repoLockCtx(ctx, w.Repo.CommonDir)
+	if err != nil {
+		return // its up is ending: the next one retires it
+	}
+	defer unlock()
 	d.retireReplaced(ctx, rec)
 }
 
