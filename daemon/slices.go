@@ -238,7 +238,7 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 			start := time.Now()
 			var made, tmpl string
 			var migrated bool
-			if s, made, tmpl, migrated, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
+			if s, made, tmpl, migrated, err = d.createSlice(ctx, w, rec, n, a, s, ref, secret, stepCallerEnv(ref, callerEnv), &start, emit); err != nil {
 				return rec, err
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed = made, tmpl, time.Since(start).Milliseconds(), time.Now().UTC()
@@ -478,9 +478,10 @@ func (d *Daemon) saveSlice(ctx context.Context, w *world.World, sl world.SliceRe
 // provision a copy of the blank template where there is one: blank.go).
 // Any clone failure falls back to a provision: correctness never depends
 // on cloning, only speed does. It returns how the slice was made, and from
-// which template.
+// which template; since is moved to when the template was ready (built,
+// or waited for), where the slice's own time starts.
 func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Record, n string, a adapters.Adapter, s adapters.Slice,
-	ref string, secret []byte, callerEnv []string, emit func(api.Event)) (adapters.Slice, string, string, bool, error) {
+	ref string, secret []byte, callerEnv []string, since *time.Time, emit func(api.Event)) (adapters.Slice, string, string, bool, error) {
 	svc := w.Config.Services[n]
 	kind := adapters.Canonical(svc.Adapter)
 	for salt := 0; ; salt++ {
@@ -523,6 +524,9 @@ func (d *Daemon) createSlice(ctx context.Context, w *world.World, rec *world.Rec
 		cloner, canClone := a.(adapters.Cloner)
 		if svc.CloneFrom == "golden" && canClone {
 			origin, err := d.golden(ctx, w, rec, n, a, s.AdminURL, ref, s.Home, secret, callerEnv, emit)
+			// The slice's own time starts once its template is there:
+			// status said "cloned ... in 5000 ms" for the template's build.
+			*since = time.Now()
 			tmpl := origin.Name
 			// A template's ErrTaken is not about the slice's name: no salt.
 			nameTaken := false

@@ -764,3 +764,28 @@ func managedPGAdmin(f *fixture) string {
 	f.t.Fatal("no managed postgres in status")
 	return ""
 }
+
+// The time status gives a cloned slice is its copy and the copy's
+// migrate, not the template's build before it: the first world of a
+// branch said "cloned ... and migrated in" seconds of someone's seed.
+func TestAClonedSlicesTimeLeavesOutItsTemplatesBuild(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, `[project]
+name = "took`+runID()+`"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "psql \"$DB_URL\" -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE IF NOT EXISTS items (id int)'"
+seed = "sleep 2"
+clone_from = "golden"
+`)
+	f.mustBinky(f.repo, "up", "tk")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "tk", "--force") })
+	w := f.world("tk")
+	if len(w.Slices) != 1 || w.Slices[0].Made != "cloned" {
+		t.Fatalf("slices: %+v", w.Slices)
+	}
+	if took := w.Slices[0].TookMS; took >= 2000 {
+		t.Errorf("the clone took %d ms by status, the 2 s seed of its template's build included", took)
+	}
+}
