@@ -530,11 +530,18 @@ func TestAStepOfAKilledDaemonStartsNothingMore(t *testing.T) {
 name = "acme"
 [services.db]
 adapter = "postgres"
-migrate = "touch ${env.GC_DIR}/started; sleep 2; touch ${env.GC_DIR}/late"
+migrate = "echo $$ > ${env.GC_DIR}/shell; touch ${env.GC_DIR}/started; sleep 30; touch ${env.GC_DIR}/late"
 `)
 	f.upUntilItsMigrateStarts()
+	b, err := os.ReadFile(filepath.Join(f.gcDir, "shell"))
+	shell, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || shell == 0 {
+		t.Fatalf("the migrate's shell: %q %v", b, err)
+	}
 	f.killDaemon()
-	time.Sleep(3 * time.Second)
+	// Its shell goes with the daemon, well before its sleep ends (30 s: a
+	// daemon slow to die under load cannot pass for a step that went).
+	f.eventually("the migrate's shell killed with its daemon", func() bool { return !pidAlive(shell) })
 	if _, err := os.Stat(filepath.Join(f.gcDir, "late")); err == nil {
 		t.Error("the migrate went on after its daemon was killed")
 	}
