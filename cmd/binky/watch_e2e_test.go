@@ -322,7 +322,7 @@ func TestAWorktreeMovedDuringItsUpComesUpWhereItWent(t *testing.T) {
 	f := newFixture(t, `[project]
 name = "acme"
 [services.slow]
-cmd = "sleep 3 && exec testsvc"
+cmd = "while [ ! -e ${env.GC_DIR}/go ]; do sleep 0.1; done; exec testsvc"
 url = "slow"
 health = { http = "/healthz", interval = "100ms" }
 [services.api]
@@ -337,7 +337,16 @@ depends_on = ["slow"]
 		return ok && len(w.Services) > 0 && service(w, "slow").PID != 0
 	})
 	time.Sleep(time.Second) // the watcher's look at the new worktree, done
+	// slow waits for $GC_DIR/go: the up cannot end before the move, however
+	// loaded the machine (a 3 s sleep let it end first, and the test passed
+	// without a move during an up).
+	if w, _ := f.find("feat"); w.State == "running" {
+		t.Fatalf("the world is up before its move: %+v", w)
+	}
 	f.mustGit(f.repo, "worktree", "move", "../feat", "../moved")
+	if err := os.WriteFile(filepath.Join(f.gcDir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	moved := filepath.Join(f.tmp, "moved")
 	f.eventually("the world up at the new path", func() bool {
 		w, ok := f.find("feat")
