@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,12 +77,10 @@ func scriptEnv(e *testscript.Env) error {
 	home := filepath.Join(work, ".binky-home")
 	e.Setenv("BINKY_HOME", home)
 	// Every script's daemon gets a proxy port of its own.
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	port, err := freeListenPort()
 	if err != nil {
 		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}

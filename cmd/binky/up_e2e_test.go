@@ -63,13 +63,35 @@ func fixturePorts() string {
 	return fmt.Sprintf("[ports]\nmin = %d\nmax = %d\n", 5000+n*100, 5000+n*100+99)
 }
 
+// freeTCPPort is a port for a daemon to listen on (its proxy, its https
+// port) that nothing listens on now. Not bind(0)'s: that is an ephemeral
+// port, which any outgoing connection of the machine may take as its own
+// before the daemon binds it. 25000-29999 is below the ephemeral range,
+// above the fixtures' and the world package's tests' ranges; make test's
+// throwaway servers, which may be there, are listening already.
 func freeTCPPort(t *testing.T) int {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	t.Helper()
+	p, err := freeListenPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
+}
+
+// listenPort numbers the ports freeListenPort tries.
+var listenPort atomic.Int32
+
+func freeListenPort() (int, error) {
+	const lo, n = 25000, 5000
+	for range n {
+		p := lo + (int(listenPort.Add(1))+os.Getpid()*7)%n
+		l, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			l.Close()
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port in %d-%d", lo, lo+n-1)
 }
 
 func newFixture(t *testing.T, config string) *fixture {
