@@ -752,8 +752,9 @@ func TestARequestWithAResultMemberIsRefusedNotLost(t *testing.T) {
 	}
 }
 
-// An initialize mcp-go never answers holds what follows for a bounded
-// time, not for good: end of input ends the session.
+// An initialize mcp-go does not answer in time holds what follows for a
+// bounded time, not for good: end of input ends the session; and its
+// answer, should it come after all, opens the session.
 func TestAnUnansweredInitializeHoldsTheSessionOnlySoLong(t *testing.T) {
 	f := newCancelFilter(io.Discard)
 	f.initializing[`1`] = true
@@ -769,6 +770,14 @@ func TestAnUnansweredInitializeHoldsTheSessionOnlySoLong(t *testing.T) {
 	}
 	if len(f.initializing) != 0 {
 		t.Error("the unanswered initialize is still pending: every later line would wait again")
+	}
+	// Its answer, late, still opens the session: it was forgotten, and
+	// every request after it was refused as coming before initialize.
+	if _, err := f.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !f.initialized.Load() {
+		t.Error("the late answer to the initialize did not open the session")
 	}
 }
 

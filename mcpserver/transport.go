@@ -30,8 +30,12 @@ type cancelFilter struct {
 	// The lifecycle (refuseEarly): the ids of initialize requests not
 	// answered yet, and whether one was answered with a result.
 	initializing map[string]bool
-	initialized  atomic.Bool
-	answered     *sync.Cond // on mu: an initialize request was answered
+	// late holds the initializes whose answer was waited for past
+	// initializeWait: what follows no longer waits, but their answer,
+	// when it comes, still opens the session.
+	late        map[string]bool
+	initialized atomic.Bool
+	answered    *sync.Cond // on mu: an initialize request was answered
 
 	// Error codes a resource handler chose, by request id: mcp-go answers
 	// every handler error with -32603 (internal error), and a world that
@@ -40,7 +44,7 @@ type cancelFilter struct {
 }
 
 func newCancelFilter(out io.Writer) *cancelFilter {
-	f := &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}, codes: map[string]int{}}
+	f := &cancelFilter{out: out, cancelled: map[string]bool{}, initializing: map[string]bool{}, late: map[string]bool{}, codes: map[string]int{}}
 	f.answered = sync.NewCond(&f.mu)
 	return f
 }
@@ -67,7 +71,11 @@ func (f *cancelFilter) awaitInitialize() {
 	defer wake.Stop()
 	for !f.initialized.Load() && len(f.initializing) > 0 {
 		if !time.Now().Before(deadline) {
-			clear(f.initializing) // unanswered: what follows is refused as early
+			// Unanswered: what follows is refused as early until it is.
+			for k := range f.initializing {
+				f.late[k] = true
+			}
+			clear(f.initializing)
 			return
 		}
 		f.answered.Wait()
@@ -283,7 +291,7 @@ func (f *cancelFilter) noteInitializedLocked(line []byte) {
 		return
 	}
 	key := idKey(m.ID)
-	if !f.initializing[key] {
+	if !f.initializing[key] && !f.late[key] {
 		return
 	}
 	// Only initialize's own answer: a client that gave a ping the pending
@@ -295,9 +303,11 @@ func (f *cancelFilter) noteInitializedLocked(line []byte) {
 	switch {
 	case len(m.Result) == 0 || bytes.Equal(m.Result, []byte("null")):
 		delete(f.initializing, key) // an error: initialize failed
+		delete(f.late, key)
 		f.answered.Broadcast()
 	case json.Unmarshal(m.Result, &res) == nil && res.ProtocolVersion != "":
 		delete(f.initializing, key)
+		delete(f.late, key)
 		f.initialized.Store(true)
 		f.answered.Broadcast()
 	}
@@ -385,7 +395,7 @@ func (f *cancelFilter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		line := f.pending[:i+1]
-		if len(f.initializing) > 0 {
+		if len(f.initializing) > 0 || len(f.late) > 0 {
 			f.noteInitializedLocked(line)
 		}
 		if len(f.codes) > 0 {
