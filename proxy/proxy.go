@@ -167,6 +167,16 @@ func (p *Proxy) lookup(hostHeader string) (Route, bool) {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.TransferEncoding) > 0 {
+		// Go's server reads a chunked body by its chunks and drops a
+		// Content-Length sent beside them without a word to the handler,
+		// but keeps the connection. RFC 9112 6.1 wants one that carried
+		// both closed after the answer: a front that went by the length
+		// would take what follows the body as another request. Since the
+		// two cannot be told apart here, any chunked request closes its
+		// connection (a reconnect on loopback).
+		w.Header().Set("Connection", "close")
+	}
 	host := routeHost(r.Host)
 	if r.URL.Path == AskPath && (host == "127.0.0.1" || host == "localhost") {
 		ownAnswer(w, r)

@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// seenRequest is a request as a service got it: its head as it came on
+// the wire (http.ReadRequest would hide a Content-Length beside a
+// Transfer-Encoding), and its body.
+type seenRequest struct{ head, body string }
+
+// recorder is a service that answers every request "ok" and reports it.
+func recorder(t *testing.T) (port int, seen <-chan seenRequest) {
+	ch := make(chan seenRequest, 16)
+	port = tcpService(t, func(c net.Conn) {
+		var raw bytes.Buffer
+		br := bufio.NewReader(io.TeeReader(c, &raw))
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			// The proxy sends a request only after the answer to the last
+			// one: raw holds this request and nothing more.
+			head, _, _ := strings.Cut(raw.String(), "\r\n\r\n")
+			raw.Reset()
+			ch <- seenRequest{head, string(body)}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	return port, ch
+}
+
+// A request framed two ways, by Content-Length and Transfer-Encoding, is
+// read by its Transfer-Encoding, reaches the service without the length,
+// and its connection closes after the answer (RFC 9112 6.1): what follows
+// its body, a request smuggled past a front that went by the length, is
+// never served. On a fresh connection, and on one net/http already serves.
+func TestARequestFramedTwoWaysIsReadAsChunkedAndItsConnectionCloses(t *testing.T) {
+	const host = "svc.w.acme.localhost"
+	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
+	for _, tc := range []struct{ name, before, framing string }{
+		{"length first", "", "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"},
+		{"chunked first", "", "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n"},
+		{"after a request net/http served", "GET /first HTTP/1.1\r\nHost: " + host + "\r\nConnection: x-hop\r\nX-Hop: 1\r\n\r\n",
+			"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port, seen := recorder(t)
+			p := New()
+			p.SetRoutes([]Route{{Host: host, World: "w", Service: "svc", Port: port, Up: true}})
+			c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if tc.before != "" {
+				if resp := roundTrip(t, c, br, tc.before); resp.StatusCode != http.StatusOK || resp.Close {
+					t.Fatalf("the request before: %d, close %v", resp.StatusCode, resp.Close)
+				}
+				<-seen
+			}
+			resp := roundTrip(t, c, br, "POST /upload HTTP/1.1\r\nHost: "+host+"\r\n"+tc.framing+"\r\n3\r\nabc\r\n0\r\n\r\n"+smuggled)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want the service's 200", resp.StatusCode)
+			}
+			got := <-seen
+			if got.body != "abc" {
+				t.Errorf("the service got body %q, want abc (the chunked framing)", got.body)
+			}
+			if strings.Contains(strings.ToLower(got.head), "content-length") {
+				t.Errorf("the conflicting Content-Length reached the service:\n%s", got.head)
+			}
+			if !resp.Close {
+				t.Error("the answer does not say Connection: close")
+			}
+			if !closedWithin(c, br, 2*time.Second) {
+				t.Error("the connection stays open after the answer: what follows the body is read as a request")
+			}
+			select {
+			case s := <-seen:
+				t.Errorf("the request after the body was served: %q", s.head)
+			default:
+			}
+		})
+	}
+}
+
+// A request whose last transfer coding is not chunked has a length nobody
+// can know (RFC 9112 6.3): it is refused, its connection closed, and
+// nothing reaches the service. RFC 9112 asks a 400 where chunked is not
+// last; Go's server, which reads such a request for the proxy, answers 501
+// (a coding it does not implement) to any but a lone chunked.
+func TestATransferCodingOtherThanAFinalChunkedIsRefused(t *testing.T) {
+	const host = "svc.w.acme.localhost"
+	for _, te := range []string{"gzip", "chunked, gzip", "gzip, chunked", "chunked\r\nTransfer-Encoding: gzip", "identity"} {
+		for _, length := range []string{"", "Content-Length: 3\r\n"} {
+			port, seen := recorder(t)
+			p := New()
+			p.SetRoutes([]Route{{Host: host, World: "w", Service: "svc", Port: port, Up: true}})
+			c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp := roundTrip(t, c, br, "POST /upload HTTP/1.1\r\nHost: "+host+"\r\nTransfer-Encoding: "+te+"\r\n"+length+"\r\n3\r\nabc\r\n0\r\n\r\n")
+			if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotImplemented {
+				t.Errorf("Transfer-Encoding %q (%q): %d, want 400 or 501", te, length, resp.StatusCode)
+			}
+			if !closedWithin(c, br, 2*time.Second) {
+				t.Errorf("Transfer-Encoding %q (%q): the connection stays open", te, length)
+			}
+			select {
+			case s := <-seen:
+				t.Errorf("Transfer-Encoding %q (%q) reached the service:\n%s", te, length, s.head)
+			default:
+			}
+		}
+	}
+}
