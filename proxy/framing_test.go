@@ -122,3 +122,29 @@ func TestATransferCodingOtherThanAFinalChunkedIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Go's server ignores a Transfer-Encoding on an HTTP/1.0 request, frames
+// its body by the Content-Length instead, and hides the header from the
+// handler; RFC 9112 6.1 calls such framing faulty and wants the connection
+// closed after it. So an HTTP/1.0 request closes its connection, even one
+// that asked to keep it, and what follows its length is never read.
+func TestAnHTTP10RequestClosesItsConnection(t *testing.T) {
+	const host = "svc.w.acme.localhost"
+	port, seen := recorder(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: host, World: "w", Service: "svc", Port: port, Up: true}})
+	c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp := roundTrip(t, c, br, "POST /upload HTTP/1.0\r\nHost: "+host+"\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want the service's 200", resp.StatusCode)
+	}
+	<-seen
+	if !resp.Close {
+		t.Error("the answer keeps the connection")
+	}
+	if !closedWithin(c, br, 2*time.Second) {
+		t.Error("the connection stays open after the answer: what follows the length is read as a request")
+	}
+}

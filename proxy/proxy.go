@@ -167,14 +167,16 @@ func (p *Proxy) lookup(hostHeader string) (Route, bool) {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if len(r.TransferEncoding) > 0 {
+	if len(r.TransferEncoding) > 0 || !r.ProtoAtLeast(1, 1) {
 		// Go's server reads a chunked body by its chunks and drops a
 		// Content-Length sent beside them without a word to the handler,
 		// but keeps the connection. RFC 9112 6.1 wants one that carried
 		// both closed after the answer: a front that went by the length
 		// would take what follows the body as another request. Since the
 		// two cannot be told apart here, any chunked request closes its
-		// connection (a reconnect on loopback).
+		// connection (a reconnect on loopback). So does any HTTP/1.0 one:
+		// there Go ignores a Transfer-Encoding (and hides it), framing by
+		// the length, which RFC 9112 6.1 calls faulty framing.
 		w.Header().Set("Connection", "close")
 	}
 	host := routeHost(r.Host)
