@@ -335,13 +335,12 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, rt Route, err error
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	retryable := !hasBody && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions)
+	// r.Body stays as net/http made it: the server looks at its type after
+	// the answer (an Expect body left unread closes the connection; a
+	// large one cut short is closed without a reset under the answer).
 	var body *stallReader
 	if hasBody {
 		body = &stallReader{Reader: r.Body, conn: http.NewResponseController(w), d: limitsOf(r).body}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{body, r.Body}
 	}
 	for attempt := 0; ; attempt++ {
 		u := p.pool.get(rt.Port, !retryable)
@@ -353,7 +352,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 				return
 			}
 		}
-		err := p.roundTrip(w, r, u, hasBody, reused)
+		err := p.roundTrip(w, r, u, body, reused)
 		if err == nil {
 			return
 		}
@@ -381,10 +380,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt Route) {
 	}
 }
 
-// roundTrip sends r on u and copies the response to w. It owns u: back to
-// the pool when the exchange ended cleanly, closed otherwise. An error
-// returned means nothing was written to w yet.
-func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, hasBody, reused bool) (err error) {
+// roundTrip sends r, with body (nil for none), on u and copies the
+// response to w. It owns u: back to the pool when the exchange ended
+// cleanly, closed otherwise. An error returned means nothing was written
+// to w yet.
+func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, body *stallReader, reused bool) (err error) {
 	keep := false
 	defer func() {
 		if keep {
@@ -403,54 +403,90 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, h
 	}()
 
 	writeHead(u.bw, r)
-	if hasBody {
-		if r.ContentLength > 0 {
-			u.bw.WriteString("Content-Length: ")
-			u.bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
-			u.bw.WriteString("\r\n\r\n")
-			if _, err := io.CopyN(u.bw, r.Body, r.ContentLength); err != nil {
-				return err
+	if err := sendBody(u, r, body); err != nil {
+		if body == nil || body.failed != nil || errors.Is(err, io.EOF) {
+			// Not the service's doing: the client's body failed or ended
+			// short, or a kept connection was found closed.
+			if reused && body == nil {
+				return errBeforeResponse
 			}
-		} else {
-			u.bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
-			cw := newChunkedWriter(u.bw)
-			if _, err := copyBuffer(cw, r.Body); err != nil {
-				return err
-			}
-			u.bw.WriteString("0\r\n\r\n")
+			return err
 		}
-	} else {
+		// The service stopped reading (a 413 for a large upload, then
+		// close): the client gets what it answered before it did. The
+		// connection closes after that, as the rest of the body is still
+		// on its way.
+		u.conn.SetReadDeadline(time.Now().Add(time.Second))
+		resp, rerr := readFinal(u, r, false)
+		if rerr != nil {
+			return fmt.Errorf("it stopped reading the request body: %w", err)
+		}
+		w.Header().Set("Connection", "close")
+		relay(w, resp)
+		return nil
+	}
+	resp, err := readFinal(u, r, reused)
+	if err != nil {
+		return err
+	}
+	keep = relay(w, resp)
+	return nil
+}
+
+// sendBody writes the end of r's head, with the body's framing, and the
+// body to u.
+func sendBody(u *upstream, r *http.Request, body *stallReader) error {
+	switch {
+	case body == nil:
 		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 			u.bw.WriteString("Content-Length: 0\r\n")
 		}
 		u.bw.WriteString("\r\n")
-	}
-	if err := u.bw.Flush(); err != nil {
-		if reused {
-			return errBeforeResponse
+	case r.ContentLength > 0:
+		u.bw.WriteString("Content-Length: ")
+		u.bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
+		u.bw.WriteString("\r\n\r\n")
+		if _, err := io.CopyN(u.bw, body, r.ContentLength); err != nil {
+			return err
 		}
-		return err
+	default:
+		u.bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+		if _, err := copyBuffer(newChunkedWriter(u.bw), body); err != nil {
+			return err
+		}
+		u.bw.WriteString("0\r\n\r\n")
 	}
-	var resp *http.Response
+	return u.bw.Flush()
+}
+
+// readFinal reads the service's final response to r from u. reused: a
+// failure before its first byte is errBeforeResponse (a kept connection
+// the service closed while it sat idle).
+func readFinal(u *upstream, r *http.Request, reused bool) (*http.Response, error) {
 	for {
 		if _, err := u.br.Peek(1); err != nil && reused {
-			return errBeforeResponse
+			return nil, errBeforeResponse
 		}
-		resp, err = readResponse(u, r)
+		resp, err := readResponse(u, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			// Upgrades go through the reverse proxy; here none was asked
 			// for, and the connection now speaks something else.
-			return errors.New("switched protocols on a request that asked for no upgrade")
+			return nil, errors.New("switched protocols on a request that asked for no upgrade")
 		}
 		// 1xx are interim (100 Continue, 103 Early Hints): the final
 		// response follows.
 		if resp.StatusCode >= 200 {
-			break
+			return resp, nil
 		}
 	}
+}
+
+// relay copies resp to w, and reports whether the service's connection can
+// serve another request.
+func relay(w http.ResponseWriter, resp *http.Response) (keep bool) {
 	defer resp.Body.Close()
 	listed := connectionListed(resp.Header)
 	h := w.Header()
@@ -479,7 +515,7 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, h
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return nil // the client went away: u is closed
+				return false // the client went away
 			}
 			if fl != nil {
 				fl.Flush()
@@ -491,7 +527,7 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, h
 			for k, vs := range resp.Trailer {
 				h[http.TrailerPrefix+k] = vs
 			}
-			break
+			return !resp.Close
 		}
 		if rerr != nil {
 			// Headers are out: all that is left is to cut the response
@@ -499,8 +535,6 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, h
 			panic(http.ErrAbortHandler)
 		}
 	}
-	keep = !resp.Close
-	return nil
 }
 
 func isEventStream(ct string) bool {

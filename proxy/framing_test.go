@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -146,5 +147,89 @@ func TestAnHTTP10RequestClosesItsConnection(t *testing.T) {
 	}
 	if !closedWithin(c, br, 2*time.Second) {
 		t.Error("the connection stays open after the answer: what follows the length is read as a request")
+	}
+}
+
+// refuser is a service that answers an upload from its head alone, as one
+// with a size limit or an auth check does: a 413, without reading the
+// body, and it closes. expects reports each Expect header it got.
+func refuser(t *testing.T, expects chan<- string) int {
+	return tcpService(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		expects <- req.Header.Get("Expect")
+		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: text/plain\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big\n")
+	})
+}
+
+// upload writes body pieces to c until it has sent size bytes or c stops
+// taking them; chunked sends them as chunks, and the last one.
+func upload(c net.Conn, size int, chunked bool) {
+	piece := make([]byte, 64<<10)
+	for sent := 0; sent < size; sent += len(piece) {
+		if chunked {
+			fmt.Fprintf(c, "%x\r\n", len(piece))
+		}
+		if _, err := c.Write(piece); err != nil {
+			return
+		}
+		if chunked {
+			io.WriteString(c, "\r\n")
+		}
+	}
+	if chunked {
+		io.WriteString(c, "0\r\n\r\n")
+	}
+}
+
+// An upload the service refuses before reading its body gets the service's
+// answer, not a 502, and its connection closes after it: sent as curl sends
+// a large one (Expect: 100-continue, then the body only once told to
+// continue), chunked, or as HTTP/1.0 (net/http's path, all three).
+func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
+	const host = "svc.w.acme.localhost"
+	const size = 20 << 20
+	for _, tc := range []struct {
+		name, head      string
+		expect, chunked bool
+		size            int
+	}{
+		{"expect", fmt.Sprintf("POST /upload HTTP/1.1\r\nHost: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", host, size), true, false, size},
+		{"expect, chunked", "POST /upload HTTP/1.1\r\nHost: " + host + "\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", true, true, size},
+		{"chunked", "POST /upload HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\n", false, true, size},
+		{"http/1.0", fmt.Sprintf("POST /upload HTTP/1.0\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, size), false, false, size},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			expects := make(chan string, 1)
+			p := New()
+			p.SetRoutes([]Route{{Host: host, World: "w", Service: "svc", Port: refuser(t, expects), Up: true}})
+			c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, tc.head)
+			if !tc.expect {
+				go upload(c, tc.size, tc.chunked)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err == nil && resp.StatusCode == http.StatusContinue {
+				go upload(c, tc.size, tc.chunked)
+				resp, err = http.ReadResponse(br, nil)
+			}
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too big\n" {
+				t.Errorf("%d %q, want the service's 413 \"too big\"", resp.StatusCode, body)
+			}
+			if !resp.Close {
+				t.Error("the answer does not say Connection: close")
+			}
+			if !closedWithin(c, br, 3*time.Second) {
+				t.Error("the connection stays open after the answer")
+			}
+		})
 	}
 }
