@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,11 +282,10 @@ func headerHasToken(v, token string) bool {
 var skipRequest = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	// The handler reads the body at once, so the server has already
-	// told the client to continue; the service need not.
+	// roundTrip asks the service to continue itself, for a body net/http
+	// has not yet told its client to send (awaitContinue).
 	"Expect": true,
-	// roundTrip frames the body itself: a second Content-Length makes
-	// strict parsers (Node's) answer 400.
+	// roundTrip frames the body itself (writeFraming).
 	"Content-Length": true,
 	"Forwarded":      true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
 }
@@ -403,7 +403,33 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, b
 	}()
 
 	writeHead(u.bw, r)
-	if err := sendBody(u, r, body); err != nil {
+	// The client of a body that expects 100-continue waits to be told to
+	// send it, and net/http tells it on the body's first read: the service
+	// is asked first, so that a body it refuses from the head is never sent.
+	expect := body != nil && expectsContinue(r)
+	if expect {
+		u.bw.WriteString("Expect: 100-continue\r\n")
+	}
+	writeFraming(u.bw, r, body)
+	if expect {
+		resp, err := awaitContinue(u, r)
+		if err != nil {
+			return err
+		}
+		if resp != nil {
+			// Refused from the head (a 413, a 401): the client, never told
+			// to continue, need not send the body, and the connection
+			// closes after the answer. Before it does, net/http reads and
+			// drops what the client sends meanwhile (up to 256 KB; curl
+			// stops waiting after a second) for continueWait, so that the
+			// close does not reset the connection under the answer.
+			w.Header().Set("Connection", "close")
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(continueWait))
+			relay(w, resp)
+			return nil
+		}
+	}
+	if err := sendBody(u, body, r.ContentLength); err != nil {
 		if body == nil || body.failed != nil || errors.Is(err, io.EOF) {
 			// Not the service's doing: the client's body failed or ended
 			// short, or a kept connection was found closed.
@@ -433,24 +459,34 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, b
 	return nil
 }
 
-// sendBody writes the end of r's head, with the body's framing, and the
-// body to u.
-func sendBody(u *upstream, r *http.Request, body *stallReader) error {
+// writeFraming ends r's head with its body's framing, chosen here: a
+// second Content-Length makes strict parsers (Node's) answer 400.
+func writeFraming(bw *bufio.Writer, r *http.Request, body *stallReader) {
 	switch {
 	case body == nil:
 		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
-			u.bw.WriteString("Content-Length: 0\r\n")
+			bw.WriteString("Content-Length: 0\r\n")
 		}
-		u.bw.WriteString("\r\n")
 	case r.ContentLength > 0:
-		u.bw.WriteString("Content-Length: ")
-		u.bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
-		u.bw.WriteString("\r\n\r\n")
-		if _, err := io.CopyN(u.bw, body, r.ContentLength); err != nil {
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
+		bw.WriteString("\r\n")
+	default:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	bw.WriteString("\r\n")
+}
+
+// sendBody sends body (nil for none) of length n (-1: chunked) to u, with
+// whatever of the head is still in u's buffer.
+func sendBody(u *upstream, body *stallReader, n int64) error {
+	switch {
+	case body == nil:
+	case n > 0:
+		if _, err := io.CopyN(u.bw, body, n); err != nil {
 			return err
 		}
 	default:
-		u.bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		if _, err := copyBuffer(newChunkedWriter(u.bw), body); err != nil {
 			return err
 		}
@@ -458,6 +494,58 @@ func sendBody(u *upstream, r *http.Request, body *stallReader) error {
 	}
 	return u.bw.Flush()
 }
+
+// continueWait is how long a request that asked to continue waits for its
+// service's word before the body goes anyway: a service need not answer
+// one, and curl does not wait longer either.
+const continueWait = time.Second
+
+// expectsContinue reports whether r's client waits to be told to send its
+// body (net/http honours Expect: 100-continue on HTTP/1.1 only).
+func expectsContinue(r *http.Request) bool {
+	return r.ProtoAtLeast(1, 1) && headerHasToken(r.Header.Get("Expect"), "100-continue")
+}
+
+// awaitContinue sends the head in u's buffer, of a request that asked to
+// continue, and waits for the service's word: nil to send the body (a 100
+// Continue, or nothing for continueWait), or the final answer it gave from
+// the head alone.
+func awaitContinue(u *upstream, r *http.Request) (*http.Response, error) {
+	if err := u.bw.Flush(); err != nil {
+		return nil, err
+	}
+	for {
+		u.conn.SetReadDeadline(time.Now().Add(continueWait))
+		_, err := u.br.Peek(1)
+		u.conn.SetReadDeadline(time.Time{})
+		if cerr := r.Context().Err(); cerr != nil {
+			// The client went away; the deadline that cut the exchange
+			// short may have been undone just now.
+			return nil, cerr
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp, err := readResponse(u, r)
+		switch {
+		case err != nil:
+			return nil, err
+		case resp.StatusCode == http.StatusContinue:
+			return nil, nil
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, errUnaskedSwitch
+		case resp.StatusCode >= 200:
+			return resp, nil
+		}
+		// Another interim answer (103 Early Hints): wait on.
+	}
+}
+
+// errUnaskedSwitch is a 101 to a request that asked for no upgrade.
+var errUnaskedSwitch = errors.New("switched protocols on a request that asked for no upgrade")
 
 // readFinal reads the service's final response to r from u. reused: a
 // failure before its first byte is errBeforeResponse (a kept connection
@@ -474,7 +562,7 @@ func readFinal(u *upstream, r *http.Request, reused bool) (*http.Response, error
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			// Upgrades go through the reverse proxy; here none was asked
 			// for, and the connection now speaks something else.
-			return nil, errors.New("switched protocols on a request that asked for no upgrade")
+			return nil, errUnaskedSwitch
 		}
 		// 1xx are interim (100 Continue, 103 Early Hints): the final
 		// response follows.

@@ -187,7 +187,8 @@ func upload(c net.Conn, size int, chunked bool) {
 // An upload the service refuses before reading its body gets the service's
 // answer, not a 502, and its connection closes after it: sent as curl sends
 // a large one (Expect: 100-continue, then the body only once told to
-// continue), chunked, or as HTTP/1.0 (net/http's path, all three).
+// continue), chunked, or as HTTP/1.0 (net/http's path, all three). With
+// Expect, the client is never told to send a body the service refused.
 func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
 	const host = "svc.w.acme.localhost"
 	const size = 20 << 20
@@ -197,6 +198,7 @@ func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
 		size            int
 	}{
 		{"expect", fmt.Sprintf("POST /upload HTTP/1.1\r\nHost: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", host, size), true, false, size},
+		{"expect, small", fmt.Sprintf("POST /upload HTTP/1.1\r\nHost: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", host, 1000), true, false, 1000},
 		{"expect, chunked", "POST /upload HTTP/1.1\r\nHost: " + host + "\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", true, true, size},
 		{"chunked", "POST /upload HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\n", false, true, size},
 		{"http/1.0", fmt.Sprintf("POST /upload HTTP/1.0\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, size), false, false, size},
@@ -213,7 +215,9 @@ func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
 				go upload(c, tc.size, tc.chunked)
 			}
 			resp, err := http.ReadResponse(br, nil)
+			told := false
 			if err == nil && resp.StatusCode == http.StatusContinue {
+				told = true
 				go upload(c, tc.size, tc.chunked)
 				resp, err = http.ReadResponse(br, nil)
 			}
@@ -224,6 +228,9 @@ func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too big\n" {
 				t.Errorf("%d %q, want the service's 413 \"too big\"", resp.StatusCode, body)
 			}
+			if tc.expect && told {
+				t.Error("the client was told to continue with a body the service had refused")
+			}
 			if !resp.Close {
 				t.Error("the answer does not say Connection: close")
 			}
@@ -231,5 +238,30 @@ func TestAnUploadRefusedBeforeItsBodyGetsTheServicesAnswer(t *testing.T) {
 				t.Error("the connection stays open after the answer")
 			}
 		})
+	}
+}
+
+// With Expect: 100-continue, a service that takes the body (Go's server
+// says continue when its handler reads it) has the client told to continue
+// at once, not after the proxy's wait for a service that never says.
+func TestAnUploadWithExpectContinuesWhenTheServiceSaysSo(t *testing.T) {
+	_, port := echo(t)
+	p := New()
+	p.SetRoutes([]Route{{Host: "api.w.acme.localhost", World: "w", Service: "api", Port: port, Up: true}})
+	c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: api.w.acme.localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("want 100 Continue first: %v %v", resp, err)
+	}
+	if waited := time.Since(start); waited > continueWait/2 {
+		t.Errorf("told to continue after %v: the service's word was not passed on", waited)
+	}
+	resp = roundTrip(t, c, br, "hello")
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Errorf("%d, close %v: want the service's 200 on a kept connection", resp.StatusCode, resp.Close)
 	}
 }
