@@ -421,6 +421,9 @@ func (p *Proxy) exchange(c net.Conn, client *clientRef, br *bufio.Reader, bw *bu
 						// upload, then close): it may have answered. (An
 						// EOF is the client's body ending short.)
 						answerCutUpload(bw, u, method, rt, err)
+						u.close()
+						lingerClose(c)
+						return closeConn
 					}
 					u.close()
 					return closeConn
@@ -905,4 +908,25 @@ func answerCutUpload(bw *bufio.Writer, u *upstream, method string, rt Route, err
 	msg := fmt.Sprintf("binky proxy: %s of %s stopped reading the request body: %v\n", rt.Service, rt.World, err)
 	fmt.Fprintf(bw, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
 	bw.Flush()
+}
+
+// lingerClose readies c, whose client may still be sending a body the
+// service cut, to be closed under the answer just sent: closed with the
+// client's bytes unread, it would be reset, and a client still sending
+// reports the reset (curl's "Send failure") rather than the answer. So its
+// sending side is closed first (the client reads the answer, then the
+// end), and what the client still sends is read and dropped until it
+// closes its side too, or for continueWait.
+func lingerClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(continueWait))
+	bufp := buffers.Get().(*[]byte)
+	defer buffers.Put(bufp)
+	for {
+		if _, err := c.Read(*bufp); err != nil {
+			return
+		}
+	}
 }

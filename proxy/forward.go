@@ -449,6 +449,7 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, b
 		}
 		w.Header().Set("Connection", "close")
 		relay(w, resp)
+		lingerAnswered(w, r)
 		return nil
 	}
 	resp, err := readFinal(u, r, reused)
@@ -493,6 +494,22 @@ func sendBody(u *upstream, body *stallReader, n int64) error {
 		u.bw.WriteString("0\r\n\r\n")
 	}
 	return u.bw.Flush()
+}
+
+// lingerAnswered reads and drops, with the answer out, what the client
+// still sends of a body the service cut, until the body ends or the
+// client closes, or for continueWait; net/http then closes the connection. Left to itself it
+// would close at once after a body that expected 100-continue, with the
+// client's bytes unread: a reset, which a client still sending reports
+// (curl's "Send failure") rather than the answer. After any other body it
+// would wait for up to 256 KB more from a client that may have stopped.
+func lingerAnswered(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	rc.SetReadDeadline(time.Now().Add(continueWait))
+	copyBuffer(io.Discard, r.Body)
 }
 
 // continueWait is how long a request that asked to continue waits for its

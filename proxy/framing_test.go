@@ -3,11 +3,13 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -263,5 +265,85 @@ func TestAnUploadWithExpectContinuesWhenTheServiceSaysSo(t *testing.T) {
 	resp = roundTrip(t, c, br, "hello")
 	if resp.StatusCode != http.StatusOK || resp.Close {
 		t.Errorf("%d, close %v: want the service's 200 on a kept connection", resp.StatusCode, resp.Close)
+	}
+}
+
+// An upload the service cuts midway (it said continue, read some, then
+// answered 401 and closed) leaves a client that stops sending on the
+// answer, as curl does, a connection that ends cleanly: closed with its
+// bytes unread, it was reset, and curl reported the reset ("Send failure")
+// rather than the answer. On the fast path and on net/http's.
+func TestAClientCutOffMidUploadSeesItsConnectionEndCleanly(t *testing.T) {
+	const host = "svc.w.acme.localhost"
+	port := tcpService(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if req.Header.Get("Expect") != "" {
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+		}
+		io.CopyN(io.Discard, br, 100<<10)
+		io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno\n")
+	})
+	p := New()
+	p.SetRoutes([]Route{{Host: host, World: "w", Service: "svc", Port: port, Up: true}})
+	addr := strings.TrimPrefix(serve(t, p).URL, "http://")
+	for _, tc := range []struct {
+		name, head string
+		chunked    bool
+	}{
+		{"length (the fast path)", "POST /up HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 1000000000\r\n\r\n", false},
+		{"chunked", "POST /up HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\n", true},
+		{"expect", "POST /up HTTP/1.1\r\nHost: " + host + "\r\nExpect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, addr)
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, tc.head)
+			if strings.Contains(tc.head, "Expect") {
+				if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+					t.Fatalf("want 100 Continue first: %v %v", resp, err)
+				}
+			}
+			stop, sent := make(chan struct{}), make(chan error, 1)
+			go func() {
+				piece := []byte("4000\r\n" + strings.Repeat("x", 0x4000) + "\r\n")
+				if !tc.chunked {
+					piece = bytes.Repeat([]byte("x"), 16<<10)
+				}
+				for {
+					select {
+					case <-stop:
+						sent <- nil
+						return
+					default:
+					}
+					if _, err := c.Write(piece); err != nil {
+						sent <- err
+						return
+					}
+				}
+			}()
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			close(stop) // as curl stops sending on an answer
+			if resp.StatusCode != http.StatusUnauthorized || string(body) != "no\n" {
+				t.Errorf("%d %q, want the service's 401", resp.StatusCode, body)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+			}
+			// A reset is reported once, to whichever call meets it first:
+			// here the writer, as with curl.
+			if err := <-sent; errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("the proxy reset the connection while the client sent: %v", err)
+			}
+		})
 	}
 }
