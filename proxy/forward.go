@@ -419,13 +419,11 @@ func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, u *upstream, b
 		if resp != nil {
 			// Refused from the head (a 413, a 401): the client, never told
 			// to continue, need not send the body, and the connection
-			// closes after the answer. Before it does, net/http reads and
-			// drops what the client sends meanwhile (up to 256 KB; curl
-			// stops waiting after a second) for continueWait, so that the
-			// close does not reset the connection under the answer.
+			// closes after the answer; what the client sends meanwhile
+			// (curl stops waiting after a second) is dropped first.
 			w.Header().Set("Connection", "close")
-			http.NewResponseController(w).SetReadDeadline(time.Now().Add(continueWait))
 			relay(w, resp)
+			lingerAnswered(w, r)
 			return nil
 		}
 	}
@@ -497,12 +495,14 @@ func sendBody(u *upstream, body *stallReader, n int64) error {
 }
 
 // lingerAnswered reads and drops, with the answer out, what the client
-// still sends of a body the service cut, until the body ends or the
-// client closes, or for continueWait; net/http then closes the connection. Left to itself it
-// would close at once after a body that expected 100-continue, with the
-// client's bytes unread: a reset, which a client still sending reports
-// (curl's "Send failure") rather than the answer. After any other body it
-// would wait for up to 256 KB more from a client that may have stopped.
+// still sends of a body the service refused or cut, until the body ends
+// or the client closes, or for continueWait; net/http then closes the
+// connection. Left to itself it would close at once after a body that
+// expected 100-continue, with the client's bytes unread: a reset, which a
+// client still sending reports (curl's "Send failure") rather than the
+// answer. After any other body it would wait for up to 256 KB more from a
+// client that may have stopped. (The answer's head is out: reading the
+// body sends no 100 Continue.)
 func lingerAnswered(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {

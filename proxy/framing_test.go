@@ -347,3 +347,23 @@ func TestAClientCutOffMidUploadSeesItsConnectionEndCleanly(t *testing.T) {
 		})
 	}
 }
+
+// A refusal with no body, to an upload that expected 100-continue, is the
+// last the client hears: no 100 Continue follows it while the proxy drops
+// what the client might still send before it closes.
+func TestARefusalWithoutABodyIsNotFollowedByAContinue(t *testing.T) {
+	port := tcpService(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	p := New()
+	p.SetRoutes([]Route{{Host: "svc.w.acme.localhost", World: "w", Service: "svc", Port: port, Up: true}})
+	c := dial(t, strings.TrimPrefix(serve(t, p).URL, "http://"))
+	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: svc.w.acme.localhost\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	raw, err := io.ReadAll(c)
+	if got := string(raw); !strings.HasPrefix(got, "HTTP/1.1 401 ") || strings.Count(got, "HTTP/1.1 ") != 1 || err != nil {
+		t.Errorf("the client got %q (%v), want the 401 alone, then the connection closed", got, err)
+	}
+}
