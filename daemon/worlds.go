@@ -1365,7 +1365,11 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 		d.downBorn[w.Worktree.AdminDir] = true
 	}
 	d.mu.Unlock()
-	r, err := d.lockRunEnding(ctx, w.ID, (*worldRun).endStart)
+	end := (*worldRun).endStart
+	if req.Op == api.OpReload || req.Op == api.OpReset {
+		end = func(r *worldRun) { r.endStartBecause(errEndedByRestart) }
+	}
+	r, err := d.lockRunEnding(ctx, w.ID, end)
 	if err != nil {
 		return api.World{}, nil, err
 	}
@@ -1427,7 +1431,11 @@ func (d *Daemon) endQueuedUp(id string) bool {
 
 // errEndedByDown is why an up's start of its services ended when a down or
 // a remove came meanwhile.
-var errEndedByDown = errors.New("a down, reload or remove came while its services started: what had started was stopped")
+var errEndedByDown = errors.New("a down or remove came while its services started: what had started was stopped")
+
+// errEndedByRestart is why an up's start of its services ended when a
+// reload or a reset of the world came meanwhile: that one starts them.
+var errEndedByRestart = errors.New("a reload or reset of the world came while its services started: what had started was stopped, and that one starts the world again ('git binky status' shows how it went)")
 
 // lockRunEnding is lockRunOf for what must not wait behind the world's
 // up or service start (a down, a remove, a teardown): until it has the

@@ -985,7 +985,7 @@ depends_on = ["migrate"]
 	}
 	err := up.Wait()
 	ended = true
-	if err == nil || !strings.Contains(upErr.String(), "a down, reload or remove came") {
+	if err == nil || !strings.Contains(upErr.String(), "a down or remove came") {
 		t.Errorf("up: %v, stderr:\n%s", err, upErr.String())
 	}
 	if w := f.world("acme"); w.State != "stopped" {
@@ -1094,6 +1094,27 @@ func (f *fixture) waitOneshotStarting(name string) int {
 	}
 }
 
+// An up a reload cuts off says so, and that the reload starts the world:
+// it said "a down, reload or remove came", as if the world were left
+// stopped, and a reset cut off by another reset read as a failure of its
+// own (its data was made again all the same).
+func TestAnUpAReloadCutsOffSaysTheReloadStartsTheWorld(t *testing.T) {
+	f := newFixture(t, gatedOneshot)
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up")
+	f.waitOneshotStarting("acme")
+	os.Remove(filepath.Join(f.gcDir, "hang"))
+	if _, stderr, err := f.binky(f.repo, "reload"); err != nil {
+		t.Fatalf("reload: %v\n%s", err, stderr)
+	}
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a reload or reset of the world came while its services started") {
+		t.Errorf("the up a reload ended: %v\n%s", err, stderr)
+	}
+	if w := f.world("acme"); w.State != "running" || service(w, "api").State != "healthy" {
+		t.Errorf("after the reload: %s, api %+v", w.State, service(w, "api"))
+	}
+}
+
 // A daemon asked to stop while an up waits for its oneshot does not cut
 // the oneshot off: it finishes the up first, and says so. Meanwhile it
 // still answers status and the down that ends that up; other requests
@@ -1121,7 +1142,7 @@ func TestADaemonStopFinishesAnUpWaitingForItsOneshotAndAnswersMeanwhile(t *testi
 	}
 	os.Remove(filepath.Join(f.gcDir, "hang"))
 	f.mustBinky(f.repo, "down") // ends the up: the oneshot sleeps
-	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down, reload or remove came while its services started") {
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came while its services started") {
 		t.Errorf("the up a down ended: %v\n%s", err, stderr)
 	}
 	stderr, err := stop()
@@ -1223,7 +1244,7 @@ func TestADownThatComesBeforeTheUpStartsStillEndsIt(t *testing.T) {
 	// An up that reached the daemon only after the down would wait for
 	// its oneshot for good: it fails below rather than hang the run.
 	os.Remove(filepath.Join(f.gcDir, "hang"))
-	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down, reload or remove came") {
+	if stderr, err := up(); err == nil || !strings.Contains(stderr, "a down or remove came") {
 		t.Errorf("up: %v, stderr:\n%s", err, stderr)
 	}
 	if w := f.world("acme"); w.State != "stopped" {
@@ -1245,7 +1266,7 @@ func TestADownEndsAServiceRestartWaitingForAOneshot(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("down took %s behind the restart's oneshot", took)
 	}
-	if stderr, err := restart(); err == nil || !strings.Contains(stderr, "a down, reload or remove came") {
+	if stderr, err := restart(); err == nil || !strings.Contains(stderr, "a down or remove came") {
 		t.Errorf("service restart: %v, stderr:\n%s", err, stderr)
 	}
 	if signalPID(pid, 0) == nil {
