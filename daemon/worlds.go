@@ -853,6 +853,14 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		defer d.doneAdding(w.ID)
 	}
 	failPoint(exitAtUpStarting)
+	if r.group == nil && rec.Orphaned {
+		// Its record was lost while it ran: a worker of it, holding no
+		// port, would run twice.
+		d.stopOrphans(w, rec, emit)
+		if rec, err = w.Update(ctx, func(rec *world.Record) error { rec.Orphaned = false; return nil }); err != nil {
+			return api.World{}, err
+		}
+	}
 	if err := checkPortsFree(rec, toStart(r, widen, names), w.Config); err != nil {
 		if r.group == nil && d.stopOrphans(w, rec, emit) {
 			err = checkPortsFree(rec, toStart(r, widen, names), w.Config)
@@ -1234,7 +1242,7 @@ func (d *Daemon) stopOrphans(w *world.World, rec *world.Record, emit func(api.Ev
 		return false
 	}
 	procgroup.StopAllMarked(marks, 5*time.Second)
-	msg := "stopped processes of this world's services that no daemon supervised (its record was lost): they held its ports"
+	msg := "stopped processes of this world's services that no daemon supervised (its record was lost)"
 	emit(api.Event{World: w.Name, State: api.EventNotice, Message: msg})
 	d.log.Warn("orphan services stopped", "world", w.Name)
 	return true

@@ -56,6 +56,11 @@ type Record struct {
 	// that up leaves them to the next daemon, which stops them as a cut-off
 	// start's and adopts the rest.
 	Adding []string `json:"adding,omitempty"`
+	// Orphaned is set on a record made again while the worktree's admin
+	// copy says this home ran the world: its record was lost or deleted
+	// ("delete it to forget the world"), and processes of its services
+	// may run on that no daemon supervises. The next up stops them first.
+	Orphaned bool `json:"orphaned,omitempty"`
 	// State is the world's lifecycle state (see State: new, running, ...).
 	State State `json:"state"`
 	// SuspendedFrom and SuspendedReason are the state and reason a world

@@ -259,6 +259,11 @@ func (w *World) ensureLocked(ctx context.Context, settings *Settings) (*Record, 
 			return nil, err
 		}
 		rec = &Record{ID: w.ID, State: StateNew, Ports: map[string]int{}}
+		if cp, err := adminCopy(w.Worktree.AdminDir); err == nil && cp.ID == w.ID && cp.Home != "" {
+			if id, err := w.Home.ID(); err == nil && cp.Home == id {
+				rec.Orphaned = true
+			}
+		}
 		dirty = true
 	case err != nil:
 		return nil, err

@@ -1811,6 +1811,53 @@ func TestAnUpStopsItsOwnOrphansWhoseRecordWasLost(t *testing.T) {
 	}
 }
 
+// A worker (no port) of a world whose record was deleted ran on when the
+// next up started the world again: two workers, consuming one queue. An
+// up of a world made again stops its orphans whether or not they hold a
+// port it needs.
+func TestAnUpStopsItsOrphanWorkerThatHeldNoPort(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.worker]
+cmd = "exec sleep 1000"
+`)
+	f.mustBinky(f.repo, "up")
+	orphan := service(f.world("acme"), "worker")
+	if orphan.PID == 0 {
+		t.Fatalf("worker: %+v", orphan)
+	}
+	t.Cleanup(func() {
+		if pidAlive(orphan.PID) {
+			signalPID(-orphan.PID, syscall.SIGKILL)
+		}
+	})
+	f.mustBinky(f.repo, "daemon", "stop")
+	if !pidAlive(orphan.PID) {
+		t.Fatal("the worker went with the daemon: this test proves nothing")
+	}
+	paths, _ := filepath.Glob(filepath.Join(f.home, "worlds", "*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("records: %v", paths)
+	}
+	os.Remove(paths[0]) // "delete it to forget the world"
+	_, stderr, err := f.binky(f.repo, "up")
+	if err != nil {
+		t.Fatalf("up after the record was deleted: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "stopped processes of this world's services that no daemon supervised") {
+		t.Errorf("up does not say what it stopped:\n%s", stderr)
+	}
+	f.eventually("the orphan worker gone", func() bool { return !pidAlive(orphan.PID) })
+	if now := service(f.world("acme"), "worker"); now.PID == 0 || now.PID == orphan.PID {
+		t.Errorf("worker after the up: %+v", now)
+	}
+	// Said once: a down and up later have nothing of the lost record's.
+	f.mustBinky(f.repo, "down")
+	if _, stderr, _ := f.binky(f.repo, "up"); strings.Contains(stderr, "no daemon supervised") {
+		t.Errorf("a later up spoke of orphans again:\n%s", stderr)
+	}
+}
+
 // Ups of one new name at once: one makes the worktree, the others wait for
 // it and bring the same world up. One failed now and then with "no
 // binky.toml", having found the worktree git had listed before its files
