@@ -337,10 +337,35 @@ func (d *Daemon) Reload(ctx context.Context, req api.Request, emit func(api.Even
 		env = d.env
 	}
 	_, ran, err := d.down(ctx, req, d.restartable(w, req.Group, env), nil)
-	if err != nil {
-		return api.World{}, err
+	if err == nil {
+		var desc api.World
+		if desc, err = d.upAlso(ctx, req, ran, emit); err == nil {
+			return desc, nil
+		}
 	}
-	return d.upAlso(ctx, req, ran, emit)
+	d.releaseIfStopped(ctx, w.ID)
+	return api.World{}, err
+}
+
+// restart reports whether req stops a world to start it again at once
+// (reload, reset): its down keeps the world's place for its up.
+func restart(req api.Request) bool { return req.Op == api.OpReload || req.Op == api.OpReset }
+
+// releaseIfStopped gives back world id's place among the running worlds
+// when nothing of it runs: a reload or a reset kept it through its down,
+// for its up, and one that failed in between (a drop, an up refused
+// before its start) must not hold it for a world that runs nothing.
+// Looked at under the world's lock, so that an up of it under way keeps
+// the place it was given.
+func (d *Daemon) releaseIfStopped(ctx context.Context, id string) {
+	r, err := d.lockRunOf(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return
+	}
+	defer r.mu.Unlock()
+	if r.group == nil || !holdsPlace(r.group) {
+		d.admission.Release(id)
+	}
 }
 
 // restartable is what would refuse w's up, asked before a reload (or a
@@ -401,10 +426,14 @@ func (d *Daemon) Reset(ctx context.Context, req api.Request, emit func(api.Event
 	}
 	drop := func(w *world.World) error { return d.dropSlicesOf(ctx, w, data, env, emit) }
 	_, ran, err := d.down(ctx, req, check, drop)
-	if err != nil {
-		return api.World{}, err
+	if err == nil {
+		var desc api.World
+		if desc, err = d.upAlso(ctx, req, ran, emit); err == nil {
+			return desc, nil
+		}
 	}
-	return d.upAlso(ctx, req, ran, emit)
+	d.releaseIfStopped(ctx, w.ID)
+	return api.World{}, err
 }
 
 // dropSlicesOf drops the slices of w's services names and forgets them in
@@ -739,10 +768,12 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		if widen {
 			err = d.stopUnwell(ctx, r)
 			admitted = holdsPlace(r.group)
-		} else if err = d.stopLocked(ctx, r); err == nil {
+		} else if err = d.stopKeepingPlace(ctx, r); err == nil {
 			// Nothing runs until this up starts it again: said, should
-			// it wait for its turn, or end there.
+			// it end before it does. Its place is kept: a failure from
+			// here on gives it back.
 			d.setState(w.ID, world.StateStopped, "")
+			admitted = false
 		}
 		if err != nil {
 			return api.World{}, err
@@ -1374,7 +1405,7 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 	}
 	d.mu.Unlock()
 	end := (*worldRun).endStart
-	if req.Op == api.OpReload || req.Op == api.OpReset {
+	if restart(req) {
 		end = func(r *worldRun) { r.endStartBecause(errEndedByRestart) }
 	}
 	r, err := d.lockRunEnding(ctx, w.ID, end)
@@ -1395,7 +1426,11 @@ func (d *Daemon) down(ctx context.Context, req api.Request, check func(ran []str
 			return api.World{}, nil, err
 		}
 	}
-	if err := d.stopLocked(ctx, r); err != nil {
+	stop := d.stopLocked
+	if restart(req) {
+		stop = d.stopKeepingPlace
+	}
+	if err := stop(ctx, r); err != nil {
 		return api.World{}, nil, err
 	}
 	d.setState(w.ID, world.StateStopped, "")
@@ -1571,6 +1606,15 @@ func (d *Daemon) stopUnwell(ctx context.Context, r *worldRun) error {
 // recorded process groups, checked by start time.
 func (d *Daemon) stopLocked(ctx context.Context, r *worldRun) error {
 	defer d.admission.Release(r.id)
+	return d.stopKeepingPlace(ctx, r)
+}
+
+// stopKeepingPlace is stopLocked for a world that starts again at once
+// (a reload, a reset, an up of another set of services): its place among
+// the max_parallel running worlds stays its own, and its up does not wait
+// behind the worlds queued meanwhile, whose turn it gave away. What fails
+// before that up starts anything gives the place back (releaseIfStopped).
+func (d *Daemon) stopKeepingPlace(ctx context.Context, r *worldRun) error {
 	held := r.group != nil
 	if r.group != nil {
 		err := r.group.Stop(ctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,28 +155,36 @@ func TestStatusSaysAStoppedWorldsUpIsQueued(t *testing.T) {
 }
 
 // An up of another group that restarts a running world (its caller's
-// environment differs) stops its services first: while it waits for its
-// turn the world is queued, not running, and an up ended there leaves it
-// stopped.
-func TestARestartingUpThatWaitsForItsTurnLeavesTheWorldQueuedThenStopped(t *testing.T) {
+// environment differs) keeps the world's place among the running ones: it
+// restarts at once, not behind the world queued meanwhile (it gave its
+// place to that one, and waited, its world down, until that one stopped).
+func TestARestartingUpKeepsItsWorldsPlace(t *testing.T) {
 	f := oneAtATime(t, webAndJobs)
 	f.mustBinky(f.repo, "up", "a")
 	b, bq := f.startUp("b")
 	f.awaitQueued(bq)
 	a := exec.Command(filepath.Join(binDir, "git-binky"), "up", "a", "--group", "jobs")
 	a.Dir, a.Env = f.repo, append(append(os.Environ(), f.env()...), "FOO=1")
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("up a --group jobs: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		a.Process.Kill()
+		t.Fatal("the restarting up waited behind the queued world")
 	}
-	f.eventually("a queued behind b", func() bool { w, _ := f.find("a"); return w.State == "queued" })
+	if w, _ := f.find("a"); w.State != "running" || service(w, "worker").PID == 0 {
+		t.Errorf("a after its restart: %+v", w)
+	}
+	if w, _ := f.find("b"); w.State != "queued" {
+		t.Errorf("b while a runs: %s", w.State)
+	}
+	f.mustBinky(f.repo, "down", "a")
 	if err := b.Wait(); err != nil {
-		t.Fatalf("up b: %v", err)
-	}
-	a.Process.Signal(syscall.SIGINT)
-	a.Wait()
-	f.eventually("a stopped once its up ended in the queue", func() bool { w, _ := f.find("a"); return w.State == "stopped" })
-	if w, _ := f.find("a"); service(w, "web").PID != 0 {
-		t.Errorf("a = %+v, want nothing running", w)
+		t.Fatalf("up b once a went down: %v", err)
 	}
 	f.mustBinky(f.repo, "down", "b")
 }
@@ -459,4 +468,54 @@ func TestASuspendedUntrustedWorldResumesUntrustedUnlessApprovedMeanwhile(t *test
 	f.mustBinky(b, "up") // approves the edited file
 	setMem(20000000)
 	f.eventually("b resumed, running: approved meanwhile", state("running"))
+}
+
+// A reload of a running world at max_parallel keeps the world's place:
+// its down gave the place to the world queued behind it, and the reload
+// then waited in the queue, the world down, until that one stopped. A
+// reload refused after its down gives the place back.
+func TestAReloadAtMaxParallelKeepsItsWorldsPlace(t *testing.T) {
+	f := newFixture(t, oneService)
+	f.setSettings(fmtSettings(f.proxyPort, "max_parallel = 1\n"))
+	f.mustGit(f.repo, "worktree", "add", "-q", "../b", "-b", "b")
+	f.mustBinky(f.repo, "up")
+	up, queued := f.startUp("b")
+	f.awaitQueued(queued)
+	done := make(chan error, 1)
+	go func() {
+		_, stderr, err := f.binky(f.repo, "reload")
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reload waited behind the queued world")
+	}
+	if w := f.world("acme"); w.State != "running" {
+		t.Errorf("after the reload: %s", w.State)
+	}
+	if w, _ := f.find("b"); w.State == "running" {
+		t.Error("the queued world took the reloaded world's place")
+	}
+	// A reload that fails once its down ran (its service no longer
+	// starts) gives the place to the queue.
+	broken := strings.Replace(oneService, `cmd = "testsvc"`, `cmd = "exit 3"`+"\nrestart = \"no\"", 1)
+	if err := os.WriteFile(filepath.Join(f.repo, "binky.toml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := f.binky(f.repo, "reload"); err == nil {
+		t.Fatalf("a reload whose service exits 3 succeeded:\n%s", stderr)
+	}
+	if err := up.Wait(); err != nil {
+		t.Errorf("the queued world, once the place was given back: %v", err)
+	}
+	if w, _ := f.find("b"); w.State != "running" {
+		t.Errorf("b after the failed reload: %s", w.State)
+	}
 }
