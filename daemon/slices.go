@@ -1067,14 +1067,9 @@ func (d *Daemon) teardownSlice(ctx context.Context, rec *world.Record, sl world.
 		d.log.Warn("slice dropped, something beside it kept", "world", rec.Worktree, "slice", sl.Name, "adapter", sl.Adapter, "err", err)
 		return err.Error(), sliceDropped
 	case errors.Is(err, adapters.ErrNotOurs):
-		// Mostly before any drop; but Postgres drops a database marked
-		// as this world's whose role is not: the data is gone, and only
-		// the role was left. Said as it is: a reset that called it "left
-		// alone" kept a record of data no longer there.
-		if there, xerr := templateExists(ctx, a, admin, sl.Name); xerr == nil && !there {
-			d.log.Warn("slice dropped, something beside it left alone", "world", rec.Worktree, "slice", sl.Name, "err", err)
-			return fmt.Sprintf("%s slice %s: its data is dropped, but %v", sl.Adapter, sl.Name, err), sliceDropped
-		}
+		// Before any drop: an adapter that drops part of a slice says so
+		// with ErrKept (Postgres, a database of this world's whose role
+		// is not).
 		d.log.Warn("slice not dropped: not marked as this world's", "slice", sl.Name, "err", err)
 		return fmt.Sprintf("%s slice %s was left alone: %v", sl.Adapter, sl.Name, err), sliceNotOurs
 	case err != nil:

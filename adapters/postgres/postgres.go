@@ -576,11 +576,13 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 		return err
 	}
 	db, err := database(ctx, c, s.Name)
+	dbLeft := false
 	switch {
 	case err != nil:
 		return err
 	case db.exists && !db.ours(s, roleOurs):
 		errs = append(errs, fmt.Errorf("database %s: %w", s.Name, adapters.ErrNotOurs))
+		dbLeft = true
 	case db.exists:
 		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.Name); err != nil {
 			return err
@@ -593,6 +595,17 @@ func (p *Postgres) Teardown(ctx context.Context, s adapters.Slice) error {
 		}
 	}
 	switch {
+	case rexists && !roleOurs && !dbLeft:
+		// The database (this world's) is gone, its data with it: only the
+		// role is left, which is not marked as this world's. Said as
+		// such: "left alone" had a reset keep a record of data that was
+		// no longer there.
+		gone := "dropped"
+		if !db.exists {
+			gone = "not there"
+		}
+		return adapters.Kept("postgres database %s %s; role %s kept: it is not marked as this world's (drop it by hand if it is yours: DROP ROLE %s)",
+			s.Name, gone, s.Name, ident(s.Name))
 	case rexists && !roleOurs:
 		errs = append(errs, fmt.Errorf("role %s: %w", s.Name, adapters.ErrNotOurs))
 	case rexists:

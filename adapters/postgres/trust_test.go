@@ -820,3 +820,29 @@ func TestAForeignDatabaseIsRefusedBeforeARoleIsMade(t *testing.T) {
 		}
 	}
 }
+
+// A database marked as the world's whose role lost its mark: the database
+// goes and the role stays, and Teardown says so (ErrKept), not that it
+// left the slice alone. A reset read "left alone" and kept a record of
+// data that was gone.
+func TestATeardownWhoseRoleIsNotMarkedDropsTheDatabaseAndSaysTheRoleStayed(t *testing.T) {
+	admin := adminURL(t)
+	ctx := context.Background()
+	p := New()
+	s := testSlice(t, admin, "unmarkedrole")
+	if err := p.Provision(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	c := adminConn(t, admin)
+	if _, err := c.Exec(ctx, "COMMENT ON ROLE "+ident(s.Name)+" IS NULL"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(s.Name)) })
+	err := p.Teardown(ctx, s)
+	if !errors.Is(err, adapters.ErrKept) || errors.Is(err, adapters.ErrNotOurs) || !strings.Contains(err.Error(), "role "+s.Name+" kept") {
+		t.Fatalf("teardown: %v, want the database dropped and the role said kept", err)
+	}
+	if db, role := objects(t, c, s.Name); db || !role {
+		t.Errorf("after teardown: database there %v, role there %v; want the database gone and the role left", db, role)
+	}
+}

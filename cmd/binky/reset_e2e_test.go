@@ -350,7 +350,7 @@ func TestAResetWhoseRoleLostItsMarkSaysTheDataWentAndTheRoleStayed(t *testing.T)
 	if err != nil {
 		t.Fatalf("reset: %v\n%s%s", err, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "its data is dropped, but role "+role) {
+	if !strings.Contains(stderr, "postgres database "+role+" dropped; role "+role+" kept") {
 		t.Errorf("reset does not say the database went and its role stayed:\n%s", stderr)
 	}
 	complete(t, f, "ro")
