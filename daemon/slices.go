@@ -271,8 +271,10 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 // buildGoldens builds (or finds) the golden templates the services names
 // would be cloned from by an up now, before anything of the world is
 // stopped or dropped: a reset that would drop a database and then find
-// the branch's migrations broken left the world with no data at all. A
-// service not cloned from a golden template has nothing to build ahead.
+// the branch's migrations broken left the world with no data at all. Only
+// a failed migrate or seed refuses: what else fails a build (a name
+// taken, the server) the up falls back from, as ever. A service not
+// cloned from a golden template has nothing to build ahead.
 func (d *Daemon) buildGoldens(ctx context.Context, w *world.World, names, callerEnv []string, emit func(api.Event)) error {
 	ctx = d.withSteps(ctx)
 	var cloned []string
@@ -314,8 +316,17 @@ func (d *Daemon) buildGoldens(ctx context.Context, w *world.World, names, caller
 				return fmt.Errorf("service %s: %w", n, err)
 			}
 		}
-		if _, err := d.golden(ctx, w, rec, n, a, admin, ref, homeID, secret, stepCallerEnv(ref, callerEnv), emit); err != nil {
-			return fmt.Errorf("service %s: %w", n, err)
+		_, err = d.golden(ctx, w, rec, n, a, admin, ref, homeID, secret, stepCallerEnv(ref, callerEnv), emit)
+		var failed stepFailed
+		switch {
+		case errors.As(err, &failed), ctx.Err() != nil:
+			return err
+		case err != nil:
+			// Not the branch's code (a name taken, the server): the up
+			// after the drop provisions, migrates and seeds instead, as
+			// any up does when its template cannot be built.
+			emit(api.Event{World: w.Name, Service: n, State: api.EventNotice,
+				Message: fmt.Sprintf("service %s: its golden template was not built (%v): its new slice is provisioned, migrated and seeded instead", n, err)})
 		}
 	}
 	return nil
@@ -675,7 +686,7 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 			return fmt.Errorf("service %s: %s: %w", n, step.what, err)
 		}
 		if err := d.runStep(ctx, w.Worktree.Path, world.SortedEnv(env), line, step.cmd, logPath); err != nil {
-			return fmt.Errorf("service %s: %s %q failed: %w\n  (all of it: git binky logs %s --service %s)", n, step.what, step.cmd, err, w.Name, n)
+			return stepFailed{fmt.Errorf("service %s: %s %q failed: %w\n  (all of it: git binky logs %s --service %s)", n, step.what, step.cmd, err, w.Name, n)}
 		}
 		if phase == "slice" {
 			if err := d.step(phase + "." + step.done); err != nil {
@@ -685,6 +696,12 @@ func (d *Daemon) migrate(ctx context.Context, w *world.World, rec *world.Record,
 	}
 	return nil
 }
+
+// stepFailed is a migrate or seed command that failed (not the server, nor
+// binky): what the user fixes in their code.
+type stepFailed struct{ error }
+
+func (e stepFailed) Unwrap() error { return e.error }
 
 // runStep runs one migrate or seed command, its output appended to the
 // service's log, and says how it ended with its last lines.

@@ -1478,7 +1478,7 @@ var errEndedByDown = errors.New("a down or remove came while its services starte
 
 // errEndedByRestart is why an up's start of its services ended when a
 // reload or a reset of the world came meanwhile: that one starts them.
-var errEndedByRestart = errors.New("a reload or reset of the world came while its services started: what had started was stopped, and that one starts the world again ('git binky status' shows how it went)")
+var errEndedByRestart = errors.New("a reload or reset of the world came while its services started: what had started was stopped, for that one to start the world again ('git binky status' shows whether it did)")
 
 // lockRunEnding is lockRunOf for what must not wait behind the world's
 // up or service start (a down, a remove, a teardown): until it has the

@@ -307,7 +307,7 @@ func (f *cancelFilter) noteInitializedLocked(line []byte) {
 		f.answered.Broadcast()
 	case json.Unmarshal(m.Result, &res) == nil && res.ProtocolVersion != "":
 		delete(f.initializing, key)
-		delete(f.late, key)
+		clear(f.late) // nothing left to look for in what goes out
 		f.initialized.Store(true)
 		f.answered.Broadcast()
 	}

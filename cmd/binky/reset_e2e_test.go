@@ -358,3 +358,60 @@ func TestAResetWhoseRoleLostItsMarkSaysTheDataWentAndTheRoleStayed(t *testing.T)
 		t.Errorf("the new slice took the role %s binky no longer calls its own", role)
 	}
 }
+
+// A golden template that cannot be built for a reason other than the
+// branch's migrate or seed (its name held by a database binky did not
+// mark) does not refuse the reset: the up after the drop provisions,
+// migrates and seeds, as any up does then. The reset refused, telling
+// the user to fix what was not theirs to fix.
+func TestAResetWhoseTemplateNameIsTakenStillResets(t *testing.T) {
+	pg, _ := needServers(t)
+	f := newFixture(t, migrationsConfig("rtaken"+runID()))
+	commitFile(t, f, f.repo, "migrations/001.sql", "CREATE TABLE IF NOT EXISTS items (id int);\n")
+	f.mustBinky(f.repo, "up", "rt")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "rt", "--force") })
+	golden := ""
+	for _, s := range f.world("rt").Slices {
+		if s.Service == "db" {
+			golden = s.Template
+		}
+	}
+	if golden == "" {
+		t.Fatalf("no template: %+v", f.world("rt").Slices)
+	}
+	// The template's marker goes, and its database is one binky did not
+	// make: the next build of that name finds it taken.
+	os.Remove(filepath.Join(f.home, "golden", golden+".json"))
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	quoted := pgx.Identifier{golden}.Sanitize()
+	for _, q := range []string{"ALTER DATABASE " + quoted + " IS_TEMPLATE false", "DROP DATABASE " + quoted + " WITH (FORCE)", "CREATE DATABASE " + quoted} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)") })
+	env := f.envOf("rt")
+	db, err := pgx.Connect(ctx, env["DB_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO items VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close(ctx)
+	_, stderr, err := f.binky(f.repo, "reset", "rt", "--service", "db")
+	if err != nil {
+		t.Fatalf("reset with its template's name taken: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "provisioned, migrated and seeded instead") {
+		t.Errorf("the reset does not say it made the slice without its template:\n%s", stderr)
+	}
+	if n := count(t, f.envOf("rt")["DB_URL"], "SELECT count(*) FROM items"); n != 1 {
+		t.Errorf("items has %d rows after the reset, want the seed's 1", n)
+	}
+}
