@@ -218,7 +218,9 @@ func (w *World) ProcessHider(rec *Record, bases ...[]string) func(string) string
 			continue
 		}
 		for _, n := range w.Config.ServiceNames() {
-			if env, err := w.ProcessEnvFor(coords, rec, base, n); err == nil {
+			// Before the admin variables are taken out: an env file's
+			// admin URL is still hidden wherever it shows.
+			if env, err := w.processEnv(coords, rec, base, n, nil); err == nil {
 				add(env)
 			}
 		}

@@ -517,3 +517,57 @@ func TestAnApprovalThatHoldsIsNotWrittenAgain(t *testing.T) {
 		t.Errorf("approved in %v (%v), want both repositories", e.Repos, err)
 	}
 }
+
+// The variables that name a server's admin credentials (admin_url's and
+// options' ${env.X}, as the README has them written) stay out of every
+// process of the world, from the caller or an env file: inherited, world
+// A's worker used RABBIT_ADMIN to take world B's messages. A service that
+// reads one itself keeps it; binky itself, naming the server, reads them.
+func TestAdminVariablesStayOutOfTheWorldsProcesses(t *testing.T) {
+	tmp := t.TempDir()
+	cfg := `[project]
+name = "acme"
+env_file = ".env"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.PG_ADMIN}"
+migrate = "psql \"$DATABASE_URL\" -f schema.sql"
+[services.store]
+adapter = "s3"
+admin_url = "${env.S3_ADMIN:-http://127.0.0.1:9000}"
+options = { region = "${env.S3_REGION}" }
+[services.api]
+cmd = "true"
+url = "api"
+[services.tool]
+cmd = "true"
+env = { ADMIN = "${env.PG_ADMIN}" }
+`
+	repo := gittest.NewRepo(t, tmp, "acme", map[string]string{"binky.toml": cfg, ".env": "S3_ADMIN=s3://root:pw@127.0.0.1:9000\n"})
+	w, err := Open(Home{Dir: filepath.Join(tmp, "home")}, repo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Record{Ports: map[string]int{}}
+	base := []string{"PATH=/usr/bin:/bin", "PG_ADMIN=postgres://postgres:pw@127.0.0.1:5432", "S3_REGION=eu", "OTHER=kept"}
+	for _, svc := range []string{"api", "db"} {
+		env, err := w.ProcessEnv(rec, base, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"PG_ADMIN", "S3_ADMIN", "S3_REGION"} {
+			if v, ok := env[name]; ok {
+				t.Errorf("%s's process gets %s=%s", svc, name, v)
+			}
+		}
+		if env["OTHER"] != "kept" || env["PATH"] != "/usr/bin:/bin" {
+			t.Errorf("%s's process lost the caller's other variables: %v", svc, env)
+		}
+	}
+	if env, _ := w.ProcessEnv(rec, base, "tool"); env["PG_ADMIN"] == "" || env["ADMIN"] != "postgres://postgres:pw@127.0.0.1:5432" {
+		t.Errorf("a service that reads PG_ADMIN itself lost it: %v", env)
+	}
+	if env, _ := w.ProcessEnv(rec, base, ""); env["PG_ADMIN"] == "" || env["S3_ADMIN"] == "" {
+		t.Errorf("binky's own view (service \"\"), which names the servers, lost them: %v", env)
+	}
+}

@@ -733,7 +733,70 @@ func (w *World) ProcessEnv(rec *Record, base []string, service string) (map[stri
 // out (coords is w.Coordinates(rec)), for callers that build the env of
 // every service at once: the coordinates are the same for all of them.
 func (w *World) ProcessEnvFor(coords Coordinates, rec *Record, base []string, service string) (map[string]string, error) {
-	return w.processEnv(coords, rec, base, service, nil)
+	env, err := w.processEnv(coords, rec, base, service, nil)
+	if err == nil && service != "" {
+		for _, name := range w.Config.adminOnlyEnv(w.Config.Services[service]) {
+			delete(env, name)
+		}
+	}
+	return env, err
+}
+
+// adminOnlyEnv is what s's process must not inherit: the variables that
+// name a server's admin credentials (the ${env.X} of any service's
+// admin_url or options, as the README recommends writing them), unless s
+// reads one itself (its cmd, env, health, migrate or seed). Inherited
+// from the caller's shell or an env file, `PG_ADMIN` handed every world
+// the key to every other world's slices.
+func (c *Config) adminOnlyEnv(s *Service) []string {
+	admin := map[string]bool{}
+	for _, o := range c.Services {
+		values := []string{o.AdminURL}
+		for _, v := range o.Options {
+			if str, ok := v.(string); ok {
+				values = append(values, str)
+			}
+		}
+		for _, v := range values {
+			for _, name := range envNames(v) {
+				admin[name] = true
+			}
+		}
+	}
+	if len(admin) == 0 || s == nil {
+		return nil
+	}
+	for _, f := range s.fields() {
+		if f.key[0] == "admin_url" {
+			continue
+		}
+		for _, name := range envNames(f.value) {
+			delete(admin, name)
+		}
+	}
+	out := make([]string, 0, len(admin))
+	for name := range admin {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// envNames are the X of the ${env.X} tokens in v, with or without a
+// default.
+func envNames(v string) []string {
+	var out []string
+	for _, ref := range Tokens(v) {
+		name, ok := strings.CutPrefix(ref, "env.")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, ":-")
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // processEnv is ProcessEnvFor, adding to unset (when not nil) each

@@ -789,3 +789,42 @@ clone_from = "golden"
 		t.Errorf("the clone took %d ms by status, the 2 s seed of its template's build included", took)
 	}
 }
+
+// A world's processes (its services, its migrate) do not inherit the
+// variables that name the servers' admin credentials: with admin_url =
+// "${env.X}", as the README has it, every world's worker held X, and one
+// world took another's messages with it.
+func TestAWorldsProcessesDoNotInheritTheAdminURLs(t *testing.T) {
+	needServers(t)
+	f := newFixture(t, `[project]
+name = "noadmin`+runID()+`"
+[services.db]
+adapter = "postgres"
+admin_url = "${env.BINKY_TEST_PG}"
+migrate = "env > $GC_DIR/migrate.env"
+[services.cache]
+adapter = "redis"
+admin_url = "${env.BINKY_TEST_REDIS}"
+[services.api]
+cmd = "env > $GC_DIR/api.env; exec testsvc"
+url = "api"
+depends_on = ["db", "cache"]
+`)
+	f.mustBinky(f.repo, "up", "na")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "na", "--force") })
+	for _, file := range []string{"api.env", "migrate.env"} {
+		b, err := os.ReadFile(filepath.Join(f.gcDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := string(b)
+		for _, name := range []string{"BINKY_TEST_PG=", "BINKY_TEST_REDIS="} {
+			if strings.Contains(env, "\n"+name) || strings.HasPrefix(env, name) {
+				t.Errorf("%s: the process inherited %s", file, strings.TrimSuffix(name, "="))
+			}
+		}
+		if !strings.Contains(env, "DB_URL=") || !strings.Contains(env, "GC_DIR=") {
+			t.Errorf("%s: the world's own variables or the caller's others are missing:\n%s", file, env)
+		}
+	}
+}
