@@ -585,13 +585,31 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		}
 		if err != nil {
 			d.log.Error("provision", "worktree", wt.Path, "err", err)
+			d.noteAutoFailed(w, "its automatic provision", err)
 		}
 		return
 	}
 	d.markLost(repo, wt, env)
 	if _, err := d.up(ctx, w, "", nil, env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
+		d.noteAutoFailed(w, "its automatic up", err)
 	}
+}
+
+// noteAutoFailed records why the start git worktree add asked for failed,
+// when the up did not get as far as saying so itself (an unset
+// ${env.X}, a group the file lacks): nobody waits on that up, and status
+// showed the world "new", with its reason in daemon.log alone.
+func (d *Daemon) noteAutoFailed(w *world.World, what string, err error) {
+	if d.stopping() || errors.Is(err, errDownCameFirst) || errors.Is(err, errTakenOutOfQueue) || errors.Is(err, context.Canceled) {
+		return // the next daemon takes the up; or a down ended it, as asked
+	}
+	_, _ = w.Note(context.Background(), func(r *world.Record) error {
+		if r.State == world.StateNew || r.State == world.StateProvisioned || r.State == "" {
+			r.State, r.Reason = world.StateFailed, fmt.Sprintf("%s (after git worktree add) failed: %v", what, err)
+		}
+		return nil
+	})
 }
 
 // markLost marks a new worktree as one whose up only this daemon knows of

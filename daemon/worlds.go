@@ -709,7 +709,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	defer r.mu.Unlock()
 	if d.downBeforeBornUp(ctx) {
 		d.log.Info("up of a new worktree ended: a down came before it started anything", "world", w.Name)
-		return api.World{}, fmt.Errorf("up %s: 'git binky down' came before it started anything", w.Name)
+		return api.World{}, fmt.Errorf("up %s: %w", w.Name, errDownCameFirst)
 	}
 	// In the admission queue or provisioning slices, this up holds the
 	// world's lock: a teardown of the world ends it (teardown).
@@ -1452,6 +1452,10 @@ var errDaemonStopping = errors.New("the daemon stopped while it waited for its t
 
 // stopping reports whether the daemon has been asked to stop.
 func (d *Daemon) stopping() bool { return d.ctx != nil && d.ctx.Err() != nil }
+
+// errDownCameFirst ends a new worktree's up when a down of it came before
+// the up started anything.
+var errDownCameFirst = errors.New("'git binky down' came before it started anything")
 
 // errTakenOutOfQueue ends an up a down or a remove took out of the
 // admission queue.

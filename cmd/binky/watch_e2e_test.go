@@ -693,3 +693,22 @@ env = { SERVICE = "api" }
 		t.Errorf("the rebase reloaded the world; its service saw branches %q", b)
 	}
 }
+
+// A world git worktree add asked for whose up fails before it starts
+// anything (a ${env.X} the shell did not set) says why in status: it
+// stayed "new", the reason in daemon.log alone.
+func TestAWorldItsWorktreeAddCouldNotStartSaysWhy(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.api]
+cmd = "testsvc"
+url = "api"
+env = { TOKEN = "${env.BINKY_TEST_NEVER_SET}" }
+`)
+	f.mustBinky(f.repo, "install")
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.eventually("the world failed, saying why", func() bool {
+		w, ok := f.find("feat")
+		return ok && w.State == "failed" && strings.Contains(w.Message, "BINKY_TEST_NEVER_SET") && strings.Contains(w.Message, "git worktree add")
+	})
+}
