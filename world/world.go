@@ -357,6 +357,9 @@ type Coordinates struct {
 	Branch   string                    `json:"branch,omitempty"`
 	Services map[string]ServiceAddress `json:"services"`
 	Env      map[string]string         `json:"env"`
+	// Unmade are the data services with no slice yet (none before the
+	// world's first up): their variables are missing, and env says so.
+	Unmade []string `json:"unmade,omitempty"`
 }
 
 // EnvSchema is the version of EnvDoc: fields may be added, none renamed.
@@ -448,7 +451,8 @@ func (w *World) Coordinates(rec *Record) Coordinates {
 		if s.Adapter != "" {
 			sl, ok := slices[name]
 			if !ok {
-				continue // not provisioned yet: its tokens stay literal
+				c.Unmade = append(c.Unmade, name) // its tokens stay literal
+				continue
 			}
 			addr := w.Home.SliceAddress(sl)
 			a := ServiceAddress{Fields: addr, URL: addr["url"]}

@@ -111,6 +111,14 @@ func renderEnv(c world.Coordinates, withJSON bool) (map[string][]byte, error) {
 		// sequence) is shown, never sent to the terminal.
 		envTerminal: envLines(world.RedactEnv(c.Env), func(k, v string) string { return world.Inert(dotenv(k, v)) }),
 	}
+	if len(c.Unmade) > 0 {
+		// A comment each form reads past: a script's eval got no DB_URL
+		// before the first up, and nothing said why.
+		note := fmt.Sprintf("# no slice yet for %s (their variables are missing): 'git binky up' makes them\n", world.Inert(strings.Join(c.Unmade, ", ")))
+		for _, form := range []string{envShell, envDotenv, envTerminal} {
+			outputs[form] = append(outputs[form], note...)
+		}
+	}
 	if withJSON {
 		if err := c.CheckUTF8(); err != nil {
 			return nil, err

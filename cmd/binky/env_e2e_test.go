@@ -181,3 +181,33 @@ func TestEnvJSONRefusesAValueThatIsNotUTF8(t *testing.T) {
 		t.Errorf("env --dotenv = %q, %v; want the bytes as they are", out, err)
 	}
 }
+
+// env before the world's first up says which data services have no slice
+// yet, in a comment each form reads past: a script's eval got no DB_URL,
+// and nothing said why.
+func TestEnvBeforeTheFirstUpSaysWhichSlicesAreMissing(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.db]
+adapter = "postgres"
+admin_url = "postgres://127.0.0.1:1/none"
+[services.api]
+cmd = "testsvc"
+url = "api"
+`)
+	for _, form := range []string{"--shell", "--dotenv"} {
+		out := f.mustBinky(f.repo, "env", form)
+		if !strings.Contains(out, "# no slice yet for db (their variables are missing): 'git binky up' makes them") || !strings.Contains(out, "API_PORT") {
+			t.Errorf("env %s before the first up:\n%s", form, out)
+		}
+	}
+	sh := exec.Command("sh", "-c", `eval "$(git-binky env --shell)" && echo "api on $API_PORT"`)
+	sh.Dir, sh.Env = f.repo, append(os.Environ(), f.env()...)
+	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "api on ") {
+		t.Errorf("eval of env --shell with the comment: %v\n%s", err, out)
+	}
+	var doc struct{ Unmade []string }
+	if err := json.Unmarshal([]byte(f.mustBinky(f.repo, "env", "--json")), &doc); err != nil || len(doc.Unmade) != 1 || doc.Unmade[0] != "db" {
+		t.Errorf("env --json's unmade: %v (%v)", doc.Unmade, err)
+	}
+}
