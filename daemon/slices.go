@@ -226,8 +226,10 @@ func (d *Daemon) provisionSlices(ctx context.Context, w *world.World, rec *world
 				return rec, fmt.Errorf("service %s: %w", n, err)
 			}
 			sl.Made, sl.Template, sl.TookMS, sl.Completed, sl.Ran, sl.RanKnown = existing.Made, existing.Template, existing.TookMS, existing.Completed, existing.Ran, existing.RanKnown
-			if msg := staleSlice(w, n, existing, ref, homeID); msg != "" {
+			sl.Noted = existing.Noted
+			if msg, key := staleSlice(w, n, existing, ref, homeID); msg != "" && key != existing.Noted {
 				emit(api.Event{World: w.Name, Service: n, State: api.EventNotice, Message: msg})
+				sl.Noted = key
 			}
 		} else {
 			if existing != nil && !existing.Ready {
@@ -950,20 +952,22 @@ func goldenName(w *world.World, n, ref, homeID string) (string, error) {
 // staleSlice says, for a slice an up reuses, when its data may lack the
 // branch's migrations: a clone of another template than this branch's
 // migrate, seed and golden_key make, or a slice made before its service
-// had a migrate. "" when neither.
-func staleSlice(w *world.World, n string, sl *world.SliceRecord, ref, homeID string) string {
+// had a migrate. "" when neither. key names what it said (the template
+// wanted, or "migrate"): up says it once per key (SliceRecord.Noted).
+func staleSlice(w *world.World, n string, sl *world.SliceRecord, ref, homeID string) (msg, key string) {
+	const once = " (said once: up does not repeat it until the branch's migrations change again)"
 	if svc := w.Config.Services[n]; sl.Made == world.MadeProvisioned && sl.RanKnown && svc.Migrate != "" && !slices.Contains(sl.Ran, "migrate") {
-		return fmt.Sprintf("%s was made before service %s had a migrate, which has not run on it: run it against %s_URL ('git binky env'), or 'git binky reset --service %s' to make the slice again (its data is lost)",
-			sl.Name, n, world.EnvName(n), n)
+		return fmt.Sprintf("%s was made before service %s had a migrate, which has not run on it: run it against %s_URL ('git binky env'), or 'git binky reset --service %s' to make the slice again (its data is lost)"+once,
+			sl.Name, n, world.EnvName(n), n), "migrate"
 	}
 	if sl.Made != world.MadeCloned || sl.Template == "" || w.Config.Services[n].CloneFrom != "golden" {
-		return ""
+		return "", ""
 	}
 	if want, err := goldenName(w, n, ref, homeID); err == nil && want != sl.Template {
-		return fmt.Sprintf("%s was cloned from %s, but this branch's migrate, seed or golden_key files make %s: its data may lack this branch's migrations. Run them against %s_URL ('git binky env'), or 'git binky reset --service %s' to clone the new template (its data is lost)",
-			sl.Name, sl.Template, want, world.EnvName(n), n)
+		return fmt.Sprintf("%s was cloned from %s, but this branch's migrate, seed or golden_key files make %s: its data may lack this branch's migrations. Run them against %s_URL ('git binky env'), or 'git binky reset --service %s' to clone the new template (its data is lost)"+once,
+			sl.Name, sl.Template, want, world.EnvName(n), n), want
 	}
-	return ""
+	return "", ""
 }
 
 // noteStaleSlices tells emit's client of every ready slice of rec that
@@ -980,8 +984,15 @@ func (d *Daemon) noteStaleSlices(w *world.World, rec *world.Record, emit func(ap
 		if _, ok := w.Config.Services[sl.Service]; !ok || !sl.Ready {
 			continue
 		}
-		if msg := staleSlice(w, sl.Service, sl, ref, homeID); msg != "" {
+		if msg, key := staleSlice(w, sl.Service, sl, ref, homeID); msg != "" && key != sl.Noted {
 			emit(api.Event{World: w.Name, Service: sl.Service, State: api.EventNotice, Message: msg})
+			service := sl.Service
+			_ = d.home.UpdateRecord(context.Background(), rec.ID, func(r *world.Record) error {
+				if cur := findSlice(r, service); cur != nil && cur.Name == sl.Name {
+					cur.Noted = key
+				}
+				return nil
+			})
 		}
 	}
 }

@@ -106,6 +106,10 @@ type SliceRecord struct {
 	RanKnown  bool      `json:"ran_known,omitempty"`
 	TookMS    int64     `json:"took_ms,omitempty"`
 	Completed time.Time `json:"completed,omitzero"`
+	// Noted is what up last said this slice's data may lack (the template
+	// the branch makes now, or "migrate"): said once, not at every up of
+	// a user who ran the migrations by hand.
+	Noted string `json:"noted,omitempty"`
 }
 
 // How a slice was made.
