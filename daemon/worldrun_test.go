@@ -166,3 +166,14 @@ func TestAWaitForTheRepositorysLockEndsWithItsRequest(t *testing.T) {
 	}
 	again()
 }
+
+// up of a path (../feat) is refused as one, not made a branch "../feat"
+// git refused, in a folder "..-feat".
+func TestUpTellsAPathFromABranchName(t *testing.T) {
+	for name, path := range map[string]bool{"../feat": true, "/tmp/feat": true, "./feat": true, "~/feat": true, "a/../b": true,
+		"feat": false, "feature/login": false, "v1.2": false, "fix..typo": false} {
+		if got := looksLikePath(name); got != path {
+			t.Errorf("looksLikePath(%q) = %v, want %v", name, got, path)
+		}
+	}
+}

@@ -164,6 +164,11 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 		// runs git branch <name>).
 		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: a worktree or branch name cannot begin with '-'", req.Name)}
 	}
+	if looksLikePath(req.Name) {
+		// `up ../feat` became a branch "../feat" git refused, in a folder
+		// named "..-feat".
+		return nil, &api.Error{Code: api.CodeUsage, Message: fmt.Sprintf("cannot create worktree %q: up takes a worktree or branch name, not a path (for a worktree at a path: git -C %s binky up)", req.Name, world.ShellArg(req.Name))}
+	}
 	repo, _, derr := gitx.Discover(req.Dir)
 	if repo == nil {
 		return nil, classify(derr)
@@ -209,6 +214,20 @@ func (d *Daemon) openWorld(ctx context.Context, req api.Request, create bool, em
 	d.markSeenLocked(repo.CommonDir, wt)
 	w, err = world.FromWorktree(d.home, repo, wt)
 	return w, classify(err)
+}
+
+// looksLikePath reports whether a name given to up is a path rather than
+// a branch's name: absolute, or with a "." or ".." element.
+func looksLikePath(name string) bool {
+	if filepath.IsAbs(name) || strings.HasPrefix(name, "~") {
+		return true
+	}
+	for _, el := range strings.Split(filepath.ToSlash(name), "/") {
+		if el == "." || el == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // warmServers starts, in the background, the managed servers that cfg's
