@@ -749,18 +749,37 @@ func (d *Daemon) runStep(ctx context.Context, dir string, env []string, cmdline,
 		hide := world.Hider(envMap(env))
 		// 20 lines, as a service's: an error's own line is often above
 		// its stack's or its library's last five (a real app's migrate).
-		var tail []string
-		for _, l := range logfile.Tail(logPath, 20) {
+		var run []string
+		for _, l := range logfile.Tail(logPath, 200) {
 			l = hide(l)
 			if strings.HasPrefix(l, "=== binky ") {
-				tail = tail[:0]
+				run = run[:0]
 				continue
 			}
-			tail = append(tail, l)
+			run = append(run, l)
 		}
-		return fmt.Errorf("%v; last output:\n    %s", err, strings.Join(tail, "\n    "))
+		tail := run[max(0, len(run)-20):]
+		msg := fmt.Sprintf("%v; last output:\n    %s", err, strings.Join(tail, "\n    "))
+		if first := firstErrorLine(run[:len(run)-len(tail)]); first != "" && firstErrorLine(tail) == "" {
+			// A Node stack trace of 30 lines put the error itself
+			// ("relation "nope" does not exist") above the last 20.
+			msg = fmt.Sprintf("%v; its first error line:\n    %s\n  last output:\n    %s", err, first, strings.Join(tail, "\n    "))
+		}
+		return errors.New(msg)
 	}
 	return nil
+}
+
+// firstErrorLine is the first of lines that reads as an error's own
+// ("error" or "fatal" in any case), "" when none does.
+func firstErrorLine(lines []string) string {
+	for _, l := range lines {
+		low := strings.ToLower(l)
+		if strings.Contains(low, "error") || strings.Contains(low, "fatal") {
+			return l
+		}
+	}
+	return ""
 }
 
 // templateOrigin is a golden template and the worktree its data came

@@ -1,10 +1,16 @@
 package daemon
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/git-binky/git-binky/world"
 )
 
 func TestPrependPathPutsTheFolderFirstAndLeavesTheCallersEnvAlone(t *testing.T) {
@@ -42,5 +48,25 @@ func TestOnlySlicesOnAServerBinkyRunsGetItsClientsFirst(t *testing.T) {
 		if got := stepCallerEnv(ref, env); !slices.Equal(got, env) {
 			t.Errorf("ref %q changed PATH: %q", ref, got)
 		}
+	}
+}
+
+// A failed migrate whose error line is above its last 20 lines (a Node
+// stack trace of 30) is quoted with that line: the last lines alone were
+// the stack's, and the error itself was not shown.
+func TestAFailedStepQuotesItsFirstErrorLine(t *testing.T) {
+	home := world.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	d := New(home, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dir := t.TempDir()
+	logPath := filepath.Join(t.TempDir(), "db.log")
+	cmd := `echo starting; echo 'error: relation "nope" does not exist'; i=0; while [ $i -lt 30 ]; do echo "    at frame $i"; i=$((i+1)); done; exit 1`
+	err := d.runStep(context.Background(), dir, []string{"PATH=/usr/bin:/bin"}, cmd, "migrate", logPath)
+	if err == nil || !strings.Contains(err.Error(), "its first error line:\n    error: relation \"nope\" does not exist") || !strings.Contains(err.Error(), "at frame 29") {
+		t.Fatalf("the step's error: %v", err)
+	}
+	// An error line among the last ones is not quoted twice.
+	err = d.runStep(context.Background(), dir, []string{"PATH=/usr/bin:/bin"}, `echo 'fatal: no'; exit 1`, "migrate", logPath)
+	if err == nil || strings.Contains(err.Error(), "first error line") || !strings.Contains(err.Error(), "fatal: no") {
+		t.Errorf("a short failure: %v", err)
 	}
 }
