@@ -438,6 +438,49 @@ func (c *Client) Remove(ctx context.Context, dir, name string, force bool) (api.
 	return w, err
 }
 
+// Servers lists binky's own shared servers, or stops or starts them
+// (action "stop" or "start", kind "" for all). Listing or stopping them
+// starts no daemon when none runs: binkyd does it without one, from the
+// servers' pid files, as the daemon would (a daemon killed -9 leaves them
+// running).
+func (c *Client) Servers(ctx context.Context, dir, action, kind string) ([]api.Server, error) {
+	var res []api.Server
+	req := api.Request{Op: api.OpServers, Dir: dir, Action: action, Name: kind}
+	nc := *c
+	nc.NoStart = nc.NoStart || action != "start"
+	err := nc.Call(ctx, req, nil, &res)
+	if !errors.Is(err, ErrNoDaemon) || c.NoStart {
+		return res, err
+	}
+	bin, err := DaemonPath()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"servers"}
+	if action != "" || kind != "" {
+		args = append(args, action)
+	}
+	if kind != "" {
+		args = append(args, kind)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "BINKY_HOME="+c.Home.Dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var m api.Message
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("%s servers: %v: %s", bin, runErr, strings.TrimSpace(stderr.String()))
+	}
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	return res, json.Unmarshal(m.Result, &res)
+}
+
 // ExecDaemonBinary replaces this process with `binkyd <sub> <args...>`,
 // for the commands that live in the daemon's binary (mcp, curl). Stdio is
 // inherited as it is, which an MCP stdio server needs.

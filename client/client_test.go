@@ -100,6 +100,25 @@ func TestNoStartNeverStartsADaemon(t *testing.T) {
 	}
 }
 
+// Listing or stopping binky's own servers needs no daemon: binkyd answers
+// without one, and none is left running. Starting one is a daemon's work.
+func TestServersListAndStopStartNoDaemon(t *testing.T) {
+	home := newHome(t)
+	c := New(home, "")
+	for _, action := range []string{"", "stop"} {
+		res, err := c.Servers(context.Background(), home.Dir, action, "")
+		if err != nil || len(res) != 0 {
+			t.Errorf("servers %q in a new home: %v, %v", action, res, err)
+		}
+	}
+	if _, err := c.Servers(context.Background(), home.Dir, "stop", "postgres"); err == nil || !strings.Contains(err.Error(), "binky never started one for this home") {
+		t.Errorf("servers stop postgres in a new home: %v", err)
+	}
+	if c.Running(context.Background()) {
+		t.Error("a daemon runs")
+	}
+}
+
 func TestAMissingDaemonBinarySaysHowToInstallIt(t *testing.T) {
 	home := world.Home{Dir: t.TempDir()}
 	t.Setenv("BINKY_DAEMON", "")

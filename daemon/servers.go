@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,6 +78,20 @@ func (d *Daemon) Servers(ctx context.Context, req api.Request) ([]api.Server, er
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// ServersWithoutDaemon is Servers for `git binky servers [stop] [kind]`
+// when no daemon runs (`binkyd servers`). Binky's own servers outlive a
+// daemon killed -9, and are found and stopped from their pid files under
+// the kind's lock, which holds across processes: a daemon started
+// meanwhile waits for it. Starting one is left to a daemon, whose worlds
+// need it next.
+func ServersWithoutDaemon(ctx context.Context, home world.Home, log *slog.Logger, req api.Request) ([]api.Server, error) {
+	if req.Action == "start" {
+		return nil, &api.Error{Code: api.CodeUsage, Message: "a shared server is started by the daemon: 'git binky servers start' starts one"}
+	}
+	d := &Daemon{home: home, log: log, servers: managed.New(home)}
+	return d.Servers(ctx, req)
 }
 
 // serverUsers names, by kind, this home's worlds with processes that

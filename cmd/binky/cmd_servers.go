@@ -21,31 +21,33 @@ machine under $BINKY_HOME/servers/ (Postgres, Redis, ...), and every world's
 slice is carved from it. 'servers' lists them; 'servers stop [kind]' stops one
 (or all), keeping its data, so every slice is still there when it starts again;
 'servers start [kind]' starts it again (a world that needs it also does).
-Worlds running on a server you stop lose their connections.
+Worlds running on a server you stop lose their connections. Listing and
+stopping start no daemon: with none running, binky finds its servers from
+their pid files, as the daemon does.
 
   git binky servers
   git binky servers stop postgres
   git binky servers start`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := api.Request{Op: api.OpServers, Dir: app.Dir}
+			var action, kind string
 			if len(args) > 0 {
 				switch args[0] {
 				case "stop", "start":
-					req.Action = args[0]
+					action = args[0]
 				default:
 					return usageError{fmt.Errorf("unknown action %q: stop or start (no action lists the servers)", args[0])}
 				}
 			}
 			if len(args) == 2 {
-				req.Name = args[1]
+				kind = args[1]
 			}
 			c, err := app.Client()
 			if err != nil {
 				return err
 			}
-			var res []api.Server
-			if err := c.Call(cmd.Context(), req, nil, &res); err != nil {
+			res, err := c.Servers(cmd.Context(), app.Dir, action, kind)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -65,7 +67,7 @@ Worlds running on a server you stop lose their connections.
 					continue
 				}
 				names := world.Inert(strings.Join(s.Worlds, ", "))
-				if req.Action == "stop" && !s.Running && (req.Name == "" || s.Kind == kindNamed(req.Name, res)) {
+				if action == "stop" && !s.Running && (kind == "" || s.Kind == kindNamed(kind, res)) {
 					fmt.Fprintf(app.Err, "warning: %d world(s) with running services use the %s server you stopped (%s): their services lost their connections; 'git binky servers start %s' (or their next up) starts it again\n",
 						len(s.Worlds), s.Kind, names, s.Kind)
 				} else {

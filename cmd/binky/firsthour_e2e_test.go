@@ -452,6 +452,42 @@ adapter = "redis"
 	f.mustBinky(f.repo, "reload", "g1")
 }
 
+// A daemon killed -9 leaves binky's own servers running. 'servers stop'
+// then stops them from their pid files, as the daemon would, and starts no
+// daemon to do it (one started did nothing but outlive the command).
+func TestServersStopWithoutADaemonStopsWhatAKilledDaemonLeftRunning(t *testing.T) {
+	if os.Getenv("BINKY_TEST_REDIS") == "" {
+		t.Skip("BINKY_TEST_REDIS is not set (make test installs redis-server, which binky's own Redis runs on, and sets it)")
+	}
+	f := newFixture(t, `[project]
+name = "acme"
+[services.cache]
+adapter = "redis"
+[services.api]
+cmd = "testsvc"
+depends_on = ["cache"]
+`)
+	f.mustBinky(f.repo, "up")
+	b, err := os.ReadFile(filepath.Join(f.home, "servers", "redis", "redis.pid"))
+	redisPID, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !pidAlive(redisPID) {
+		t.Fatalf("binky's redis is not running after up: %q, %v", b, err)
+	}
+	f.killDaemon()
+
+	out, stderr, err := f.binky(f.repo, "servers", "stop", "redis")
+	if err != nil || !strings.Contains(out, "redis       stopped") ||
+		!strings.Contains(stderr, "1 world(s) with running services use the redis server you stopped (acme)") {
+		t.Errorf("servers stop redis without a daemon: %v\n%s%s", err, out, stderr)
+	}
+	if pidAlive(redisPID) {
+		t.Errorf("redis (pid %d) still runs after servers stop", redisPID)
+	}
+	if out, _, err := f.binky(f.repo, "daemon", "status"); err == nil {
+		t.Errorf("servers stop started a daemon:\n%s", out)
+	}
+}
+
 // A worktree no hook announced (hooks off, another tool's hooksPath) is
 // found by the watcher: its world gets the environment of the repository's
 // last explicit up, not the daemon's.

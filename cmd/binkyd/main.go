@@ -2,13 +2,15 @@
 // need what only it links (net/http, mcp-go, the compose loader): 'run'
 // serves the daemon (git-binky starts it on demand), 'mcp' is the MCP stdio
 // server behind 'git binky mcp', 'curl' is behind 'git binky curl', and
-// 'init' behind 'git binky init'. It is a binary of
+// 'init' behind 'git binky init', and 'servers' lists or stops binky's own
+// servers for 'git binky servers' when no daemon runs. It is a binary of
 // its own so that git-binky, which shell prompts run on every cd, does not
 // pay their start-up cost.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-binky/git-binky/api"
 	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/compose"
 	"github.com/git-binky/git-binky/daemon"
@@ -33,7 +36,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = "usage: binkyd run | mcp | curl ... | init ...   (git-binky runs these for you)"
+const usage = "usage: binkyd run | mcp | curl ... | init ... | servers ...   (git-binky runs these for you)"
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -64,6 +67,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCurl(ctx, args[1:], stdout, stderr)
 	case "init":
 		return runInit(ctx, args[1:], stdout, stderr)
+	case "servers":
+		return runServers(ctx, home, args[1:], stdout)
 	}
 	fmt.Fprintln(stderr, usage)
 	return 2
@@ -165,5 +170,39 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	compose.WriteSummary(stdout, out, res)
+	return 0
+}
+
+// runServers is `binkyd servers [stop] [KIND]`: the client's way to list
+// or stop binky's own servers when no daemon runs, answering on stdout
+// with one message as the daemon answers on its socket.
+func runServers(ctx context.Context, home world.Home, args []string, stdout io.Writer) int {
+	var req api.Request
+	if len(args) > 0 {
+		req.Action = args[0]
+	}
+	if len(args) > 1 {
+		req.Name = args[1]
+	}
+	// A stop is logged where the daemon's would be, if the home has a log.
+	var logw io.Writer = io.Discard
+	if f, err := os.OpenFile(home.LogPath(), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		defer f.Close()
+		logw = f
+	}
+	log := slog.New(slog.NewJSONHandler(logw, nil)).With("by", "binkyd servers, no daemon running")
+	var m api.Message
+	res, err := daemon.ServersWithoutDaemon(ctx, home, log, req)
+	if err == nil {
+		m.Result, err = json.Marshal(res)
+	}
+	if err != nil {
+		ae := &api.Error{Message: err.Error()}
+		errors.As(err, &ae)
+		m.Error = ae
+	}
+	if err := json.NewEncoder(stdout).Encode(m); err != nil || m.Error != nil {
+		return 1
+	}
 	return 0
 }
