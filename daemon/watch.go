@@ -590,7 +590,7 @@ func (d *Daemon) auto(ctx context.Context, repo *gitx.Repo, wt *gitx.Worktree, e
 		return
 	}
 	d.markLost(repo, wt, env)
-	if _, err := d.up(ctx, w, "", nil, env, func(api.Event) {}); err != nil {
+	if _, err := d.up(ctx, api.OpUp, w, "", nil, env, func(api.Event) {}); err != nil {
 		d.log.Error("auto up failed", "worktree", wt.Path, "err", err)
 		d.noteAutoFailed(w, "its automatic up", err)
 	}
@@ -877,7 +877,7 @@ func (d *Daemon) follow(ctx context.Context, rec *world.Record, repo *gitx.Repo,
 		if env == nil {
 			env = d.env
 		}
-		if _, err := d.up(ctx, w, "", ran, env, func(api.Event) {}); err != nil {
+		if _, err := d.up(ctx, api.OpUp, w, "", ran, env, func(api.Event) {}); err != nil {
 			d.log.Error("move: restart", "world", rec.Worktree, "err", err)
 		}
 	}
@@ -987,7 +987,7 @@ func (d *Daemon) hook(ctx context.Context, req api.Request) {
 			if env == nil {
 				env = d.env
 			}
-			if _, err := d.up(ctx, w, "", ran, env, func(api.Event) {}); err != nil {
+			if _, err := d.up(ctx, api.OpUp, w, "", ran, env, func(api.Event) {}); err != nil {
 				d.log.Error("reload on checkout", "worktree", wt.Path, "err", err)
 			}
 		}

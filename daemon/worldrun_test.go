@@ -128,11 +128,11 @@ func TestATeardownEndsTheWaitOfAQueuedUp(t *testing.T) {
 // when it is full, the worlds folder otherwise (every failure said "free
 // the disk", a read-only folder too).
 func TestAnUnsavedRecordNamesWhatToFix(t *testing.T) {
-	full := unsavedRecord("w", "/home/worlds", &os.PathError{Op: "write", Path: "/home/worlds/x.json", Err: syscall.ENOSPC})
+	full := unsavedRecord("up", "w", "/home/worlds", &os.PathError{Op: "write", Path: "/home/worlds/x.json", Err: syscall.ENOSPC})
 	if !strings.Contains(full.Error(), "free some disk space") || !errors.Is(full, syscall.ENOSPC) {
 		t.Errorf("a full disk: %v", full)
 	}
-	denied := unsavedRecord("w", "/home/worlds", &os.PathError{Op: "open", Path: "/home/worlds/x.json", Err: syscall.EACCES})
+	denied := unsavedRecord("up", "w", "/home/worlds", &os.PathError{Op: "open", Path: "/home/worlds/x.json", Err: syscall.EACCES})
 	if strings.Contains(denied.Error(), "disk") || !strings.Contains(denied.Error(), "fix /home/worlds") {
 		t.Errorf("a folder not writable: %v", denied)
 	}

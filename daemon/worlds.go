@@ -339,7 +339,7 @@ func (d *Daemon) upAlso(ctx context.Context, req api.Request, also []string, emi
 	if len(env) == 0 {
 		env = d.env
 	}
-	return d.up(ctx, w, req.Group, also, env, emit)
+	return d.up(ctx, req.Op, w, req.Group, also, env, emit)
 }
 
 // Reload stops a world and starts it again on the same ports and data:
@@ -697,8 +697,10 @@ func (d *Daemon) awaitCheckout(ctx context.Context, req api.Request, w *world.Wo
 // up starts a world's services (those of group, or all, and those of also
 // that the file still has, with what they depend on): ports first, then
 // services in depends_on order, each once its dependencies are healthy. It
-// is idempotent: a world already running them is left as it is.
-func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env []string, emit func(api.Event)) (api.World, error) {
+// is idempotent: a world already running them is left as it is. Its
+// errors begin with cmd, the command that ends with this up (up, reload,
+// reset), and the world's name.
+func (d *Daemon) up(ctx context.Context, cmd string, w *world.World, group string, also, env []string, emit func(api.Event)) (api.World, error) {
 	// A blank template a plain slice found missing is built once no up
 	// is under way, not beside one (blank.go).
 	defer d.upStarted()()
@@ -728,7 +730,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	defer r.mu.Unlock()
 	if d.downBeforeBornUp(ctx) {
 		d.log.Info("up of a new worktree ended: a down came before it started anything", "world", w.Name)
-		return api.World{}, fmt.Errorf("up %s: %w", w.Name, errDownCameFirst)
+		return api.World{}, fmt.Errorf("%s %s: %w", cmd, w.Name, errDownCameFirst)
 	}
 	// In the admission queue or provisioning slices, this up holds the
 	// world's lock: a teardown of the world ends it (teardown).
@@ -766,7 +768,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 			// Its up started everything but could not save that it had
 			// (a full disk): recorded now.
 			if err := d.saveState(w.ID, world.StateRunning, ""); err != nil {
-				return api.World{}, unsavedRecord(w.Name, d.home.WorldsDir(), err)
+				return api.World{}, unsavedRecord(cmd, w.Name, d.home.WorldsDir(), err)
 			}
 		}
 		return d.describe(w.ID, r)
@@ -840,14 +842,14 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	d.mu.Unlock()
 	if err != nil {
 		if tornDown() && errors.Is(context.Cause(ctx), errTakenOutOfQueue) {
-			return api.World{}, fmt.Errorf("up %s: %w", w.Name, errTakenOutOfQueue)
+			return api.World{}, fmt.Errorf("%s %s: %w", cmd, w.Name, errTakenOutOfQueue)
 		}
 		if tornDown() && errors.Is(context.Cause(ctx), errDaemonStopping) {
 			// Nothing started: the client asks the next daemon.
-			return api.World{}, &api.Error{Code: api.CodeStopping, Message: fmt.Sprintf("up %s: %v", w.Name, errDaemonStopping)}
+			return api.World{}, &api.Error{Code: api.CodeStopping, Message: fmt.Sprintf("%s %s: %v", cmd, w.Name, errDaemonStopping)}
 		}
 		if tornDown() {
-			return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn: %w", w.Name, err)
+			return api.World{}, fmt.Errorf("%s %s: its worktree was removed while it waited for its turn: %w", cmd, w.Name, err)
 		}
 		return api.World{}, err
 	}
@@ -862,7 +864,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	// in a folder that was gone, until the watcher tore it down.
 	if !w.Worktree.Main && !exists(w.Worktree.AdminDir) {
 		d.log.Info("up ended: its worktree was removed while it waited", "world", w.Name)
-		return api.World{}, fmt.Errorf("up %s: its worktree was removed while it waited for its turn", w.Name)
+		return api.World{}, fmt.Errorf("%s %s: its worktree was removed while it waited for its turn", cmd, w.Name)
 	}
 	var adding []string // what a widening up starts that the world had not
 	if widen {
@@ -929,7 +931,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 			reason = "up was cancelled while its slices were provisioned (the client went away): run 'git binky up' again"
 		}
 		failed(world.StateFailed, reason)
-		return api.World{}, fmt.Errorf("up %s: %w", w.Name, err)
+		return api.World{}, fmt.Errorf("%s %s: %w", cmd, w.Name, err)
 	}
 	failPoint(exitAtUpSlices)
 	specs, err := buildSpecs(w, rec, names, env)
@@ -1005,9 +1007,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		d.setState(w.ID, world.StateRunning, "")
 		d.log.Info("up failed; the services that were running run on", "world", w.Name, "project", w.Project, "err", err)
 		if cutOff != nil {
-			return api.World{}, fmt.Errorf("up %s: %w", w.Name, err) // a down or remove, which stops the rest
+			return api.World{}, fmt.Errorf("%s %s: %w", cmd, w.Name, err) // a down or remove, which stops the rest
 		}
-		return api.World{}, fmt.Errorf("up %s: %w (what it started was stopped; the services that were running run on)", w.Name, err)
+		return api.World{}, fmt.Errorf("%s %s: %w (what it started was stopped; the services that were running run on)", cmd, w.Name, err)
 	}
 	if err != nil {
 		g.Close()
@@ -1016,9 +1018,9 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 		if widen {
 			r.setGroup(nil, nil)
 			admitted = false
-			return api.World{}, fmt.Errorf("up %s: %w (nothing of the world runs now: 'git binky up' starts it again)", w.Name, err)
+			return api.World{}, fmt.Errorf("%s %s: %w (nothing of the world runs now: 'git binky up' starts it again)", cmd, w.Name, err)
 		}
-		return api.World{}, fmt.Errorf("up %s: %w (its other services were stopped)", w.Name, err)
+		return api.World{}, fmt.Errorf("%s %s: %w (its other services were stopped)", cmd, w.Name, err)
 	}
 	failPoint(exitAtUpServices)
 	r.setGroup(g, names)
@@ -1042,7 +1044,7 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 	}
 	if err != nil {
 		d.log.Error("world up, its record not saved", "world", w.Name, "err", err)
-		return api.World{}, unsavedRecord(w.Name, d.home.WorldsDir(), err)
+		return api.World{}, unsavedRecord(cmd, w.Name, d.home.WorldsDir(), err)
 	}
 	d.log.Info("world up", "world", w.Name, "project", w.Project, "services", len(names), "took_ms", time.Since(started).Milliseconds())
 	return d.describe(w.ID, r)
@@ -1051,12 +1053,12 @@ func (d *Daemon) up(ctx context.Context, w *world.World, group string, also, env
 // unsavedRecord is the error of an up whose services run but whose record
 // could not say so, with what to fix: the disk when it is full, the
 // folder otherwise (its permissions, a read-only mount).
-func unsavedRecord(name, worldsDir string, err error) error {
+func unsavedRecord(cmd, name, worldsDir string, err error) error {
 	fix := "fix " + worldsDir
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		fix = "free some disk space"
 	}
-	return fmt.Errorf("up %s: its services run, but its record was not saved (%w): %s, then run 'git binky up' again to record it", name, err, fix)
+	return fmt.Errorf("%s %s: its services run, but its record was not saved (%w): %s, then run 'git binky up' again to record it", cmd, name, err, fix)
 }
 
 func covers(have, want []string) bool {

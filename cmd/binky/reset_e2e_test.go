@@ -415,3 +415,30 @@ func TestAResetWhoseTemplateNameIsTakenStillResets(t *testing.T) {
 		t.Errorf("items has %d rows after the reset, want the seed's 1", n)
 	}
 }
+
+// A reload or a reset ends with an up; when that up fails, the error names
+// the command the user ran, not an "up" they never typed.
+func TestAFailedReloadOrResetNamesItself(t *testing.T) {
+	f := newFixture(t, `[project]
+name = "acme"
+[services.store]
+adapter = "filestore"
+options = { root = "`+filepath.Join(t.TempDir(), "root")+`" }
+[services.api]
+cmd = "if [ -e $GC_DIR/fail ]; then exec testsvc -exit 3; fi; exec testsvc"
+url = "api"
+depends_on = ["store"]
+`)
+	f.mustBinky(f.repo, "up")
+	t.Cleanup(func() { f.binky(f.repo, "remove", "acme", "--force") })
+	if err := os.WriteFile(filepath.Join(f.gcDir, "fail"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, command := range []string{"reload", "reset"} {
+		_, stderr, err := f.binky(f.repo, command)
+		if err == nil || !strings.Contains(stderr, "git-binky: "+command+" acme: ") || strings.Contains(stderr, "up acme:") ||
+			!strings.Contains(stderr, "service api exited with code 3") {
+			t.Errorf("%s whose up fails: %v\n%s", command, err, stderr)
+		}
+	}
+}
