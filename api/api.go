@@ -220,6 +220,19 @@ type Hello struct {
 	Stopping string `json:"stopping,omitempty"`
 }
 
+// DaemonInfo is what a daemon writes to its home's daemon.json once it
+// listens on its socket, and removes as it exits: a daemon whose file is
+// there and whose socket refuses has closed it to stop.
+type DaemonInfo struct {
+	PID     int       `json:"pid"`
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+	// StartTick is its process's start time as procgroup reads it: a
+	// daemon killed -9 leaves the file, and its pid may be another
+	// process's since. 0 in an older daemon's file.
+	StartTick uint64 `json:"start_tick,omitempty"`
+}
+
 // World is one world as status, up and down report it.
 type World struct {
 	ID       string         `json:"id"`

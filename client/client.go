@@ -59,9 +59,15 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 		return fmt.Errorf("the folder %q is not named in UTF-8, which binky needs for the paths it sends its daemon: rename it (or the worktree) to a UTF-8 name", req.Dir)
 	}
 	req.Version = c.Version
+	// A wait for a stopping daemon is said as the call's own progress
+	// where it has some (an MCP agent's up sees it there), else to the user.
+	notify := c.Notice
+	if onEvent != nil {
+		notify = func(msg string) { onEvent(api.Event{State: api.EventNotice, Message: msg}) }
+	}
 	replaced, waited := false, false
 	for attempt := 0; ; attempt++ {
-		conn, err := c.dial(ctx)
+		conn, err := c.dial(ctx, notify)
 		if err != nil {
 			return err
 		}
@@ -72,12 +78,6 @@ func (c *Client) Call(ctx context.Context, req api.Request, onEvent func(api.Eve
 			// A daemon asked to stop, finishing an up: the next one takes
 			// this request once it has gone.
 			waited = true
-			// Said as the call's own progress where it has some (an MCP
-			// agent's up sees it there), else to the user.
-			notify := c.Notice
-			if onEvent != nil {
-				notify = func(msg string) { onEvent(api.Event{State: api.EventNotice, Message: msg}) }
-			}
 			if err := c.awaitExit(ctx, 0, notify); err != nil {
 				return err
 			}
@@ -193,25 +193,65 @@ func (c *Client) connErr(ctx context.Context, err error) error {
 	return fmt.Errorf("the daemon hung up (see %s): %w", c.Home.LogPath(), err)
 }
 
-// dial connects to the daemon, starting one if none answers.
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+// dial connects to the daemon, starting one if none answers. A daemon
+// that runs but refuses is stopping: it is waited for (notify is told so
+// once), then the next one is started.
+func (c *Client) dial(ctx context.Context, notify func(string)) (net.Conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
-	if err == nil {
-		return conn, nil
-	}
-	if c.NoStart {
-		return nil, ErrNoDaemon
-	}
-	if ctx.Err() != nil {
-		// A call given up on never starts a daemon: one started for it
-		// would outlive the daemon it raced and run on unasked.
-		return nil, ctx.Err()
+	told := false
+	for began := time.Now(); ; {
+		conn, err := d.DialContext(ctx, "unix", c.Home.SocketPath())
+		if err == nil {
+			return conn, nil
+		}
+		if c.NoStart {
+			return nil, ErrNoDaemon
+		}
+		if ctx.Err() != nil {
+			// A call given up on never starts a daemon: one started for it
+			// would outlive the daemon it raced and run on unasked.
+			return nil, ctx.Err()
+		}
+		pid := c.daemonProcess()
+		if pid == 0 {
+			break
+		}
+		// Until it exits it holds the lock, and a daemon started now
+		// would give way to it: this call waited 10 s for nothing, then
+		// said "the daemon did not start".
+		if !told && time.Since(began) > time.Second && notify != nil {
+			notify(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, finishingLate))
+			told = true
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.start(ctx); err != nil {
 		return nil, err
 	}
 	return d.DialContext(ctx, "unix", c.Home.SocketPath())
+}
+
+// finishingLate is what a stopping daemon whose socket is closed still
+// does: it closes it once the requests it took before the stop are done,
+// and exits once those it answered during the stop (a down stopping a
+// world's services) are.
+const finishingLate = "its socket is closed, and it exits once the downs and removes it took while stopping are done"
+
+// daemonProcess returns the pid of the daemon daemon.json names, if that
+// process still runs (checked by its start time: a daemon killed -9
+// leaves the file, and its pid may be another process's since), else 0.
+func (c *Client) daemonProcess() int {
+	b, err := os.ReadFile(c.Home.InfoPath())
+	if err != nil {
+		return 0
+	}
+	var info api.DaemonInfo
+	if json.Unmarshal(b, &info) != nil || info.StartTick == 0 || !procgroup.Alive(info.PID, info.StartTick) {
+		return 0
+	}
+	return info.PID
 }
 
 // Running reports whether a daemon answers on the socket.
@@ -258,8 +298,9 @@ func (c *Client) Shutdown(ctx context.Context) error {
 
 // awaitExit waits for the daemon (pid, or the one that answers) to exit
 // after it was asked to stop. It waits as long as the daemon says what it
-// is finishing (telling notify so once, after a second), and 15 seconds
-// past its last such word otherwise.
+// is finishing, or runs with its socket closed (finishingLate), telling
+// notify so once, after a second; and 15 seconds past the last such sign
+// otherwise.
 func (c *Client) awaitExit(ctx context.Context, pid int, notify func(string)) error {
 	start := time.Now()
 	deadline := start.Add(15 * time.Second)
@@ -273,10 +314,17 @@ func (c *Client) awaitExit(ctx context.Context, pid int, notify func(string)) er
 			if err == nil && pid == 0 {
 				pid = h.PID
 			}
-			if err == nil && h.PID == pid && h.Stopping != "" {
+			stopping := ""
+			switch {
+			case err == nil && h.PID == pid:
+				stopping = h.Stopping
+			case err != nil && pid != 0 && c.daemonProcess() == pid:
+				stopping = finishingLate
+			}
+			if stopping != "" {
 				deadline = time.Now().Add(15 * time.Second)
 				if !told && time.Since(start) > time.Second && notify != nil {
-					notify(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, h.Stopping))
+					notify(fmt.Sprintf("waiting for the daemon (pid %d) to stop: %s", pid, stopping))
 					told = true
 				}
 			}

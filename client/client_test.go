@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/procgroup"
 	"github.com/git-binky/git-binky/world"
 )
 
@@ -215,6 +217,68 @@ func TestAFolderNotNamedInUTF8IsRefusedPlainly(t *testing.T) {
 	err := c.Call(context.Background(), api.Request{Op: api.OpStatus, Dir: "/tmp/dsn-c\xffd"}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "not named in UTF-8") || errors.Is(err, ErrNoDaemon) {
 		t.Fatalf("err = %v, want the folder refused for its name", err)
+	}
+}
+
+// A daemon asked to stop closes its socket before it exits (it finishes
+// the downs it took during the stop), and holds its lock until then: a
+// call in between started a daemon that gave way to it, waited 10 s and
+// failed. It now waits for the stopping daemon, says so once, and the
+// next daemon takes it.
+func TestACallWaitsForAStoppingDaemonWhoseSocketIsClosed(t *testing.T) {
+	home := newHome(t)
+	stopping := exec.Command("sleep", "2")
+	if err := stopping.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan struct{})
+	go func() { stopping.Wait(); close(gone) }()
+	proc, err := procgroup.ReadProc(stopping.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := json.Marshal(api.DaemonInfo{PID: stopping.Process.Pid, StartTick: proc.StartTick})
+	if err := os.WriteFile(home.InfoPath(), info, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", home.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close() // the socket file stays, refusing, as a stopping daemon's does
+
+	c := New(home, "")
+	var notes []string
+	c.Notice = func(msg string) { notes = append(notes, msg) }
+	h := hello(t, c)
+	select {
+	case <-gone:
+	default:
+		t.Fatal("the call was answered while the stopping daemon still ran")
+	}
+	if h.PID == stopping.Process.Pid {
+		t.Errorf("answered by pid %d, the stopping daemon", h.PID)
+	}
+	if want := fmt.Sprintf("waiting for the daemon (pid %d) to stop", stopping.Process.Pid); len(notes) != 1 || !strings.Contains(notes[0], want) {
+		t.Errorf("notices %q, want one saying %q", notes, want)
+	}
+}
+
+// A daemon killed -9 leaves its daemon.json, whose pid may be another
+// process's by now: that process is not waited for.
+func TestADeadDaemonsInfoIsNotWaitedFor(t *testing.T) {
+	home := newHome(t)
+	info, _ := json.Marshal(api.DaemonInfo{PID: os.Getpid(), StartTick: 1}) // alive, but started at another time
+	if err := os.WriteFile(home.InfoPath(), info, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := New(home, "")
+	c.Notice = func(msg string) { t.Errorf("notice %q: the call waited", msg) }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Call(ctx, api.Request{Op: api.OpHello}, nil, nil); err != nil {
+		t.Fatalf("hello with a dead daemon's daemon.json: %v", err)
 	}
 }
 

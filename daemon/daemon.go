@@ -34,13 +34,6 @@ import (
 // ErrRunning is returned by Run when another daemon already serves Home.
 var ErrRunning = errors.New("a git-binky daemon is already running")
 
-// Info is written to $BINKY_HOME/daemon.json while the daemon runs.
-type Info struct {
-	PID     int       `json:"pid"`
-	Version string    `json:"version"`
-	Started time.Time `json:"started"`
-}
-
 // Daemon serves one BINKY_HOME.
 type Daemon struct {
 	home    world.Home
@@ -172,8 +165,8 @@ func New(home world.Home, version string, log *slog.Logger) *Daemon {
 	return d
 }
 
-// InfoPath is where a running daemon describes itself.
-func InfoPath(h world.Home) string { return filepath.Join(h.Dir, "daemon.json") }
+// InfoPath is where a running daemon describes itself (api.DaemonInfo).
+func InfoPath(h world.Home) string { return h.InfoPath() }
 
 // Run serves until ctx is done or a client asks it to shut down. Services
 // keep running when it returns; the next daemon adopts them.
@@ -219,7 +212,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.stop()
 	d.ctx = ctx
 	d.started = time.Now().UTC()
-	info, _ := json.Marshal(Info{PID: os.Getpid(), Version: d.version, Started: d.started})
+	self, _ := procgroup.ReadProc(os.Getpid())
+	info, _ := json.Marshal(api.DaemonInfo{PID: os.Getpid(), Version: d.version, Started: d.started, StartTick: self.StartTick})
 	if err := world.WriteFileAtomic(InfoPath(d.home), info, 0o600); err != nil {
 		return err
 	}

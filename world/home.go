@@ -39,6 +39,7 @@ func (h Home) ServersDir() string   { return filepath.Join(h.Dir, "servers") }
 func (h Home) GoldenDir() string    { return filepath.Join(h.Dir, "golden") }
 func (h Home) TrustDir() string     { return filepath.Join(h.Dir, "trust") }
 func (h Home) LogPath() string      { return filepath.Join(h.Dir, "daemon.log") }
+func (h Home) InfoPath() string     { return filepath.Join(h.Dir, "daemon.json") }
 
 // Ensure creates Home and its folders, private to the user.
 func (h Home) Ensure() error {
