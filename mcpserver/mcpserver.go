@@ -8,8 +8,9 @@
 // unknown key, a value out of range or arguments that are not an object are
 // tool errors that say, in words, what the argument must be), a request
 // before initialize is refused, long calls (up, reload, verify) report
-// progress to a client that sent a progressToken, and a request the client
-// cancelled gets no response, as the protocol says.
+// progress to a client that sent a progressToken (as does a call that
+// waits for a stopping daemon), and a request the client cancelled gets no
+// response, as the protocol says.
 package mcpserver
 
 import (

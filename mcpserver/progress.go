@@ -136,6 +136,11 @@ func (p *progress) event(e api.Event) {
 	p.send(msg)
 }
 
+// notice reports msg once. Unlike an event's, it is not what the
+// heartbeat repeats: what it says (a wait for a stopping daemon) may be
+// over by then.
+func (p *progress) notice(msg string) { p.send(api.EventNotice + ": " + msg) }
+
 // lines returns a writer that reports each line written to it (verify's
 // output), or nil when there is no one to report to.
 func (p *progress) lines() io.Writer {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/git-binky/git-binky/api"
+	"github.com/git-binky/git-binky/client"
 	"github.com/git-binky/git-binky/doctor"
 	"github.com/git-binky/git-binky/proxy"
 	"github.com/git-binky/git-binky/verify"
@@ -141,6 +142,15 @@ func (s *Server) tools() []server.ServerTool {
 	}
 }
 
+// client is the server's client for one tool call: its wait for a
+// stopping daemon is said as the call's progress, as the CLI says it on
+// stderr, not in silence.
+func (s *Server) client(p *progress) *client.Client {
+	c := *s.Client
+	c.Notice = p.notice
+	return &c
+}
+
 func (s *Server) dir(req mcp.CallToolRequest) string {
 	d := req.GetString(argDir, "")
 	if d == "" {
@@ -188,16 +198,22 @@ func (s *Server) reset(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 }
 
 func (s *Server) down(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return result(s.Client.Down(ctx, s.dir(req), req.GetString(argName, "")))
+	p := s.newProgress(ctx, req)
+	defer p.done()
+	return result(s.client(p).Down(ctx, s.dir(req), req.GetString(argName, "")))
 }
 
 func (s *Server) remove(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return result(s.Client.Remove(ctx, s.dir(req), req.GetString(argName, ""), req.GetBool("force", false)))
+	p := s.newProgress(ctx, req)
+	defer p.done()
+	return result(s.client(p).Remove(ctx, s.dir(req), req.GetString(argName, ""), req.GetBool("force", false)))
 }
 
 func (s *Server) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := s.newProgress(ctx, req)
+	defer p.done()
 	name := req.GetString(argName, "")
-	st, err := s.Client.Status(ctx, s.dir(req), req.GetBool("project", false))
+	st, err := s.client(p).Status(ctx, s.dir(req), req.GetBool("project", false))
 	if err != nil || name == "" {
 		return result(st, err)
 	}
@@ -311,7 +327,9 @@ func (s *Server) hider(w *world.World, req mcp.CallToolRequest) func(string) str
 
 func (s *Server) service(action string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return result(s.Client.Service(ctx, s.dir(req), req.GetString(argName, ""), req.GetString(argService, ""), action))
+		p := s.newProgress(ctx, req)
+		defer p.done()
+		return result(s.client(p).Service(ctx, s.dir(req), req.GetString(argName, ""), req.GetString(argService, ""), action))
 	}
 }
 
@@ -335,7 +353,9 @@ func (s *Server) curl(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if err != nil {
 		return result(nil, err)
 	}
-	if _, err := s.Client.Start(ctx); err != nil { // the proxy is the daemon's
+	p := s.newProgress(ctx, req)
+	defer p.done()
+	if _, err := s.client(p).Start(ctx); err != nil { // the proxy is the daemon's
 		return result(nil, err)
 	}
 	resp, err := proxy.Do(ctx, proxy.CurlRequest{ProxyPort: w.ProxyPort, Host: host, Path: req.GetString("path", "/"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,4 +175,91 @@ func TestMCPUpSendsProgressAndACancelledUpGetsNoResponse(t *testing.T) {
 	if st == nil || !strings.Contains(fmt.Sprint(st), "first") {
 		t.Errorf("status after the cancel: %v", st)
 	}
+}
+
+// lateDown is a world whose up waits for its migrate while hang exists,
+// and whose slow service ignores SIGTERM (noting it in term-<worktree>):
+// a down stopping it takes its stop_timeout.
+const lateDown = `[project]
+name = "acme"
+[services.migrate]
+cmd = "while [ -e ${env.GC_DIR}/hang ]; do sleep 0.1; done"
+oneshot = true
+[services.slow]
+cmd = "trap 'touch ${env.GC_DIR}/term-$BINKY_WORKTREE' TERM; while :; do sleep 0.1; done"
+stop_timeout = "8s"
+[services.api]
+cmd = "testsvc"
+url = "api"
+depends_on = ["migrate"]
+`
+
+// A stopping daemon closes its socket once the up it finishes is done, and
+// exits only once the down it took meanwhile has stopped its world. A
+// status asked in between waited ten silent seconds for a daemon that
+// could not start (the old one held the lock), then failed with "the
+// daemon did not start within 10s". It now waits for the old daemon,
+// saying so (as progress over MCP, a note from the CLI), and the next
+// daemon answers it.
+func TestAStatusWhileTheDaemonFinishesALateDownWaitsAndSaysSo(t *testing.T) {
+	f := newFixture(t, lateDown)
+	f.mustGit(f.repo, "worktree", "add", "-q", "../feat", "-b", "feat")
+	f.mustBinky(f.repo, "up", "feat")
+	r := startRawMCP(t, f)
+	os.WriteFile(filepath.Join(f.gcDir, "hang"), nil, 0o644)
+	up := f.startBinky(f.repo, "up")
+	f.waitOneshotStarting("acme")
+	old := f.daemonPID()
+	stop := f.startBinky(f.repo, "daemon", "stop")
+	f.eventually("the daemon stopping", func() bool {
+		out, _, _ := f.binky(f.repo, "daemon", "status")
+		return strings.Contains(out, "stopping: ")
+	})
+	down := f.startBinky(f.repo, "down", "feat") // taken during the stop
+	f.eventually("the down of feat stopping its slow service", func() bool {
+		_, err := os.Stat(filepath.Join(f.gcDir, "term-feat"))
+		return err == nil
+	})
+	os.Remove(filepath.Join(f.gcDir, "hang")) // acme's up ends: the socket closes
+	f.eventually("the stopping daemon's socket closed", func() bool {
+		c, err := net.Dial("unix", filepath.Join(f.home, "daemon.sock"))
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	if !pidAlive(old) {
+		t.Fatal("the daemon exited before the down it took ended: nothing to wait for")
+	}
+
+	cli := f.startBinky(f.repo, "status")
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status","arguments":{"dir":%q},"_meta":{"progressToken":"st"}}}`, f.repo))
+	var notes []string
+	res := r.wait(1, time.Now().Add(40*time.Second), func(m map[string]any) {
+		if p, _ := m["params"].(map[string]any); m["method"] == "notifications/progress" {
+			notes = append(notes, fmt.Sprint(p["message"]))
+		}
+	})
+	if res == nil || res["result"].(map[string]any)["isError"] == true {
+		t.Errorf("MCP status while the daemon stopped: %v", res)
+	}
+	if want := fmt.Sprintf("waiting for the daemon (pid %d) to stop", old); !strings.Contains(strings.Join(notes, "\n"), want) {
+		t.Errorf("MCP status's progress does not say %q: %q", want, notes)
+	}
+	if stderr, err := cli(); err != nil || !strings.Contains(stderr, "note: waiting for the daemon") {
+		t.Errorf("CLI status while the daemon stopped: %v\n%s", err, stderr)
+	}
+	if stderr, err := down(); err != nil {
+		t.Errorf("down feat during the stop: %v\n%s", err, stderr)
+	}
+	if stderr, err := up(); err != nil {
+		t.Errorf("up of acme, finished by the stopping daemon: %v\n%s", err, stderr)
+	}
+	if stderr, err := stop(); err != nil {
+		t.Errorf("daemon stop: %v\n%s", err, stderr)
+	}
+	if f.daemonPID() == old {
+		t.Error("the status was answered by the daemon that was stopping")
+	}
+	f.mustBinky(f.repo, "down")
 }
